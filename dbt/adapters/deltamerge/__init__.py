@@ -1,0 +1,17 @@
+"""dbt-deltamerge: Delta Lake MERGE for dbt on Spark, run by a Python engine on PySpark."""
+
+from dbt.adapters.base import AdapterPlugin
+
+from dbt.adapters.deltamerge.connections import DeltaMergeConnectionManager, DeltaMergeCredentials
+from dbt.adapters.deltamerge.impl import DeltaMergeAdapter
+from dbt.include import deltamerge
+
+Plugin = AdapterPlugin(
+    adapter=DeltaMergeAdapter,  # type: ignore[arg-type]
+    credentials=DeltaMergeCredentials,
+    include_path=deltamerge.PACKAGE_PATH,
+    dependencies=["spark"],
+    project_name="deltamerge",
+)
+
+__all__ = ["DeltaMergeAdapter", "DeltaMergeConnectionManager", "DeltaMergeCredentials", "Plugin"]

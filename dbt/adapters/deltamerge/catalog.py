@@ -1,0 +1,126 @@
+"""Catalog binding: ``<schema>.<identifier>`` in Spark's catalog reads one Delta version.
+
+Spark without Delta's jars cannot read a Delta table by itself. After every commit we
+give the version its own folder of hard links to exactly its live files (partition
+folders in Spark's layout) and point an external ``USING parquet`` table with the
+Delta schema at it: queries see that version's rows, no removed or uncommitted file,
+with partition pruning. Links cost no data copy. Where Delta's jars are on Spark's
+classpath the table is registered ``USING delta`` instead.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterable
+
+from pyspark.sql import SparkSession
+
+from dbt.adapters.deltamerge.delta.paths import local_path, partition_folder
+from dbt.adapters.deltamerge.delta.snapshot import Snapshot
+
+BINDINGS_DIR = "_deltamerge_catalog"
+LOCATION_PROPERTY = "deltamerge.location"
+VERSION_PROPERTY = "deltamerge.version"
+# Versions whose link folders stay, so a query planned just before a rebind still reads.
+KEEP_BINDINGS = 2
+
+
+def quote(identifier: str) -> str:
+    """A Spark SQL identifier, backquoted.
+
+    >>> quote("we`ird")
+    '`we``ird`'
+    """
+    return "`" + identifier.replace("`", "``") + "`"
+
+
+def table_name(schema: str, identifier: str) -> str:
+    """``schema.identifier`` quoted."""
+    return f"{quote(schema)}.{quote(identifier)}"
+
+
+def delta_jars_available(spark: SparkSession) -> bool:
+    """Whether this session has Delta's Spark extension loaded."""
+    return "DeltaSparkSessionExtension" in (spark.conf.get("spark.sql.extensions", "") or "")
+
+
+def bound_location(spark: SparkSession, schema: str, identifier: str) -> str | None:
+    """The Delta table path a catalog entry is bound to, or None if it is not ours."""
+    if not spark.catalog.tableExists(table_name(schema, identifier)):
+        return None
+    rows = spark.sql(f"SHOW TBLPROPERTIES {table_name(schema, identifier)}").collect()
+    props = {r[0]: r[1] for r in rows}
+    return props.get(LOCATION_PROPERTY)
+
+
+def bind(spark: SparkSession, *, schema: str, identifier: str, snapshot: Snapshot) -> None:
+    """Point ``schema.identifier`` at ``snapshot``'s version, replacing an earlier binding."""
+    name = table_name(schema, identifier)
+    props = (
+        f"TBLPROPERTIES ('{LOCATION_PROPERTY}' = '{_sql_string(snapshot.table_path)}', "
+        f"'{VERSION_PROPERTY}' = '{snapshot.version}')"
+    )
+    spark.sql(f"DROP TABLE IF EXISTS {name}")
+    if delta_jars_available(spark):
+        spark.sql(f"CREATE TABLE {name} USING delta LOCATION '{_sql_string(snapshot.table_path)}' {props}")
+        return
+    folder = link_version(snapshot)
+    columns = spark._jvm.org.apache.spark.sql.types.DataType.fromJson(  # type: ignore[union-attr]
+        snapshot.metadata.schema_string
+    ).toDDL()
+    partitioned = (
+        f"PARTITIONED BY ({', '.join(quote(c) for c in snapshot.partition_columns)})"
+        if snapshot.partition_columns
+        else ""
+    )
+    spark.sql(
+        f"CREATE TABLE {name} ({columns}) USING parquet {partitioned} "
+        f"LOCATION '{_sql_string(folder)}' {props}"
+    )
+    if snapshot.partition_columns:
+        spark.sql(f"ALTER TABLE {name} RECOVER PARTITIONS")
+    prune_bindings(snapshot.table_path, keep=KEEP_BINDINGS)
+
+
+def link_version(snapshot: Snapshot) -> str:
+    """Build (once) the folder of hard links for ``snapshot``; return its path."""
+    root = os.path.join(snapshot.table_path, BINDINGS_DIR)
+    folder = os.path.join(root, f"v{snapshot.version:020d}")
+    if os.path.isdir(folder):
+        return folder
+    building = folder + ".building"
+    shutil.rmtree(building, ignore_errors=True)
+    os.makedirs(building)
+    for target, source in _links(snapshot):
+        os.makedirs(os.path.dirname(os.path.join(building, target)), exist_ok=True)
+        os.link(source, os.path.join(building, target))
+    os.rename(building, folder)
+    return folder
+
+
+def _links(snapshot: Snapshot) -> Iterable[tuple[str, str]]:
+    used: set[str] = set()
+    columns = snapshot.partition_columns
+    for file in snapshot.files:
+        source = local_path(snapshot.table_path, file.path)
+        folder = partition_folder(columns, file.partition_values) if columns else ""
+        target = os.path.join(folder, os.path.basename(source))
+        if target in used:
+            target = os.path.join(folder, f"{len(used)}-{os.path.basename(source)}")
+        used.add(target)
+        yield target, source
+
+
+def prune_bindings(table_path: str, *, keep: int) -> None:
+    """Remove all but the newest ``keep`` link folders (links only; data files stay)."""
+    root = os.path.join(table_path, BINDINGS_DIR)
+    if not os.path.isdir(root):
+        return
+    folders = sorted(n for n in os.listdir(root) if n.startswith("v") and "." not in n)
+    for name in folders[:-keep]:
+        shutil.rmtree(os.path.join(root, name), ignore_errors=True)
+
+
+def _sql_string(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("'", "\\'")

@@ -1,0 +1,134 @@
+"""Profile and connection: dbt-spark's, with an embedded local Spark session by default.
+
+``method: session`` (the default) needs no host: the first connection builds one local
+SparkSession with its Hive metastore (Derby) and warehouse under the profile's
+``warehouse``, so tables survive between ``dbt`` invocations. dbt-spark's session
+cursor then finds that session through ``getOrCreate``.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any
+
+from dbt.adapters.contracts.connection import Connection
+from dbt.adapters.events.logging import AdapterLogger
+from dbt.adapters.spark.connections import (
+    SparkConnectionManager,
+    SparkConnectionMethod,
+    SparkCredentials,
+)
+from dbt_common.exceptions import DbtRuntimeError
+
+logger = AdapterLogger("DeltaMerge")
+
+DEFAULT_WAREHOUSE = "./warehouse"
+
+# Settings of the embedded session; a profile's server_side_parameters override them.
+SESSION_DEFAULTS = {
+    "spark.master": "local[*]",
+    "spark.app.name": "dbt-deltamerge",
+    "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",
+    "spark.sql.shuffle.partitions": "4",
+    "spark.sql.adaptive.enabled": "true",
+    # Other Delta readers misread Spark's default INT96 timestamps.
+    "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
+    "spark.hadoop.mapreduce.fileoutputcommitter.marksuccessfuljobs": "false",
+    "spark.hadoop.parquet.summary.metadata.level": "NONE",
+}
+
+
+@dataclass
+class DeltaMergeCredentials(SparkCredentials):
+    """dbt-spark's credentials; ``method`` defaults to ``session`` and ``warehouse`` is added."""
+
+    method: SparkConnectionMethod = SparkConnectionMethod.SESSION
+    warehouse: str = DEFAULT_WAREHOUSE
+
+    def __post_init__(self) -> None:
+        if self.method == SparkConnectionMethod.SESSION and self.host is None:
+            self.host = "localhost"  # dbt-spark requires a host; the embedded session has none
+        super().__post_init__()
+        self.warehouse = os.path.abspath(os.path.expanduser(self.warehouse))
+
+    @property
+    def type(self) -> str:
+        return "deltamerge"
+
+    @property
+    def unique_field(self) -> str:
+        return self.warehouse if self.method == SparkConnectionMethod.SESSION else str(self.host)
+
+    def _connection_keys(self) -> tuple[str, ...]:
+        return ("method", "schema", "warehouse", "host", "port", "cluster", "endpoint")
+
+
+def session_conf(warehouse: str, overrides: dict[str, str]) -> dict[str, str]:
+    """Every Spark setting of the embedded session for ``warehouse``.
+
+    >>> conf = session_conf("/w", {"spark.sql.shuffle.partitions": "2"})
+    >>> conf["spark.sql.warehouse.dir"], conf["spark.sql.shuffle.partitions"]
+    ('/w', '2')
+    """
+    conf = dict(SESSION_DEFAULTS)
+    conf["spark.sql.warehouse.dir"] = warehouse
+    conf["spark.hadoop.javax.jdo.option.ConnectionURL"] = (
+        f"jdbc:derby:;databaseName={os.path.join(warehouse, 'metastore_db')};create=true"
+    )
+    conf["spark.driver.extraJavaOptions"] = f"-Dderby.system.home={warehouse}"
+    conf.update(overrides)
+    return conf
+
+
+def start_session(warehouse: str, overrides: dict[str, str]) -> Any:
+    """The process's SparkSession for ``warehouse``, built on first use.
+
+    Raises:
+        DbtRuntimeError: a session for another warehouse is already running in this
+            process (Spark's warehouse and metastore are fixed when the JVM starts).
+    """
+    from pyspark.sql import SparkSession
+
+    # getActiveSession() is per thread and dbt runs models on worker threads.
+    active = SparkSession._instantiatedSession
+    if active is not None:
+        running = active.conf.get("spark.sql.warehouse.dir", "")
+        if os.path.abspath(running.removeprefix("file:")) != warehouse:
+            raise DbtRuntimeError(
+                f"A Spark session with warehouse {running} is already running in this process; "
+                f"the profile asks for {warehouse}. Use one warehouse per process."
+            )
+        return active
+    os.makedirs(warehouse, exist_ok=True)
+    builder = SparkSession.builder.enableHiveSupport()
+    for key, value in session_conf(warehouse, overrides).items():
+        builder = builder.config(key, value)
+    logger.debug(f"Starting the embedded Spark session, warehouse {warehouse}")
+    session = builder.getOrCreate()
+    session.sparkContext.setLogLevel("ERROR")
+    return session
+
+
+def embedded_session() -> Any:
+    """The process's SparkSession (started by the first connection)."""
+    from pyspark.sql import SparkSession
+
+    session = SparkSession._instantiatedSession
+    if session is None:
+        raise DbtRuntimeError("No Spark session: dbt-deltamerge Delta writes need `method: session`.")
+    return session
+
+
+class DeltaMergeConnectionManager(SparkConnectionManager):
+    """dbt-spark's connection manager, starting the embedded session for ``method: session``."""
+
+    TYPE = "deltamerge"
+
+    @classmethod
+    def open(cls, connection: Connection) -> Connection:
+        creds = connection.credentials
+        if isinstance(creds, DeltaMergeCredentials) and creds.method == SparkConnectionMethod.SESSION:
+            start_session(creds.warehouse, dict(creds.server_side_parameters))
+        return super().open(connection)

@@ -1,0 +1,100 @@
+"""Fitting a DataFrame to a table's schema the way Delta's writers do.
+
+Columns are matched by name (case-insensitively, as Spark resolves them); a column the
+data lacks is written as null; a type is converted only where Delta's implicit
+conversion allows it (widening numbers, dates to timestamps); anything else is an error
+naming the column and both types, never a silent null from a failed cast.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from dbt.adapters.deltamerge.delta.errors import DeltaSchemaError
+from dbt.adapters.deltamerge.delta.schema import find_field
+
+_INTEGRAL_ORDER = [T.ByteType, T.ShortType, T.IntegerType, T.LongType]
+
+
+def can_write(source: T.DataType, target: T.DataType) -> bool:
+    """Whether values of ``source`` may be written to a column of ``target`` without loss.
+
+    >>> can_write(T.IntegerType(), T.LongType()), can_write(T.StringType(), T.IntegerType())
+    (True, False)
+    >>> can_write(T.DecimalType(10, 2), T.DecimalType(12, 2))
+    True
+    """
+    if isinstance(source, T.NullType) or source == target:
+        return True
+    if isinstance(source, T.StructType) and isinstance(target, T.StructType):
+        return all(
+            (t := find_field(target, f.name)) is not None and can_write(f.dataType, t.dataType)
+            for f in source.fields
+        )
+    if isinstance(source, T.ArrayType) and isinstance(target, T.ArrayType):
+        return can_write(source.elementType, target.elementType)
+    if isinstance(source, T.MapType) and isinstance(target, T.MapType):
+        return can_write(source.keyType, target.keyType) and can_write(source.valueType, target.valueType)
+    if isinstance(source, (T.CharType, T.VarcharType)) and isinstance(target, T.StringType):
+        return True
+    return _widens(source, target)
+
+
+def _widens(source: T.DataType, target: T.DataType) -> bool:
+    integral = [type(source) is t for t in _INTEGRAL_ORDER]
+    if any(integral):
+        rank = integral.index(True)
+        if any(type(target) is t for t in _INTEGRAL_ORDER[rank:]):
+            return True
+        if isinstance(target, T.DoubleType):
+            return rank <= 2
+        if isinstance(target, T.DecimalType):
+            digits = [3, 5, 10, 20][rank]
+            return target.precision - target.scale >= digits
+        return False
+    if isinstance(source, T.FloatType):
+        return isinstance(target, T.DoubleType)
+    if isinstance(source, T.DecimalType) and isinstance(target, T.DecimalType):
+        return target.scale >= source.scale and (
+            target.precision - target.scale >= source.precision - source.scale
+        )
+    if isinstance(source, T.DateType):
+        return isinstance(target, (T.TimestampType, T.TimestampNTZType))
+    return False
+
+
+def align_to_schema(df: DataFrame, schema: T.StructType, *, what: str) -> DataFrame:
+    """``df`` with exactly ``schema``'s columns, in its order and types.
+
+    Raises:
+        DeltaSchemaError: a column of ``df`` is not in the table, or its type cannot be
+            written to the table's column. ``what`` names the write in the message.
+    """
+    problems: list[str] = []
+    extra = [f.name for f in df.schema.fields if find_field(schema, f.name) is None]
+    if extra:
+        problems.append(
+            f"{what}: columns {extra} are not in the table "
+            f"(table columns: {[f.name for f in schema.fields]})"
+        )
+    columns = []
+    for target in schema.fields:
+        source = find_field(df.schema, target.name)
+        if source is None:
+            columns.append(F.lit(None).cast(target.dataType).alias(target.name))
+            continue
+        if not can_write(source.dataType, target.dataType):
+            problems.append(
+                f"{what}: column `{target.name}` is {source.dataType.simpleString()} in the data "
+                f"but {target.dataType.simpleString()} in the table"
+            )
+            continue
+        col = F.col(f"`{source.name}`")
+        if source.dataType != target.dataType:
+            col = col.cast(target.dataType)
+        columns.append(col.alias(target.name))
+    if problems:
+        raise DeltaSchemaError(problems)
+    return df.select(*columns)

@@ -1,0 +1,164 @@
+"""Writing commits: ``_delta_log/<version>.json``, created atomically, never overwritten.
+
+One code path for every action type. A version file is written to a temporary name and
+hard-linked to its final name: ``link`` fails when the name exists, so of two writers
+racing for a version exactly one wins (put-if-absent), and a reader never sees a
+partial file. The loser re-reads what won and either retries at the next version (a
+blind append, when nothing it depends on changed) or raises ``ConcurrentModification``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from dbt.adapters.deltamerge.__version__ import version as _VERSION
+from dbt.adapters.deltamerge.delta.errors import ConcurrentModification
+from dbt.adapters.deltamerge.delta.stats import stats_to_json
+
+DEFAULT_CHECKPOINT_INTERVAL = 10
+MAX_BLIND_APPEND_RETRIES = 20
+
+
+def log_dir(table_path: str) -> str:
+    """The ``_delta_log`` folder of a table."""
+    return os.path.join(table_path, "_delta_log")
+
+
+def version_file(table_path: str, version: int) -> str:
+    """Path of the commit file for ``version``.
+
+    >>> version_file("/t", 3)
+    '/t/_delta_log/00000000000000000003.json'
+    """
+    return os.path.join(log_dir(table_path), f"{version:020d}.json")
+
+
+def now_ms() -> int:
+    """Milliseconds since the epoch, as Delta timestamps are."""
+    return int(time.time() * 1000)
+
+
+@dataclass(frozen=True)
+class CommitInfo:
+    """The ``commitInfo`` action of one commit."""
+
+    operation: str
+    operation_parameters: dict[str, Any] = field(default_factory=dict)
+    operation_metrics: dict[str, int] = field(default_factory=dict)
+    is_blind_append: bool = False
+
+    def to_action(self, *, timestamp: int, read_version: int | None) -> dict[str, object]:
+        """The JSON object; Delta records parameters and metrics as strings."""
+        info: dict[str, object] = {
+            "timestamp": timestamp,
+            "operation": self.operation,
+            "operationParameters": {
+                k: v if isinstance(v, str) else json.dumps(v)
+                for k, v in self.operation_parameters.items()
+            },
+            "isolationLevel": "Serializable",
+            "isBlindAppend": self.is_blind_append,
+            "operationMetrics": {k: str(v) for k, v in self.operation_metrics.items()},
+            "engineInfo": f"dbt-deltamerge/{_VERSION}",
+            "txnId": str(uuid.uuid4()),
+        }
+        if read_version is not None:
+            info["readVersion"] = read_version
+        return {"commitInfo": info}
+
+
+def encode_actions(actions: Sequence[dict[str, Any]]) -> bytes:
+    """Newline-delimited JSON, one action per line (``add.stats`` is already a string)."""
+    return "".join(stats_to_json(a) + "\n" for a in actions).encode("utf-8")
+
+
+def put_if_absent(path: str, data: bytes) -> bool:
+    """Create ``path`` with ``data`` unless it exists; True if this call created it."""
+    tmp = os.path.join(os.path.dirname(path), f".{os.path.basename(path)}.{uuid.uuid4().hex}.tmp")
+    with open(tmp, "wb") as handle:
+        handle.write(data)
+        handle.flush()
+        os.fsync(handle.fileno())
+    try:
+        os.link(tmp, path)
+        return True
+    except FileExistsError:
+        return False
+    finally:
+        os.unlink(tmp)
+
+
+def read_commit(table_path: str, version: int) -> list[dict[str, Any]]:
+    """The actions of one commit file."""
+    with open(version_file(table_path, version), encoding="utf-8") as handle:
+        return [json.loads(line) for line in handle if line.strip()]
+
+
+def latest_version(table_path: str) -> int:
+    """The highest committed version on disk (-1 when none), by listing the log."""
+    try:
+        names = os.listdir(log_dir(table_path))
+    except FileNotFoundError:
+        return -1
+    versions = [int(n[:20]) for n in names if len(n) == 25 and n.endswith(".json") and n[:20].isdigit()]
+    return max(versions, default=-1)
+
+
+def commit(
+    table_path: str,
+    *,
+    read_version: int,
+    actions: Sequence[dict[str, Any]],
+    info: CommitInfo,
+) -> int:
+    """Commit ``actions`` as version ``read_version + 1``; return the version committed.
+
+    ``read_version`` is -1 for a new table. A blind append that loses the race retries at
+    later versions while the winners changed neither protocol nor metadata; any other
+    lost race raises ConcurrentModification, naming the winning operation.
+    """
+    os.makedirs(log_dir(table_path), exist_ok=True)
+    attempt = read_version + 1
+    for _ in range(MAX_BLIND_APPEND_RETRIES + 1):
+        timestamp = now_ms()
+        head = info.to_action(timestamp=timestamp, read_version=read_version if read_version >= 0 else None)
+        if put_if_absent(version_file(table_path, attempt), encode_actions([head, *actions])):
+            return attempt
+        winner = read_commit(table_path, attempt)
+        if not info.is_blind_append or _changes_table_definition(winner):
+            raise ConcurrentModification(
+                f"Delta table at {table_path}: version {attempt} was committed by another writer "
+                f"({_operation_of(winner)}) after this write read version {read_version}. "
+                "Nothing was committed; re-run the model."
+            )
+        attempt += 1
+    raise ConcurrentModification(
+        f"Delta table at {table_path}: gave up after {MAX_BLIND_APPEND_RETRIES} concurrent commits."
+    )
+
+
+def _changes_table_definition(actions: list[dict[str, Any]]) -> bool:
+    return any("metaData" in a or "protocol" in a for a in actions)
+
+
+def _operation_of(actions: list[dict[str, Any]]) -> str:
+    for action in actions:
+        if "commitInfo" in action:
+            return str(action["commitInfo"].get("operation", "unknown operation"))
+    return "unknown operation"
+
+
+def maybe_checkpoint(table_path: str, version: int, interval: int) -> bool:
+    """Write a checkpoint (with delta-rs) when ``version`` is a multiple of ``interval``."""
+    if version <= 0 or interval <= 0 or version % interval:
+        return False
+    from deltalake import DeltaTable
+
+    DeltaTable(table_path, version=version).create_checkpoint()
+    return True

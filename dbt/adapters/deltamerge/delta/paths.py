@@ -1,0 +1,89 @@
+"""File paths in a Delta table: URI-encoded ``add.path`` and Hive-style partition folders.
+
+Two encodings meet here. On disk, partition folders use Spark's (Hive's) escaping of
+``col=value`` names; in the log, ``add.path`` is a URI reference, so that folder name is
+URI-encoded once more (``%3A`` on disk is ``%253A`` in the log). A ``remove`` must repeat
+its ``add`` path byte for byte, so paths read from the log are never re-encoded.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from urllib.parse import quote, unquote
+
+HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"
+
+# Spark's ExternalCatalogUtils.charToEscape.
+_ESCAPE = {chr(c) for c in range(0x01, 0x20)} | set("\"#%'*/:=?\\\x7f{[]^")
+
+
+def escape_partition_value(value: str | None) -> str:
+    """A partition value as Spark names its folder.
+
+    >>> escape_partition_value("2026-01-01 10:00:00")
+    '2026-01-01 10%3A00%3A00'
+    >>> escape_partition_value(None)
+    '__HIVE_DEFAULT_PARTITION__'
+    """
+    if value is None or value == "":
+        return HIVE_NULL
+    return "".join(f"%{ord(c):02X}" if c in _ESCAPE else c for c in value)
+
+
+def unescape_partition_value(text: str) -> str | None:
+    """Inverse of :func:`escape_partition_value`.
+
+    >>> unescape_partition_value("a%3Ab")
+    'a:b'
+    """
+    if text == HIVE_NULL:
+        return None
+    return unquote(text)
+
+
+def partition_folder(columns: list[str], values: Mapping[str, str | None]) -> str:
+    """The relative folder ``c1=v1/c2=v2`` for a partition, in Spark's escaping.
+
+    >>> partition_folder(["day", "tag"], {"day": "2026-01-01", "tag": None})
+    'day=2026-01-01/tag=__HIVE_DEFAULT_PARTITION__'
+    """
+    return "/".join(f"{escape_partition_value(c)}={escape_partition_value(values[c])}" for c in columns)
+
+
+def parse_partition_folder(relative_dir: str, columns: list[str]) -> dict[str, str | None]:
+    """Partition values from a relative folder written by Spark.
+
+    >>> parse_partition_folder("p=x%3Ay/q=__HIVE_DEFAULT_PARTITION__", ["p", "q"])
+    {'p': 'x:y', 'q': None}
+    """
+    parts = [p for p in relative_dir.split("/") if p]
+    found: dict[str, str | None] = {}
+    for part in parts:
+        key, _, value = part.partition("=")
+        found[unescape_partition_value(key) or key] = unescape_partition_value(value)
+    lowered = {k.lower(): v for k, v in found.items()}
+    return {c: lowered.get(c.lower()) for c in columns}
+
+
+def encode_add_path(relative_path: str) -> str:
+    """``add.path`` for a file at ``relative_path`` (an on-disk relative path).
+
+    >>> encode_add_path("ts=2026-01-01 10%3A00/part-0.parquet")
+    'ts=2026-01-01%2010%253A00/part-0.parquet'
+    """
+    return quote(relative_path, safe="/=")
+
+
+def local_path(table_path: str, add_path: str) -> str:
+    """The local file an ``add.path`` (relative or absolute URI) refers to."""
+    if add_path.startswith("file:") or add_path.startswith("/"):
+        return table_path_of(add_path)
+    return os.path.join(table_path, unquote(add_path))
+
+
+def table_path_of(location: str) -> str:
+    """A local absolute table path from a location string (plain path or ``file:`` URI)."""
+    if location.startswith("file:"):
+        location = "/" + unquote(location[len("file:") :]).lstrip("/")
+    return os.path.abspath(location)

@@ -1,0 +1,179 @@
+"""Which Delta protocols and table features this writer implements.
+
+A writer must refuse a table whose protocol asks for behaviour it does not have:
+writing anyway would produce files other readers misread (deletion vectors, column
+mapping) or break invariants (identity columns, constraints). Checks run before any
+file is written.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from dbt.adapters.deltamerge.delta.errors import UnsupportedTableFeature
+
+
+@dataclass(frozen=True)
+class Protocol:
+    """The ``protocol`` action."""
+
+    min_reader_version: int = 1
+    min_writer_version: int = 2
+    reader_features: tuple[str, ...] | None = None
+    writer_features: tuple[str, ...] | None = None
+
+    def to_action(self) -> dict[str, object]:
+        """The JSON object of the ``protocol`` action."""
+        action: dict[str, object] = {
+            "minReaderVersion": self.min_reader_version,
+            "minWriterVersion": self.min_writer_version,
+        }
+        if self.reader_features is not None:
+            action["readerFeatures"] = sorted(self.reader_features)
+        if self.writer_features is not None:
+            action["writerFeatures"] = sorted(self.writer_features)
+        return {"protocol": action}
+
+
+# Features whose presence alone is fine for us, given the metadata checks below.
+_READER_FEATURES_OK = {"timestampNtz", "vacuumProtocolCheck"}
+_WRITER_FEATURES_OK = {
+    "appendOnly",
+    "invariants",
+    "checkConstraints",
+    "generatedColumns",
+    "columnMapping",
+    "identityColumns",
+    "timestampNtz",
+    "vacuumProtocolCheck",
+}
+
+_PROPERTY_FEATURES = {
+    "delta.enableDeletionVectors": "deletionVectors",
+    "delta.enableRowTracking": "rowTracking",
+    "delta.enableChangeDataFeed": "changeDataFeed",
+    "delta.enableTypeWidening": "typeWidening",
+    "delta.enableInCommitTimestamps": "inCommitTimestamp",
+    "delta.enableIcebergCompatV1": "icebergCompatV1",
+    "delta.enableIcebergCompatV2": "icebergCompatV2",
+}
+
+
+def feature_problems(
+    protocol: Protocol, configuration: Mapping[str, str], schema_string: str
+) -> list[str]:
+    """Every table feature in use that this writer does not implement."""
+    problems: list[str] = []
+    if protocol.min_reader_version > 3 or protocol.min_writer_version > 7:
+        problems.append(
+            f"protocol (reader {protocol.min_reader_version}, writer {protocol.min_writer_version})"
+        )
+    for name in sorted(set(protocol.reader_features or ()) - _READER_FEATURES_OK):
+        problems.append(f"reader feature '{name}'")
+    for name in sorted(set(protocol.writer_features or ()) - _WRITER_FEATURES_OK - set(
+        protocol.reader_features or ()
+    )):
+        problems.append(f"writer feature '{name}'")
+    problems.extend(configuration_problems(configuration))
+    problems.extend(_schema_feature_problems(schema_string))
+    return problems
+
+
+def configuration_problems(configuration: Mapping[str, str]) -> list[str]:
+    """Table properties that switch on a feature this writer does not implement."""
+    problems = []
+    for key, feature in _PROPERTY_FEATURES.items():
+        if str(configuration.get(key, "false")).lower() == "true":
+            problems.append(f"table property {key}=true ({feature})")
+    mode = str(configuration.get("delta.columnMapping.mode", "none")).lower()
+    if mode != "none":
+        problems.append(f"table property delta.columnMapping.mode={mode} (columnMapping)")
+    problems.extend(
+        f"CHECK constraint {key[len('delta.constraints.'):]!r} (checkConstraints)"
+        for key in configuration
+        if key.startswith("delta.constraints.")
+    )
+    return problems
+
+
+def _schema_feature_problems(schema_string: str) -> list[str]:
+    if not schema_string:
+        return []
+    problems = []
+    for name, metadata in _field_metadata(json.loads(schema_string)):
+        if "delta.generationExpression" in metadata:
+            problems.append(f"generated column `{name}` (generatedColumns)")
+        if any(k.startswith("delta.identity.") for k in metadata):
+            problems.append(f"identity column `{name}` (identityColumns)")
+        if "delta.invariants" in metadata:
+            problems.append(f"column invariant on `{name}` (invariants)")
+    return problems
+
+
+def _field_metadata(node: object, prefix: str = "") -> list[tuple[str, dict[str, object]]]:
+    found: list[tuple[str, dict[str, object]]] = []
+    if isinstance(node, dict):
+        for f in node.get("fields", []) if node.get("type") == "struct" else []:
+            name = f"{prefix}{f['name']}"
+            found.append((name, f.get("metadata") or {}))
+            found.extend(_field_metadata(f["type"], name + "."))
+        for key in ("elementType", "keyType", "valueType"):
+            if key in node:
+                found.extend(_field_metadata(node[key], prefix))
+    return found
+
+
+def check_writable(
+    protocol: Protocol, configuration: Mapping[str, str], schema_string: str, *, table: str
+) -> None:
+    """Raise :class:`UnsupportedTableFeature` unless this writer may write the table."""
+    problems = feature_problems(protocol, configuration, schema_string)
+    if problems:
+        raise UnsupportedTableFeature(
+            f"Delta table at {table} uses features dbt-deltamerge cannot write yet: "
+            + "; ".join(problems)
+            + ". Nothing was written. Write to a table without them, or recreate it with --full-refresh."
+        )
+
+
+def protocol_for(features: set[str]) -> Protocol:
+    """The smallest protocol declaring ``features`` (table features need reader 3 / writer 7).
+
+    >>> protocol_for(set())
+    Protocol(min_reader_version=1, min_writer_version=2, reader_features=None, writer_features=None)
+    >>> protocol_for({"timestampNtz"}).min_writer_version
+    7
+    """
+    if not features:
+        return Protocol()
+    return Protocol(3, 7, tuple(sorted(features & {"timestampNtz"})), tuple(sorted(features)))
+
+
+@dataclass(frozen=True)
+class TableMetadata:
+    """The ``metaData`` action."""
+
+    id: str
+    schema_string: str
+    partition_columns: tuple[str, ...]
+    configuration: Mapping[str, str] = field(default_factory=dict)
+    created_time: int | None = None
+    name: str | None = None
+    description: str | None = None
+
+    def to_action(self) -> dict[str, object]:
+        """The JSON object of the ``metaData`` action."""
+        return {
+            "metaData": {
+                "id": self.id,
+                "name": self.name,
+                "description": self.description,
+                "format": {"provider": "parquet", "options": {}},
+                "schemaString": self.schema_string,
+                "partitionColumns": list(self.partition_columns),
+                "configuration": dict(self.configuration),
+                "createdTime": self.created_time,
+            }
+        }

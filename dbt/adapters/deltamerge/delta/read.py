@@ -1,0 +1,38 @@
+"""Reading chosen files of a snapshot as a Spark DataFrame with the table's schema.
+
+Spark is given the exact files from the Delta log (never a directory listing, which
+would include removed and uncommitted files) and the table schema, so columns added
+after a file was written read as null and partition values come back typed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from dbt.adapters.deltamerge.delta.paths import local_path, table_path_of
+from dbt.adapters.deltamerge.delta.snapshot import AddFile, Snapshot
+
+
+def read_files(spark: SparkSession, snapshot: Snapshot, files: Sequence[AddFile]) -> DataFrame:
+    """The rows of ``files`` (live files of ``snapshot``) in table column order."""
+    schema = snapshot.schema
+    if not files:
+        return spark.createDataFrame([], schema)
+    reader = spark.read.schema(schema)
+    if snapshot.partition_columns:
+        reader = reader.option("basePath", snapshot.table_path)
+    paths = [local_path(snapshot.table_path, f.path) for f in files]
+    return reader.parquet(*paths).select(*[F.col(f"`{f.name}`") for f in schema.fields])
+
+
+def file_uri(table_path: str, file: AddFile) -> str:
+    """The local path of a file, in the form :func:`path_of_uri` gives for Spark's file names."""
+    return local_path(table_path, file.path)
+
+
+def path_of_uri(uri: str) -> str:
+    """A local path from a URI as Spark's ``input_file_name()`` reports it."""
+    return table_path_of(uri)

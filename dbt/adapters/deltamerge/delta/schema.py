@@ -1,0 +1,168 @@
+"""Spark types <-> Delta schema JSON.
+
+Delta's schema serialization is Spark's own ``StructType`` JSON, so conversion is
+PySpark's ``jsonValue``/``fromJson``; what this module adds is the checks Delta makes
+before a schema may be written (types Delta has no encoding for, names that need
+column mapping) and the table features a schema needs.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+from pyspark.sql import types as T
+
+from dbt.adapters.deltamerge.delta.errors import DeltaSchemaError
+
+# Spark marks CHAR/VARCHAR columns with this metadata key; Delta stores them as strings.
+_CHAR_VARCHAR_KEY = "__CHAR_VARCHAR_TYPE_STRING"
+
+# Delta without column mapping rejects these characters in column names.
+INVALID_NAME_CHARS = " ,;{}()\n\t="
+
+_ATOMIC = (
+    T.BooleanType,
+    T.ByteType,
+    T.ShortType,
+    T.IntegerType,
+    T.LongType,
+    T.FloatType,
+    T.DoubleType,
+    T.DecimalType,
+    T.StringType,
+    T.BinaryType,
+    T.DateType,
+    T.TimestampType,
+    T.TimestampNTZType,
+)
+
+
+def iter_fields(
+    dtype: T.DataType, prefix: tuple[str, ...] = ()
+) -> Iterator[tuple[tuple[str, ...], T.DataType]]:
+    """Yield ``(path, type)`` for every field and element type, depth first.
+
+    >>> s = T.StructType([T.StructField("a", T.StructType([T.StructField("b", T.IntegerType())]))])
+    >>> [".".join(p) for p, _ in iter_fields(s)]
+    ['a', 'a.b']
+    """
+    if isinstance(dtype, T.StructType):
+        for field in dtype.fields:
+            path = (*prefix, field.name)
+            yield path, field.dataType
+            yield from iter_fields(field.dataType, path)
+    elif isinstance(dtype, T.ArrayType):
+        yield from iter_fields(dtype.elementType, (*prefix, "element"))
+    elif isinstance(dtype, T.MapType):
+        yield from iter_fields(dtype.keyType, (*prefix, "key"))
+        yield from iter_fields(dtype.valueType, (*prefix, "value"))
+
+
+def schema_problems(schema: T.StructType) -> list[str]:
+    """Every reason this schema cannot be stored in a Delta table we write.
+
+    >>> schema_problems(T.StructType([T.StructField("a b", T.NullType())]))[0]
+    "column `a b`: Delta has no type for NULL (void); cast it, e.g. `cast(null as string) as ...`"
+    """
+    problems: list[str] = []
+    seen: set[str] = set()
+    for field in schema.fields:
+        if field.name.lower() in seen:
+            problems.append(f"column `{field.name}` appears twice (names are case-insensitive)")
+        seen.add(field.name.lower())
+    for path, dtype in iter_fields(schema):
+        name = ".".join(path)
+        if isinstance(dtype, T.NullType):
+            problems.append(
+                f"column `{name}`: Delta has no type for NULL (void); "
+                "cast it, e.g. `cast(null as string) as ...`"
+            )
+        elif not isinstance(dtype, (*_ATOMIC, T.StructType, T.ArrayType, T.MapType)):
+            problems.append(f"column `{name}`: type {dtype.simpleString()} cannot be stored in Delta")
+        elif isinstance(dtype, T.StringType) and getattr(dtype, "collation", "UTF8_BINARY") != (
+            "UTF8_BINARY"
+        ):
+            problems.append(f"column `{name}`: collated strings need a Delta table feature we do not write")
+        leaf = path[-1]
+        if leaf not in ("element", "key", "value") or not _is_container_step(schema, path):
+            bad = sorted({c for c in leaf if c in INVALID_NAME_CHARS})
+            if bad:
+                problems.append(
+                    f"column `{name}`: the characters {bad!r} are not allowed in Delta column names "
+                    "without column mapping; rename it with an alias"
+                )
+    return problems
+
+
+def _is_container_step(schema: T.StructType, path: tuple[str, ...]) -> bool:
+    parent: T.DataType = schema
+    for step in path[:-1]:
+        parent = _child(parent, step)
+    return isinstance(parent, (T.ArrayType, T.MapType))
+
+
+def _child(dtype: T.DataType, step: str) -> T.DataType:
+    if isinstance(dtype, T.StructType):
+        return dtype[step].dataType
+    if isinstance(dtype, T.ArrayType):
+        return dtype.elementType
+    if isinstance(dtype, T.MapType):
+        return dtype.keyType if step == "key" else dtype.valueType
+    raise KeyError(step)
+
+
+def to_delta_schema(schema: T.StructType) -> T.StructType:
+    """The schema as Delta stores it: CHAR/VARCHAR become STRING, everything nullable.
+
+    Delta tables written by Spark are nullable unless a NOT NULL constraint is declared;
+    a query's inferred nullability is not a constraint.
+    """
+    problems = schema_problems(schema)
+    if problems:
+        raise DeltaSchemaError(problems)
+    return T.StructType([_clean_field(f) for f in schema.fields])
+
+
+def _clean_field(field: T.StructField) -> T.StructField:
+    metadata = {k: v for k, v in (field.metadata or {}).items() if k != _CHAR_VARCHAR_KEY}
+    return T.StructField(field.name, _clean_type(field.dataType), True, metadata)
+
+
+def _clean_type(dtype: T.DataType) -> T.DataType:
+    if isinstance(dtype, T.StructType):
+        return T.StructType([_clean_field(f) for f in dtype.fields])
+    if isinstance(dtype, T.ArrayType):
+        return T.ArrayType(_clean_type(dtype.elementType), True)
+    if isinstance(dtype, T.MapType):
+        return T.MapType(_clean_type(dtype.keyType), _clean_type(dtype.valueType), True)
+    if isinstance(dtype, (T.CharType, T.VarcharType)):
+        return T.StringType()
+    return dtype
+
+
+def schema_to_json(schema: T.StructType) -> str:
+    """Delta's ``schemaString`` for a Spark schema."""
+    return json.dumps(schema.jsonValue(), separators=(",", ":"))
+
+
+def schema_from_json(schema_string: str) -> T.StructType:
+    """The Spark schema for a Delta ``schemaString``."""
+    parsed = T.StructType.fromJson(json.loads(schema_string))
+    assert isinstance(parsed, T.StructType)
+    return parsed
+
+
+def required_features(schema: T.StructType) -> set[str]:
+    """Delta table features a table with this schema must declare."""
+    if any(isinstance(t, T.TimestampNTZType) for _, t in iter_fields(schema)):
+        return {"timestampNtz"}
+    return set()
+
+
+def find_field(schema: T.StructType, name: str) -> T.StructField | None:
+    """The top-level field named ``name``, case-insensitively as Spark resolves it."""
+    for field in schema.fields:
+        if field.name.lower() == name.lower():
+            return field
+    return None

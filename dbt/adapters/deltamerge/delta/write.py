@@ -1,0 +1,268 @@
+"""Table-level writes: one DataFrame becomes one new Delta version.
+
+``create_or_replace`` (a new table, or a new version with a new definition: history is
+kept), ``append``, ``replace_partitions`` (dynamic partition overwrite) and
+``replace_where`` (rows matching a predicate are replaced, as Delta's ``replaceWhere``).
+Every check that can refuse a write runs before the first data file is written.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Literal
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from dbt.adapters.deltamerge.delta.align import align_to_schema
+from dbt.adapters.deltamerge.delta.commit import (
+    DEFAULT_CHECKPOINT_INTERVAL,
+    CommitInfo,
+    commit,
+    maybe_checkpoint,
+    now_ms,
+)
+from dbt.adapters.deltamerge.delta.errors import DeltaError, DeltaSchemaError
+from dbt.adapters.deltamerge.delta.files import WrittenFile, add_actions, write_data_files
+from dbt.adapters.deltamerge.delta.protocol import (
+    Protocol,
+    TableMetadata,
+    check_writable,
+    configuration_problems,
+    protocol_for,
+)
+from dbt.adapters.deltamerge.delta.read import file_uri, path_of_uri, read_files
+from dbt.adapters.deltamerge.delta.schema import (
+    find_field,
+    required_features,
+    schema_to_json,
+    to_delta_schema,
+)
+from dbt.adapters.deltamerge.delta.snapshot import AddFile, Snapshot, load_snapshot
+from dbt.adapters.deltamerge.delta.stats import DEFAULT_NUM_INDEXED_COLS
+
+WriteMode = Literal["create_or_replace", "append", "replace_partitions", "replace_where"]
+
+
+@dataclass(frozen=True)
+class WriteRequest:
+    """What to write where."""
+
+    table_path: str
+    mode: WriteMode
+    partition_by: tuple[str, ...] = ()
+    properties: Mapping[str, str] = field(default_factory=dict)
+    replace_where: str | None = None
+
+
+@dataclass(frozen=True)
+class WriteResult:
+    """The committed version (None if nothing was committed) and Delta's metrics."""
+
+    version: int | None
+    operation: str
+    metrics: dict[str, int]
+    snapshot: Snapshot
+
+
+def write_dataframe(spark: SparkSession, df: DataFrame, request: WriteRequest) -> WriteResult:
+    """Write ``df`` to the Delta table at ``request.table_path`` as one new version."""
+    started = time.monotonic()
+    current = load_snapshot(request.table_path)
+    if current is not None:
+        check_writable(
+            current.protocol,
+            current.metadata.configuration,
+            current.metadata.schema_string,
+            table=request.table_path,
+        )
+    if current is None or request.mode == "create_or_replace":
+        result = _create_or_replace(df, request, current)
+    elif request.mode == "append":
+        result = _append(df, request, current)
+    elif request.mode == "replace_partitions":
+        result = _replace_partitions(df, request, current)
+    else:
+        result = _replace_where(spark, df, request, current)
+    result.metrics["executionTimeMs"] = int((time.monotonic() - started) * 1000)
+    return result
+
+
+def _create_or_replace(df: DataFrame, request: WriteRequest, current: Snapshot | None) -> WriteResult:
+    schema = to_delta_schema(df.schema)
+    partition_columns = _resolve_partition_columns(schema, request.partition_by)
+    configuration = {str(k): str(v) for k, v in request.properties.items()}
+    problems = configuration_problems(configuration)
+    if problems:
+        raise DeltaError(
+            f"Delta table at {request.table_path}: dbt-deltamerge cannot write "
+            + "; ".join(problems)
+            + " yet. Nothing was written."
+        )
+    metadata = TableMetadata(
+        id=current.metadata.id if current else str(uuid.uuid4()),
+        schema_string=schema_to_json(schema),
+        partition_columns=tuple(partition_columns),
+        configuration=configuration,
+        created_time=current.metadata.created_time if current else now_ms(),
+    )
+    protocol = _upgraded(current.protocol if current else None, required_features(schema))
+    written = _write(df.select(*[F.col(f"`{f.name}`") for f in schema.fields]), request.table_path,
+                     partition_columns, configuration)
+    actions: list[dict[str, object]] = []
+    if current is None or protocol != current.protocol:
+        actions.append(protocol.to_action())
+    actions.append(metadata.to_action())
+    removed = list(current.files) if current else []
+    operation = "CREATE OR REPLACE TABLE AS SELECT" if current else "CREATE TABLE AS SELECT"
+    params: dict[str, object] = {
+        "partitionBy": partition_columns,
+        "description": None,
+        "properties": configuration,
+        "isManaged": "false",
+    }
+    return _commit(request, current, operation, params, actions, written, removed, blind=False)
+
+
+def _append(df: DataFrame, request: WriteRequest, current: Snapshot) -> WriteResult:
+    aligned = align_to_schema(df, current.schema, what=f"append to {request.table_path}")
+    written = _write(aligned, request.table_path, current.partition_columns, current.metadata.configuration)
+    params = {"mode": "Append", "partitionBy": current.partition_columns}
+    return _commit(request, current, "WRITE", params, [], written, [], blind=True)
+
+
+def _replace_partitions(df: DataFrame, request: WriteRequest, current: Snapshot) -> WriteResult:
+    aligned = align_to_schema(df, current.schema, what=f"insert_overwrite into {request.table_path}")
+    written = _write(aligned, request.table_path, current.partition_columns, current.metadata.configuration)
+    params: dict[str, object] = {"mode": "Overwrite", "partitionBy": current.partition_columns}
+    if current.partition_columns:
+        touched = {_partition_key(f.partition_values) for f in written}
+        removed = [f for f in current.files if _partition_key(f.partition_values) in touched]
+        params["partitionOverwriteMode"] = "DYNAMIC"
+    else:
+        removed = list(current.files)
+    return _commit(request, current, "WRITE", params, [], written, removed, blind=False)
+
+
+def _replace_where(spark: SparkSession, df: DataFrame, request: WriteRequest, current: Snapshot) -> WriteResult:
+    predicate = request.replace_where or "true"
+    aligned = align_to_schema(df, current.schema, what=f"replace where into {request.table_path}")
+    touched = _files_matching(spark, current, predicate)
+    kept_rows = read_files(spark, current, touched).where(f"NOT coalesce(({predicate}), false)")
+    written = _write(
+        aligned.unionByName(kept_rows), request.table_path, current.partition_columns, current.metadata.configuration
+    )
+    params = {"mode": "Overwrite", "predicate": [predicate]}
+    result = _commit(request, current, "WRITE", params, [], written, touched, blind=False)
+    return result
+
+
+def _files_matching(spark: SparkSession, snapshot: Snapshot, predicate: str) -> list[AddFile]:
+    """Live files holding at least one row that satisfies ``predicate``."""
+    if not snapshot.files:
+        return []
+    matches = (
+        read_files(spark, snapshot, list(snapshot.files))
+        .where(f"coalesce(({predicate}), false)")
+        .select(F.input_file_name().alias("file"))
+        .distinct()
+        .collect()
+    )
+    hit = {path_of_uri(row.file) for row in matches}
+    return [f for f in snapshot.files if file_uri(snapshot.table_path, f) in hit]
+
+
+def _write(
+    df: DataFrame, table_path: str, partition_columns: list[str], configuration: Mapping[str, str]
+) -> list[WrittenFile]:
+    num_indexed = int(configuration.get("delta.dataSkippingNumIndexedCols", DEFAULT_NUM_INDEXED_COLS))
+    return write_data_files(
+        df, table_path, partition_columns=partition_columns, num_indexed_cols=num_indexed
+    )
+
+
+def _commit(
+    request: WriteRequest,
+    current: Snapshot | None,
+    operation: str,
+    params: dict[str, object],
+    leading: list[dict[str, object]],
+    written: list[WrittenFile],
+    removed: list[AddFile],
+    *,
+    blind: bool,
+) -> WriteResult:
+    stamp = now_ms()
+    metrics = {
+        "numFiles": len(written),
+        "numOutputRows": sum(f.num_records for f in written),
+        "numOutputBytes": sum(f.size for f in written),
+        "numRemovedFiles": len(removed),
+        "numRemovedBytes": sum(f.size for f in removed),
+    }
+    actions = [*leading, *[f.remove_action(stamp) for f in removed], *add_actions(written)]
+    info = CommitInfo(operation, params, metrics, is_blind_append=blind)
+    version = commit(
+        request.table_path,
+        read_version=current.version if current else -1,
+        actions=actions,
+        info=info,
+    )
+    configuration = current.metadata.configuration if current else request.properties
+    interval = int(configuration.get("delta.checkpointInterval", DEFAULT_CHECKPOINT_INTERVAL))
+    maybe_checkpoint(request.table_path, version, interval)
+    snapshot = load_snapshot(request.table_path, version)
+    assert snapshot is not None
+    return WriteResult(version, operation, metrics, snapshot)
+
+
+def _resolve_partition_columns(schema: T.StructType, requested: tuple[str, ...]) -> list[str]:
+    problems, resolved = [], []
+    for name in requested:
+        found = find_field(schema, name)
+        if found is None:
+            problems.append(f"partition column `{name}` is not a column of the data")
+        elif isinstance(found.dataType, (T.StructType, T.ArrayType, T.MapType, T.BinaryType)):
+            problems.append(f"partition column `{name}` has type {found.dataType.simpleString()}, which cannot partition")
+        else:
+            resolved.append(found.name)
+    if schema.fields and len(resolved) == len(schema.fields):
+        problems.append("every column is a partition column; a Delta table needs one data column")
+    if problems:
+        raise DeltaSchemaError(problems)
+    return resolved
+
+
+def _upgraded(current: Protocol | None, features: set[str]) -> Protocol:
+    wanted = protocol_for(features)
+    if current is None:
+        return wanted
+    if features - set(current.writer_features or ()) and current.min_writer_version < 7:
+        return replace(
+            wanted, writer_features=tuple(sorted(features | _legacy_features(current)))
+        )
+    if current.writer_features is not None and features - set(current.writer_features):
+        return replace(
+            current,
+            reader_features=tuple(sorted(set(current.reader_features or ()) | (features & {"timestampNtz"}))),
+            writer_features=tuple(sorted(set(current.writer_features) | features)),
+        )
+    return current
+
+
+def _legacy_features(protocol: Protocol) -> set[str]:
+    """Features implied by a legacy writer version, listed when moving to table features."""
+    implied = {2: {"appendOnly", "invariants"}, 3: {"checkConstraints"}, 4: {"changeDataFeed", "generatedColumns"}}
+    found: set[str] = set()
+    for version, names in implied.items():
+        if protocol.min_writer_version >= version:
+            found |= names
+    return found
+
+
+def _partition_key(values: Mapping[str, str | None]) -> tuple[tuple[str, str | None], ...]:
+    return tuple(sorted((k.lower(), v) for k, v in values.items()))

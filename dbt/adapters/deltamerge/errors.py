@@ -1,0 +1,46 @@
+"""The one error boundary between the engine and dbt: every failure names the model."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from dbt_common.exceptions import DbtRuntimeError
+
+
+class ConfigError(DbtRuntimeError):
+    """A model's config has problems; all of them are listed."""
+
+    def __init__(self, model: str, problems: list[str]) -> None:
+        self.model = model
+        self.problems = problems
+        super().__init__(f"Model '{model}': invalid config:\n  - " + "\n  - ".join(problems))
+
+
+class ModelWriteError(DbtRuntimeError):
+    """A Delta write of a model failed; the table is left at its previous version."""
+
+
+@contextmanager
+def model_errors(model: str) -> Iterator[None]:
+    """Turn engine and Spark errors into dbt errors that name ``model``."""
+    from pyspark.errors import PySparkException
+    from py4j.protocol import Py4JJavaError
+
+    from dbt.adapters.deltamerge.delta.errors import DeltaError
+
+    try:
+        yield
+    except DbtRuntimeError:
+        raise
+    except DeltaError as exc:
+        raise ModelWriteError(f"Model '{model}': {exc}") from exc
+    except (PySparkException, Py4JJavaError) as exc:
+        raise ModelWriteError(
+            f"Model '{model}': Spark failed; the table is unchanged.\n{_first_lines(str(exc))}"
+        ) from exc
+
+
+def _first_lines(text: str, count: int = 12) -> str:
+    lines = [line for line in text.splitlines() if line.strip()]
+    return "\n".join(lines[:count])

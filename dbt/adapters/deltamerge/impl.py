@@ -1,0 +1,192 @@
+"""The dbt adapter: dbt-spark's, with Delta writes run by our engine.
+
+A thin facade. Materializations call one ``@available`` method with plain values; the
+method parses config (``materialize.WriteSpec``), runs the engine on the connection's
+Spark session inside the model's error boundary, re-binds the catalog, and returns an
+``AdapterResponse`` carrying Delta's metrics.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+from typing import Any, Dict, Optional
+
+from dbt.adapters.base import available
+from dbt.adapters.base.relation import BaseRelation
+from dbt.adapters.contracts.connection import AdapterResponse
+from dbt.adapters.spark.impl import SparkAdapter, SparkConfig
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from dbt.adapters.deltamerge import catalog
+from dbt.adapters.deltamerge.connections import DeltaMergeConnectionManager, embedded_session
+from dbt.adapters.deltamerge.delta.write import WriteResult, write_dataframe
+from dbt.adapters.deltamerge.errors import model_errors
+from dbt.adapters.deltamerge.materialize import WriteSpec, plan_write, table_location
+
+
+@dataclass
+class DeltaMergeConfig(SparkConfig):
+    """Model configs this adapter adds to dbt-spark's."""
+
+    file_format: str = "delta"
+    tblproperties: Optional[Dict[str, str]] = None
+
+
+@dataclass
+class DeltaAdapterResponse(AdapterResponse):
+    """dbt's response plus the Delta version written and Delta's operation metrics."""
+
+    delta_version: Optional[int] = None
+    delta_operation: Optional[str] = None
+    delta_table_path: Optional[str] = None
+    operation_metrics: Dict[str, int] = field(default_factory=dict)
+
+    def __post_serialize__(self, dct: Dict[str, Any], context: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+        # run_results.json shows each metric under its Delta name, next to rows_affected.
+        dct = super().__post_serialize__(dct, context)
+        dct.update(self.operation_metrics)
+        return dct
+
+
+class DeltaMergeAdapter(SparkAdapter):
+    """dbt-spark's adapter whose Delta materializations run on the deltamerge engine."""
+
+    ConnectionManager = DeltaMergeConnectionManager
+    AdapterSpecificConfigs = DeltaMergeConfig
+
+    def _build_spark_relation_list(self, row_list: Any, relation_info_func: Any) -> list[BaseRelation]:
+        relations = super()._build_spark_relation_list(row_list, relation_info_func)
+        # Our bound tables show "Provider: parquet"; their marker property makes them Delta.
+        return [
+            r.incorporate(is_delta=True) if catalog.LOCATION_PROPERTY in (r.information or "") else r
+            for r in relations
+        ]
+
+    def spark_session(self) -> SparkSession:
+        """The connection's Spark session (embedded mode)."""
+        self.connections.get_thread_connection().handle  # opens the connection if needed
+        return embedded_session()
+
+    @available
+    def delta_materialize(
+        self,
+        relation: BaseRelation,
+        sql: str,
+        config: Dict[str, Any],
+        materialization: str,
+        full_refresh: bool = False,
+        batch_start: Any = None,
+        batch_end: Any = None,
+    ) -> AdapterResponse:
+        """Run ``sql`` and write its rows as a new version of the model's Delta table."""
+        model = str(relation.identifier)
+        spec = WriteSpec.from_config(model, config)
+        with model_errors(model):
+            spark = self.spark_session()
+            return self._write(spark, spark.sql(sql), relation, spec, materialization, full_refresh,
+                               _batch(batch_start, batch_end))
+
+    @available
+    def delta_seed(
+        self, relation: BaseRelation, agate_table: Any, config: Dict[str, Any]
+    ) -> AdapterResponse:
+        """Write a seed's rows as a new version of its Delta table."""
+        model = str(relation.identifier)
+        spec = WriteSpec.from_config(model, config)
+        with model_errors(model):
+            spark = self.spark_session()
+            df = seed_dataframe(spark, agate_table, self._seed_types(agate_table, config))
+            return self._write(spark, df, relation, spec, "seed", True, None)
+
+    def _seed_types(self, agate_table: Any, config: Dict[str, Any]) -> list[str]:
+        overrides = {k.lower(): v for k, v in (config.get("column_types") or {}).items()}
+        return [
+            overrides.get(name.lower()) or self.convert_type(agate_table, idx)
+            for idx, name in enumerate(agate_table.column_names)
+        ]
+
+    def _write(
+        self,
+        spark: SparkSession,
+        df: DataFrame,
+        relation: BaseRelation,
+        spec: WriteSpec,
+        materialization: Any,
+        full_refresh: bool,
+        batch: Optional[tuple[str, str]],
+    ) -> AdapterResponse:
+        schema, identifier = str(relation.schema), str(relation.identifier)
+        bound = catalog.bound_location(spark, schema, identifier)
+        path = table_location(
+            spec, identifier=identifier, bound=bound,
+            schema_location=spark.catalog.getDatabase(schema).locationUri,
+        )
+        from dbt.adapters.deltamerge.delta.paths import table_path_of
+
+        request = plan_write(
+            spec,
+            materialization=materialization,
+            table_path=table_path_of(path),
+            exists=bound is not None,
+            full_refresh=full_refresh,
+            batch=batch,
+        )
+        if request.mode != "create_or_replace" and spec.on_schema_change == "ignore":
+            df = _drop_new_columns(df, spark, schema, identifier)
+        result = write_dataframe(spark, df, request)
+        catalog.bind(spark, schema=schema, identifier=identifier, snapshot=result.snapshot)
+        return _response(result)
+
+
+def _drop_new_columns(df: DataFrame, spark: SparkSession, schema: str, identifier: str) -> DataFrame:
+    """dbt's ``on_schema_change: ignore``: columns the table lacks are not written."""
+    existing = {f.name.lower() for f in spark.table(catalog.table_name(schema, identifier)).schema.fields}
+    return df.select(*[F.col(catalog.quote(f.name)) for f in df.schema.fields if f.name.lower() in existing])
+
+
+def seed_dataframe(spark: SparkSession, agate_table: Any, types: list[str]) -> DataFrame:
+    """A DataFrame of a seed's rows, each column cast to its dbt-resolved type."""
+    names = list(agate_table.column_names)
+    rows = [tuple(None if v is None else _seed_text(v) for v in row) for row in agate_table.rows]
+    raw = spark.createDataFrame(rows, T.StructType([T.StructField(n, T.StringType()) for n in names]))
+    return raw.select(
+        *[F.expr(f"cast({catalog.quote(n)} as {t})").alias(n) for n, t in zip(names, types)]
+    )
+
+
+def _seed_text(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, dt.datetime):
+        return value.isoformat(sep=" ")
+    return str(value)
+
+
+def _batch(start: Any, end: Any) -> Optional[tuple[str, str]]:
+    if start is None or end is None:
+        return None
+    return _timestamp_text(start), _timestamp_text(end)
+
+
+def _timestamp_text(value: Any) -> str:
+    if isinstance(value, dt.datetime):
+        if value.tzinfo is not None:
+            value = value.astimezone(dt.timezone.utc).replace(tzinfo=None)
+        return value.isoformat(sep=" ")
+    return str(value)
+
+
+def _response(result: WriteResult) -> DeltaAdapterResponse:
+    rows = result.metrics.get("numOutputRows", 0)
+    return DeltaAdapterResponse(
+        _message=f"OK {result.operation}: Delta version {result.version}",
+        code=result.operation,
+        rows_affected=rows,
+        delta_version=result.version,
+        delta_operation=result.operation,
+        delta_table_path=result.snapshot.table_path,
+        operation_metrics=dict(result.metrics),
+    )

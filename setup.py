@@ -1,0 +1,36 @@
+"""Packaging for dbt-deltamerge."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from setuptools import find_namespace_packages, setup
+
+HERE = Path(__file__).parent
+VERSION: dict[str, str] = {}
+exec((HERE / "dbt/adapters/deltamerge/__version__.py").read_text(), VERSION)
+
+setup(
+    name="dbt-deltamerge",
+    version=VERSION["version"],
+    description="dbt adapter: Delta Lake MERGE from model config, run by a Python engine on PySpark",
+    long_description=(HERE / "README.md").read_text(),
+    long_description_content_type="text/markdown",
+    python_requires=">=3.10",
+    packages=find_namespace_packages(include=["dbt", "dbt.*"]),
+    include_package_data=True,
+    package_data={"dbt.include.deltamerge": ["dbt_project.yml", "profile_template.yml", "macros/**/*.sql", "macros/*.sql"]},
+    install_requires=[
+        "dbt-core>=1.11,<1.12",
+        "dbt-adapters>=1.16,<2",
+        "dbt-spark[session]>=1.11,<1.12",
+        # delta-spark 4.4 pins pyspark<=4.2.0; we keep the two installable together.
+        "pyspark>=4.0,<=4.2.0",
+        "delta-spark>=4.4,<4.5",
+        "deltalake>=1.6,<2",
+        "pyarrow>=18",
+    ],
+    extras_require={
+        "test": ["pytest>=8", "dbt-tests-adapter>=1.19,<2", "mypy>=1.10", "ruff>=0.6"],
+    },
+)
