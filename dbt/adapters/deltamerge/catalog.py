@@ -54,6 +54,27 @@ def bound_location(spark: SparkSession, schema: str, identifier: str) -> str | N
     return props.get(LOCATION_PROPERTY)
 
 
+def bound_version(spark: SparkSession, schema: str, identifier: str) -> int | None:
+    """The Delta version a catalog entry reads, or None if it is not ours."""
+    rows = spark.sql(f"SHOW TBLPROPERTIES {table_name(schema, identifier)}").collect()
+    value = {r[0]: r[1] for r in rows}.get(VERSION_PROPERTY)
+    return int(value) if value is not None and value.isdigit() else None
+
+
+def refresh(spark: SparkSession, *, schema: str, identifier: str, table_path: str) -> bool:
+    """Re-bind when other writers committed since the binding; True if it was re-bound."""
+    from dbt.adapters.deltamerge.delta.commit import latest_version
+    from dbt.adapters.deltamerge.delta.snapshot import load_snapshot
+
+    if latest_version(table_path) == bound_version(spark, schema, identifier):
+        return False
+    snapshot = load_snapshot(table_path)
+    if snapshot is None:
+        return False
+    bind(spark, schema=schema, identifier=identifier, snapshot=snapshot)
+    return True
+
+
 def bind(spark: SparkSession, *, schema: str, identifier: str, snapshot: Snapshot) -> None:
     """Point ``schema.identifier`` at ``snapshot``'s version, replacing an earlier binding."""
     name = table_name(schema, identifier)

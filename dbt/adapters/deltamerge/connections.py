@@ -8,6 +8,7 @@ cursor then finds that session through ``getOrCreate``.
 
 from __future__ import annotations
 
+import atexit
 import os
 from dataclasses import dataclass
 from typing import Any
@@ -108,6 +109,8 @@ def start_session(warehouse: str, overrides: dict[str, str]) -> Any:
     logger.debug(f"Starting the embedded Spark session, warehouse {warehouse}")
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
+    # Exiting with the JVM still up aborts the process (exit 134) after dbt finished.
+    atexit.register(session.stop)
     return session
 
 

@@ -86,6 +86,11 @@ class DeltaMergeAdapter(SparkAdapter):
         spec = WriteSpec.from_config(model, config)
         with model_errors(model):
             spark = self.spark_session()
+            schema, identifier = str(relation.schema), str(relation.identifier)
+            bound = catalog.bound_location(spark, schema, identifier)
+            if bound is not None:
+                # The model's SQL may read {{ this }}: it must see versions other writers made.
+                catalog.refresh(spark, schema=schema, identifier=identifier, table_path=bound)
             return self._write(spark, spark.sql(sql), relation, spec, materialization, full_refresh,
                                _batch(batch_start, batch_end))
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import shutil
 import uuid
+from urllib.parse import unquote
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -65,10 +66,14 @@ def write_data_files(
         data_schema = T.StructType(
             [f for f in df.schema.fields if f.name not in set(partition_columns)]
         )
-        return [
+        placed = [
             _place(staging, table_path, rel, partition_columns, data_schema, num_indexed_cols)
             for rel in _parquet_files(staging)
         ]
+        # Spark writes one empty file for an empty result; the log needs none.
+        for empty in (f for f in placed if f.num_records == 0):
+            os.unlink(os.path.join(table_path, unquote(empty.path)))
+        return [f for f in placed if f.num_records > 0]
     finally:
         shutil.rmtree(staging, ignore_errors=True)
         _remove_if_empty(os.path.join(table_path, STAGING_DIR))

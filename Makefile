@@ -1,0 +1,32 @@
+# The two commands of the README: `make demo` and `make test`.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+
+.PHONY: install demo test unit lint clean
+
+$(VENV)/.installed: setup.py
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e ".[test]"
+	touch $@
+
+install: $(VENV)/.installed
+
+## Run the example dbt project on the embedded Spark session and print Delta history.
+demo: install
+	$(PY) examples/shop/demo.py
+
+## Run the whole test suite (unit, then functional with real dbt + Spark + Delta).
+test: install
+	$(PY) -m pytest tests
+
+unit: install
+	$(PY) -m pytest tests/unit
+
+lint: install
+	$(VENV)/bin/ruff check dbt tests examples
+	$(VENV)/bin/mypy dbt/adapters/deltamerge
+
+clean:
+	rm -rf $(VENV) examples/shop/warehouse examples/shop/target examples/shop/logs
