@@ -11,6 +11,7 @@ from dbt.tests.adapter.basic.test_incremental import BaseIncremental
 from dbt.tests.adapter.basic.test_singular_tests import BaseSingularTests
 from dbt.tests.adapter.basic.test_singular_tests_ephemeral import BaseSingularTestsEphemeral
 from dbt.tests.adapter.basic.test_validate_connection import BaseValidateConnection
+from dbt.tests.adapter.incremental.test_incremental_microbatch import BaseMicrobatch
 
 
 class TestSimpleMaterializations(BaseSimpleMaterializations):
@@ -47,3 +48,7 @@ class TestAdapterMethod(BaseAdapterMethod):
 
 class TestValidateConnection(BaseValidateConnection):
     pass
+
+
+class TestMicrobatch(BaseMicrobatch):
+    """Each batch replaces its event-time window in one Delta commit (replace-where)."""

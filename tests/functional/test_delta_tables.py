@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 import os
 
+import pyarrow as pa
 import pytest
 from dbt.tests.util import run_dbt, run_dbt_and_capture, write_file
 from deltalake import DeltaTable, write_deltalake
-import pyarrow as pa
 
 from tests.functional.helpers import add_stats, catalog_rows, log_actions, operations, rows, table_path
 
@@ -20,6 +20,16 @@ SEED = """id,name,amount,day
 
 EVENTS_V1 = "select 1 as id, 'x' as tag, date'2026-01-01' as day union all select 2, 'y', date'2026-01-02'"
 EVENTS_V2 = "select 3 as id, 'z' as tag, date'2026-01-02' as day union all select 4, 'w', date'2026-01-03'"
+
+
+TOTALS_TESTS = """
+version: 2
+models:
+  - name: totals
+    columns:
+      - name: day
+        data_tests: [unique, not_null]
+"""
 
 
 def model(sql: str, **config: object) -> str:
@@ -40,7 +50,7 @@ class TestTableSeedAndTest:
                 materialized="table",
             ),
             "downstream.sql": model("select * from {{ ref('totals') }} where n > 1", materialized="table"),
-            "schema.yml": "version: 2\nmodels:\n  - name: totals\n    columns:\n      - name: day\n        data_tests: [unique, not_null]\n",
+            "schema.yml": TOTALS_TESTS,
         }
 
     def test_seed_run_test_full_refresh_docs(self, project, spark):
@@ -70,7 +80,7 @@ class TestTableSeedAndTest:
         run_dbt(["docs", "generate"])
         with open(os.path.join(project.project_root, "target", "catalog.json")) as handle:
             nodes = json.load(handle)["nodes"]
-        columns = nodes[f"model.test.totals"]["columns"]
+        columns = nodes["model.test.totals"]["columns"]
         assert set(columns) == {"day", "amount", "n"}
 
 
@@ -89,12 +99,22 @@ class TestIncrementalStrategies:
 
     def test_append_and_insert_overwrite(self, project, spark):
         run_dbt(["run"])
-        write_file(model(EVENTS_V2, materialized="incremental", incremental_strategy="append"),
-                   project.project_root, "models", "appended.sql")
         write_file(
-            model(EVENTS_V2, materialized="incremental", incremental_strategy="insert_overwrite",
-                  partition_by=["day"]),
-            project.project_root, "models", "overwritten.sql",
+            model(EVENTS_V2, materialized="incremental", incremental_strategy="append"),
+            project.project_root,
+            "models",
+            "appended.sql",
+        )
+        write_file(
+            model(
+                EVENTS_V2,
+                materialized="incremental",
+                incremental_strategy="insert_overwrite",
+                partition_by=["day"],
+            ),
+            project.project_root,
+            "models",
+            "overwritten.sql",
         )
         results = run_dbt(["run"])
         appended, overwritten = table_path(project, "appended"), table_path(project, "overwritten")
@@ -131,8 +151,12 @@ class TestOutsideWriterAndCheckpoints:
         run_dbt(["run"])
         path = table_path(project, "events")
         # delta-rs appends a row with a new column; our next run must see both.
-        write_deltalake(path, pa.table({"id": pa.array([10], pa.int64()), "note": ["outside"]}),
-                        mode="append", schema_mode="merge")
+        write_deltalake(
+            path,
+            pa.table({"id": pa.array([10], pa.int64()), "note": ["outside"]}),
+            mode="append",
+            schema_mode="merge",
+        )
         run_dbt(["run"])
         assert [r["id"] for r in rows(path)] == [1, 10, 11]
         seen = catalog_rows(spark, project, "events", "id")
@@ -153,8 +177,12 @@ class TestRefusals:
         path = str(tmp_path / "dv")
         write_deltalake(path, pa.table({"id": [1]}), configuration={"delta.enableDeletionVectors": "true"})
         before = sorted(os.listdir(path))
-        write_file(model("select 2 as id", materialized="table", location_root=str(tmp_path)),
-                   project.project_root, "models", "dv.sql")
+        write_file(
+            model("select 2 as id", materialized="table", location_root=str(tmp_path)),
+            project.project_root,
+            "models",
+            "dv.sql",
+        )
         _, out = run_dbt_and_capture(["run", "--select", "dv"], expect_pass=False)
         assert "deletionVectors" in out and "Model 'dv'" in out
         assert sorted(os.listdir(path)) == before
@@ -164,14 +192,22 @@ class TestRefusals:
         folder = tmp_path / "occupied"
         folder.mkdir()
         (folder / "data.csv").write_text("id\n1\n")
-        write_file(model("select 2 as id", materialized="table", location_root=str(tmp_path)),
-                   project.project_root, "models", "occupied.sql")
+        write_file(
+            model("select 2 as id", materialized="table", location_root=str(tmp_path)),
+            project.project_root,
+            "models",
+            "occupied.sql",
+        )
         _, out = run_dbt_and_capture(["run", "--select", "occupied"], expect_pass=False)
         assert "holds files but no _delta_log" in out and "data.csv" in out
         assert sorted(os.listdir(folder)) == ["data.csv"]
 
     def test_void_column_gets_a_clear_error(self, project):
-        write_file(model("select 1 as id, null as nothing", materialized="table"),
-                   project.project_root, "models", "voids.sql")
+        write_file(
+            model("select 1 as id, null as nothing", materialized="table"),
+            project.project_root,
+            "models",
+            "voids.sql",
+        )
         _, out = run_dbt_and_capture(["run", "--select", "voids"], expect_pass=False)
         assert "Model 'voids'" in out and "`nothing`" in out and "cast(null as" in out

@@ -95,7 +95,7 @@ def start_session(warehouse: str, overrides: dict[str, str]) -> Any:
     # getActiveSession() is per thread and dbt runs models on worker threads.
     active = SparkSession._instantiatedSession
     if active is not None:
-        running = active.conf.get("spark.sql.warehouse.dir", "")
+        running = active.conf.get("spark.sql.warehouse.dir", "") or ""
         if os.path.abspath(running.removeprefix("file:")) != warehouse:
             raise DbtRuntimeError(
                 f"A Spark session with warehouse {running} is already running in this process; "

@@ -24,8 +24,8 @@ class ModelWriteError(DbtRuntimeError):
 @contextmanager
 def model_errors(model: str) -> Iterator[None]:
     """Turn engine and Spark errors into dbt errors that name ``model``."""
-    from pyspark.errors import PySparkException
     from py4j.protocol import Py4JJavaError
+    from pyspark.errors import PySparkException
 
     from dbt.adapters.deltamerge.delta.errors import DeltaError
 

@@ -44,7 +44,9 @@ class DeltaAdapterResponse(AdapterResponse):
     delta_table_path: Optional[str] = None
     operation_metrics: Dict[str, int] = field(default_factory=dict)
 
-    def __post_serialize__(self, dct: Dict[str, Any], context: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+    def __post_serialize__(
+        self, dct: Dict[str, Any], context: Optional[Dict[str, Any]] = None
+    ) -> Dict[str, Any]:
         # run_results.json shows each metric under its Delta name, next to rows_affected.
         dct = super().__post_serialize__(dct, context)
         dct.update(self.operation_metrics)
@@ -61,13 +63,15 @@ class DeltaMergeAdapter(SparkAdapter):
         relations = super()._build_spark_relation_list(row_list, relation_info_func)
         # Our bound tables show "Provider: parquet"; their marker property makes them Delta.
         return [
-            r.incorporate(is_delta=True) if catalog.LOCATION_PROPERTY in (r.information or "") else r
+            r.incorporate(is_delta=True)
+            if catalog.LOCATION_PROPERTY in (getattr(r, "information", None) or "")
+            else r
             for r in relations
         ]
 
     def spark_session(self) -> SparkSession:
         """The connection's Spark session (embedded mode)."""
-        self.connections.get_thread_connection().handle  # opens the connection if needed
+        _ = self.connections.get_thread_connection().handle  # opens the connection if needed
         return embedded_session()
 
     @available
@@ -91,13 +95,18 @@ class DeltaMergeAdapter(SparkAdapter):
             if bound is not None:
                 # The model's SQL may read {{ this }}: it must see versions other writers made.
                 catalog.refresh(spark, schema=schema, identifier=identifier, table_path=bound)
-            return self._write(spark, spark.sql(sql), relation, spec, materialization, full_refresh,
-                               _batch(batch_start, batch_end))
+            return self._write(
+                spark,
+                spark.sql(sql),
+                relation,
+                spec,
+                materialization,
+                full_refresh,
+                _batch(batch_start, batch_end),
+            )
 
     @available
-    def delta_seed(
-        self, relation: BaseRelation, agate_table: Any, config: Dict[str, Any]
-    ) -> AdapterResponse:
+    def delta_seed(self, relation: BaseRelation, agate_table: Any, config: Dict[str, Any]) -> AdapterResponse:
         """Write a seed's rows as a new version of its Delta table."""
         model = str(relation.identifier)
         spec = WriteSpec.from_config(model, config)
@@ -126,7 +135,9 @@ class DeltaMergeAdapter(SparkAdapter):
         schema, identifier = str(relation.schema), str(relation.identifier)
         bound = catalog.bound_location(spark, schema, identifier)
         path = table_location(
-            spec, identifier=identifier, bound=bound,
+            spec,
+            identifier=identifier,
+            bound=bound,
             schema_location=spark.catalog.getDatabase(schema).locationUri,
         )
         from dbt.adapters.deltamerge.delta.paths import table_path_of
@@ -158,7 +169,7 @@ def seed_dataframe(spark: SparkSession, agate_table: Any, types: list[str]) -> D
     rows = [tuple(None if v is None else _seed_text(v) for v in row) for row in agate_table.rows]
     raw = spark.createDataFrame(rows, T.StructType([T.StructField(n, T.StringType()) for n in names]))
     return raw.select(
-        *[F.expr(f"cast({catalog.quote(n)} as {t})").alias(n) for n, t in zip(names, types)]
+        *[F.expr(f"cast({catalog.quote(n)} as {t})").alias(n) for n, t in zip(names, types, strict=True)]
     )
 
 

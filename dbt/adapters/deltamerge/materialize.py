@@ -123,7 +123,7 @@ def plan_write(
         if spec.strategy in MERGE_STRATEGIES:
             raise ConfigError(
                 spec.model,
-                [f"incremental_strategy '{spec.strategy}' is not available yet in this version of dbt-deltamerge"],
+                [f"incremental_strategy '{spec.strategy}' is not available yet in this version"],
             )
         if spec.strategy == "append":
             mode = "append"

@@ -76,8 +76,7 @@ def align_to_schema(df: DataFrame, schema: T.StructType, *, what: str) -> DataFr
     extra = [f.name for f in df.schema.fields if find_field(schema, f.name) is None]
     if extra:
         problems.append(
-            f"{what}: columns {extra} are not in the table "
-            f"(table columns: {[f.name for f in schema.fields]})"
+            f"{what}: columns {extra} are not in the table (table columns: {[f.name for f in schema.fields]})"
         )
     columns = []
     for target in schema.fields:

@@ -59,8 +59,7 @@ class CommitInfo:
             "timestamp": timestamp,
             "operation": self.operation,
             "operationParameters": {
-                k: v if isinstance(v, str) else json.dumps(v)
-                for k, v in self.operation_parameters.items()
+                k: v if isinstance(v, str) else json.dumps(v) for k, v in self.operation_parameters.items()
             },
             "isolationLevel": "Serializable",
             "isBlindAppend": self.is_blind_append,

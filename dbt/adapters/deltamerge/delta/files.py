@@ -8,12 +8,13 @@ footer. Files become part of the table only when a commit references them.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import uuid
-from urllib.parse import unquote
 from collections.abc import Iterator
 from dataclasses import dataclass
+from urllib.parse import unquote
 
 from pyspark.sql import DataFrame
 from pyspark.sql import types as T
@@ -63,9 +64,7 @@ def write_data_files(
         writer = writer.partitionBy(*partition_columns)
     try:
         writer.parquet(staging)
-        data_schema = T.StructType(
-            [f for f in df.schema.fields if f.name not in set(partition_columns)]
-        )
+        data_schema = T.StructType([f for f in df.schema.fields if f.name not in set(partition_columns)])
         placed = [
             _place(staging, table_path, rel, partition_columns, data_schema, num_indexed_cols)
             for rel in _parquet_files(staging)
@@ -111,10 +110,8 @@ def _place(
 
 
 def _remove_if_empty(folder: str) -> None:
-    try:
+    with contextlib.suppress(OSError):
         os.rmdir(folder)
-    except OSError:
-        pass
 
 
 def add_actions(files: list[WrittenFile]) -> list[dict[str, object]]:

@@ -61,9 +61,7 @@ _PROPERTY_FEATURES = {
 }
 
 
-def feature_problems(
-    protocol: Protocol, configuration: Mapping[str, str], schema_string: str
-) -> list[str]:
+def feature_problems(protocol: Protocol, configuration: Mapping[str, str], schema_string: str) -> list[str]:
     """Every table feature in use that this writer does not implement."""
     problems: list[str] = []
     if protocol.min_reader_version > 3 or protocol.min_writer_version > 7:
@@ -72,9 +70,9 @@ def feature_problems(
         )
     for name in sorted(set(protocol.reader_features or ()) - _READER_FEATURES_OK):
         problems.append(f"reader feature '{name}'")
-    for name in sorted(set(protocol.writer_features or ()) - _WRITER_FEATURES_OK - set(
-        protocol.reader_features or ()
-    )):
+    for name in sorted(
+        set(protocol.writer_features or ()) - _WRITER_FEATURES_OK - set(protocol.reader_features or ())
+    ):
         problems.append(f"writer feature '{name}'")
     problems.extend(configuration_problems(configuration))
     problems.extend(_schema_feature_problems(schema_string))
@@ -91,7 +89,7 @@ def configuration_problems(configuration: Mapping[str, str]) -> list[str]:
     if mode != "none":
         problems.append(f"table property delta.columnMapping.mode={mode} (columnMapping)")
     problems.extend(
-        f"CHECK constraint {key[len('delta.constraints.'):]!r} (checkConstraints)"
+        f"CHECK constraint {key[len('delta.constraints.') :]!r} (checkConstraints)"
         for key in configuration
         if key.startswith("delta.constraints.")
     )

@@ -35,6 +35,8 @@ _ATOMIC = (
     T.DateType,
     T.TimestampType,
     T.TimestampNTZType,
+    T.CharType,
+    T.VarcharType,
 )
 
 
@@ -62,8 +64,8 @@ def iter_fields(
 def schema_problems(schema: T.StructType) -> list[str]:
     """Every reason this schema cannot be stored in a Delta table we write.
 
-    >>> schema_problems(T.StructType([T.StructField("a b", T.NullType())]))[0]
-    "column `a b`: Delta has no type for NULL (void); cast it, e.g. `cast(null as string) as ...`"
+    >>> print(schema_problems(T.StructType([T.StructField("a b", T.NullType())]))[0])
+    column `a b`: Delta has no type for NULL (void); cast it, e.g. `cast(null as string) as ...`
     """
     problems: list[str] = []
     seen: set[str] = set()

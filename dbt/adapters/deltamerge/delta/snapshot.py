@@ -116,7 +116,7 @@ def _snapshot_of(table: DeltaTable, table_path: str) -> Snapshot:
         tuple(proto.writer_features) if proto.writer_features is not None else None,
     )
     metadata = TableMetadata(
-        id=meta.id,
+        id=str(meta.id),
         schema_string=table.schema().to_json(),
         partition_columns=tuple(meta.partition_columns),
         configuration=dict(meta.configuration),
@@ -156,9 +156,7 @@ def _files_of(table: DeltaTable) -> tuple[AddFile, ...]:
         AddFile(
             path=row["path"],
             size=row["size_bytes"],
-            partition_values={
-                k: partition_value_text(v) for k, v in (row["partition"] or {}).items()
-            }
+            partition_values={k: partition_value_text(v) for k, v in (row["partition"] or {}).items()}
             if "partition" in names
             else {},
             num_records=row.get("num_records"),

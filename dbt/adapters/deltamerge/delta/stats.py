@@ -30,8 +30,9 @@ def indexed_leaves(
 ) -> list[tuple[tuple[str, ...], T.DataType]]:
     """Leaf columns that get statistics: structs are descended, arrays and maps are not.
 
-    >>> s = T.StructType([T.StructField("a", T.IntegerType()), T.StructField("b", T.ArrayType(T.IntegerType()))])
-    >>> [p for p, _ in indexed_leaves(s)]
+    >>> a = T.StructField("a", T.IntegerType())
+    >>> b = T.StructField("b", T.ArrayType(T.IntegerType()))
+    >>> [p for p, _ in indexed_leaves(T.StructType([a, b]))]
     [('a',)]
     """
     leaves = list(_leaves(schema, ()))

@@ -111,8 +111,12 @@ def _create_or_replace(df: DataFrame, request: WriteRequest, current: Snapshot |
         created_time=current.metadata.created_time if current else now_ms(),
     )
     protocol = _upgraded(current.protocol if current else None, required_features(schema))
-    written = _write(df.select(*[F.col(f"`{f.name}`") for f in schema.fields]), request.table_path,
-                     partition_columns, configuration)
+    written = _write(
+        df.select(*[F.col(f"`{f.name}`") for f in schema.fields]),
+        request.table_path,
+        partition_columns,
+        configuration,
+    )
     actions: list[dict[str, object]] = []
     if current is None or protocol != current.protocol:
         actions.append(protocol.to_action())
@@ -131,7 +135,7 @@ def _create_or_replace(df: DataFrame, request: WriteRequest, current: Snapshot |
 def _append(df: DataFrame, request: WriteRequest, current: Snapshot) -> WriteResult:
     aligned = align_to_schema(df, current.schema, what=f"append to {request.table_path}")
     written = _write(aligned, request.table_path, current.partition_columns, current.metadata.configuration)
-    params = {"mode": "Append", "partitionBy": current.partition_columns}
+    params: dict[str, object] = {"mode": "Append", "partitionBy": current.partition_columns}
     return _commit(request, current, "WRITE", params, [], written, [], blind=True)
 
 
@@ -148,15 +152,20 @@ def _replace_partitions(df: DataFrame, request: WriteRequest, current: Snapshot)
     return _commit(request, current, "WRITE", params, [], written, removed, blind=False)
 
 
-def _replace_where(spark: SparkSession, df: DataFrame, request: WriteRequest, current: Snapshot) -> WriteResult:
+def _replace_where(
+    spark: SparkSession, df: DataFrame, request: WriteRequest, current: Snapshot
+) -> WriteResult:
     predicate = request.replace_where or "true"
     aligned = align_to_schema(df, current.schema, what=f"replace where into {request.table_path}")
     touched = _files_matching(spark, current, predicate)
     kept_rows = read_files(spark, current, touched).where(f"NOT coalesce(({predicate}), false)")
     written = _write(
-        aligned.unionByName(kept_rows), request.table_path, current.partition_columns, current.metadata.configuration
+        aligned.unionByName(kept_rows),
+        request.table_path,
+        current.partition_columns,
+        current.metadata.configuration,
     )
-    params = {"mode": "Overwrite", "predicate": [predicate]}
+    params: dict[str, object] = {"mode": "Overwrite", "predicate": [predicate]}
     result = _commit(request, current, "WRITE", params, [], written, touched, blind=False)
     return result
 
@@ -180,9 +189,7 @@ def _write(
     df: DataFrame, table_path: str, partition_columns: list[str], configuration: Mapping[str, str]
 ) -> list[WrittenFile]:
     num_indexed = int(configuration.get("delta.dataSkippingNumIndexedCols", DEFAULT_NUM_INDEXED_COLS))
-    return write_data_files(
-        df, table_path, partition_columns=partition_columns, num_indexed_cols=num_indexed
-    )
+    return write_data_files(df, table_path, partition_columns=partition_columns, num_indexed_cols=num_indexed)
 
 
 def _commit(
@@ -227,7 +234,9 @@ def _resolve_partition_columns(schema: T.StructType, requested: tuple[str, ...])
         if found is None:
             problems.append(f"partition column `{name}` is not a column of the data")
         elif isinstance(found.dataType, (T.StructType, T.ArrayType, T.MapType, T.BinaryType)):
-            problems.append(f"partition column `{name}` has type {found.dataType.simpleString()}, which cannot partition")
+            problems.append(
+                f"partition column `{name}` has type {found.dataType.simpleString()}, which cannot partition"
+            )
         else:
             resolved.append(found.name)
     if schema.fields and len(resolved) == len(schema.fields):
@@ -242,9 +251,7 @@ def _upgraded(current: Protocol | None, features: set[str]) -> Protocol:
     if current is None:
         return wanted
     if features - set(current.writer_features or ()) and current.min_writer_version < 7:
-        return replace(
-            wanted, writer_features=tuple(sorted(features | _legacy_features(current)))
-        )
+        return replace(wanted, writer_features=tuple(sorted(features | _legacy_features(current))))
     if current.writer_features is not None and features - set(current.writer_features):
         return replace(
             current,
@@ -256,7 +263,11 @@ def _upgraded(current: Protocol | None, features: set[str]) -> Protocol:
 
 def _legacy_features(protocol: Protocol) -> set[str]:
     """Features implied by a legacy writer version, listed when moving to table features."""
-    implied = {2: {"appendOnly", "invariants"}, 3: {"checkConstraints"}, 4: {"changeDataFeed", "generatedColumns"}}
+    implied = {
+        2: {"appendOnly", "invariants"},
+        3: {"checkConstraints"},
+        4: {"changeDataFeed", "generatedColumns"},
+    }
     found: set[str] = set()
     for version, names in implied.items():
         if protocol.min_writer_version >= version:

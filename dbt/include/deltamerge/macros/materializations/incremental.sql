@@ -3,7 +3,7 @@
 {% materialization incremental, adapter='deltamerge', supported_languages=['sql'] %}
   {%- set file_format = config.get('file_format', 'delta') -%}
   {%- set existing_relation = load_cached_relation(this) -%}
-  {%- set target_relation = this.incorporate(type='table') -%}
+  {%- set target_relation = this.incorporate(type='table', is_delta=(file_format == 'delta')) -%}
   {%- set grant_config = config.get('grants') -%}
   {%- set full_refresh = should_full_refresh() -%}
   {%- set batch = model.get('batch') -%}

@@ -1,7 +1,7 @@
 {% materialization seed, adapter='deltamerge' %}
   {%- set file_format = config.get('file_format', 'delta') -%}
   {%- set existing_relation = load_cached_relation(this) -%}
-  {%- set target_relation = this.incorporate(type='table') -%}
+  {%- set target_relation = this.incorporate(type='table', is_delta=(file_format == 'delta')) -%}
   {%- set grant_config = config.get('grants') -%}
   {%- set agate_table = load_agate_table() -%}
   {%- do store_result('agate_table', response='OK', agate_table=agate_table) -%}

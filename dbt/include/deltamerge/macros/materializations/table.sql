@@ -2,7 +2,7 @@
 {% materialization table, adapter='deltamerge' %}
   {%- set file_format = config.get('file_format', 'delta') -%}
   {%- set existing_relation = load_cached_relation(this) -%}
-  {%- set target_relation = this.incorporate(type='table') -%}
+  {%- set target_relation = this.incorporate(type='table', is_delta=(file_format == 'delta')) -%}
   {%- set grant_config = config.get('grants') -%}
 
   {{ run_hooks(pre_hooks) }}
