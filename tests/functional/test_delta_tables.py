@@ -89,6 +89,9 @@ class TestIncrementalStrategies:
     def models(self):
         return {
             "appended.sql": model(EVENTS_V1, materialized="incremental", incremental_strategy="append"),
+            "replaced.sql": model(
+                EVENTS_V1, materialized="incremental", incremental_strategy="insert_overwrite"
+            ),
             "overwritten.sql": model(
                 EVENTS_V1,
                 materialized="incremental",
@@ -116,7 +119,17 @@ class TestIncrementalStrategies:
             "models",
             "overwritten.sql",
         )
+        write_file(
+            model(EVENTS_V2, materialized="incremental", incremental_strategy="insert_overwrite"),
+            project.project_root,
+            "models",
+            "replaced.sql",
+        )
         results = run_dbt(["run"])
+        # without partition_by, insert_overwrite replaces the whole table (history kept)
+        replaced = table_path(project, "replaced")
+        assert [r["id"] for r in rows(replaced)] == [3, 4]
+        assert [r["id"] for r in rows(replaced, version=0)] == [1, 2]
         appended, overwritten = table_path(project, "appended"), table_path(project, "overwritten")
         assert [r["id"] for r in rows(appended)] == [1, 2, 3, 4]
         assert operations(appended) == ["CREATE TABLE AS SELECT", "WRITE"]
