@@ -18,6 +18,7 @@ from pyspark.sql import SparkSession
 
 from dbt.adapters.deltamerge.delta.paths import local_path, partition_folder
 from dbt.adapters.deltamerge.delta.snapshot import Snapshot
+from dbt.adapters.deltamerge.sql import quote_identifier
 
 BINDINGS_DIR = "_deltamerge_catalog"
 LOCATION_PROPERTY = "deltamerge.location"
@@ -26,18 +27,9 @@ VERSION_PROPERTY = "deltamerge.version"
 KEEP_BINDINGS = 2
 
 
-def quote(identifier: str) -> str:
-    """A Spark SQL identifier, backquoted.
-
-    >>> quote("we`ird")
-    '`we``ird`'
-    """
-    return "`" + identifier.replace("`", "``") + "`"
-
-
 def table_name(schema: str, identifier: str) -> str:
     """``schema.identifier`` quoted."""
-    return f"{quote(schema)}.{quote(identifier)}"
+    return f"{quote_identifier(schema)}.{quote_identifier(identifier)}"
 
 
 def delta_jars_available(spark: SparkSession) -> bool:
@@ -91,7 +83,7 @@ def bind(spark: SparkSession, *, schema: str, identifier: str, snapshot: Snapsho
         snapshot.metadata.schema_string
     ).toDDL()
     partitioned = (
-        f"PARTITIONED BY ({', '.join(quote(c) for c in snapshot.partition_columns)})"
+        f"PARTITIONED BY ({', '.join(quote_identifier(c) for c in snapshot.partition_columns)})"
         if snapshot.partition_columns
         else ""
     )

@@ -25,6 +25,7 @@ from dbt.adapters.deltamerge.connections import DeltaMergeConnectionManager, emb
 from dbt.adapters.deltamerge.delta.write import WriteResult, write_dataframe
 from dbt.adapters.deltamerge.errors import model_errors
 from dbt.adapters.deltamerge.materialize import WriteSpec, plan_write, table_location
+from dbt.adapters.deltamerge.sql import quote_identifier
 
 
 @dataclass
@@ -160,7 +161,9 @@ class DeltaMergeAdapter(SparkAdapter):
 def _drop_new_columns(df: DataFrame, spark: SparkSession, schema: str, identifier: str) -> DataFrame:
     """dbt's ``on_schema_change: ignore``: columns the table lacks are not written."""
     existing = {f.name.lower() for f in spark.table(catalog.table_name(schema, identifier)).schema.fields}
-    return df.select(*[F.col(catalog.quote(f.name)) for f in df.schema.fields if f.name.lower() in existing])
+    return df.select(
+        *[F.col(quote_identifier(f.name)) for f in df.schema.fields if f.name.lower() in existing]
+    )
 
 
 def seed_dataframe(spark: SparkSession, agate_table: Any, types: list[str]) -> DataFrame:
@@ -169,7 +172,7 @@ def seed_dataframe(spark: SparkSession, agate_table: Any, types: list[str]) -> D
     rows = [tuple(None if v is None else _seed_text(v) for v in row) for row in agate_table.rows]
     raw = spark.createDataFrame(rows, T.StructType([T.StructField(n, T.StringType()) for n in names]))
     return raw.select(
-        *[F.expr(f"cast({catalog.quote(n)} as {t})").alias(n) for n, t in zip(names, types, strict=True)]
+        *[F.expr(f"cast({quote_identifier(n)} as {t})").alias(n) for n, t in zip(names, types, strict=True)]
     )
 
 

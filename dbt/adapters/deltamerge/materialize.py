@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 from dbt.adapters.deltamerge.delta.write import WriteMode, WriteRequest
 from dbt.adapters.deltamerge.errors import ConfigError
+from dbt.adapters.deltamerge.sql import quote_identifier
 
 FILE_FORMATS = ("delta", "parquet")
 STRATEGIES = ("append", "insert_overwrite", "microbatch", "delta_merge", "merge")
@@ -146,5 +147,5 @@ def _batch_predicate(spec: WriteSpec, batch: tuple[str, str] | None) -> str:
     if batch is None:
         raise ConfigError(spec.model, ["microbatch ran without a batch window"])
     start, end = batch
-    column = "`" + spec.event_time.replace("`", "``") + "`"
+    column = quote_identifier(spec.event_time)
     return f"{column} >= timestamp'{start}' AND {column} < timestamp'{end}'"

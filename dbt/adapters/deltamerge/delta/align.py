@@ -14,6 +14,7 @@ from pyspark.sql import types as T
 
 from dbt.adapters.deltamerge.delta.errors import DeltaSchemaError
 from dbt.adapters.deltamerge.delta.schema import find_field
+from dbt.adapters.deltamerge.sql import quote_identifier
 
 _INTEGRAL_ORDER = [T.ByteType, T.ShortType, T.IntegerType, T.LongType]
 
@@ -90,7 +91,7 @@ def align_to_schema(df: DataFrame, schema: T.StructType, *, what: str) -> DataFr
                 f"but {target.dataType.simpleString()} in the table"
             )
             continue
-        col = F.col(f"`{source.name}`")
+        col = F.col(quote_identifier(source.name))
         if source.dataType != target.dataType:
             col = col.cast(target.dataType)
         columns.append(col.alias(target.name))

@@ -14,6 +14,7 @@ from pyspark.sql import functions as F
 
 from dbt.adapters.deltamerge.delta.paths import local_path, table_path_of
 from dbt.adapters.deltamerge.delta.snapshot import AddFile, Snapshot
+from dbt.adapters.deltamerge.sql import quote_identifier
 
 
 def read_files(spark: SparkSession, snapshot: Snapshot, files: Sequence[AddFile]) -> DataFrame:
@@ -25,7 +26,7 @@ def read_files(spark: SparkSession, snapshot: Snapshot, files: Sequence[AddFile]
     if snapshot.partition_columns:
         reader = reader.option("basePath", snapshot.table_path)
     paths = [local_path(snapshot.table_path, f.path) for f in files]
-    return reader.parquet(*paths).select(*[F.col(f"`{f.name}`") for f in schema.fields])
+    return reader.parquet(*paths).select(*[F.col(quote_identifier(f.name)) for f in schema.fields])
 
 
 def file_uri(table_path: str, file: AddFile) -> str:

@@ -44,6 +44,7 @@ from dbt.adapters.deltamerge.delta.schema import (
 )
 from dbt.adapters.deltamerge.delta.snapshot import AddFile, Snapshot, load_snapshot
 from dbt.adapters.deltamerge.delta.stats import DEFAULT_NUM_INDEXED_COLS
+from dbt.adapters.deltamerge.sql import quote_identifier
 
 WriteMode = Literal["create_or_replace", "append", "replace_partitions", "replace_where"]
 
@@ -112,7 +113,7 @@ def _create_or_replace(df: DataFrame, request: WriteRequest, current: Snapshot |
     )
     protocol = _upgraded(current.protocol if current else None, required_features(schema))
     written = _write(
-        df.select(*[F.col(f"`{f.name}`") for f in schema.fields]),
+        df.select(*[F.col(quote_identifier(f.name)) for f in schema.fields]),
         request.table_path,
         partition_columns,
         configuration,

@@ -1,0 +1,323 @@
+"""A model's merge config -> a validated clause set (``MergeSpec``), with no Spark.
+
+The rules and messages are Delta's (``DeltaMergeInto``): at least one WHEN clause; only
+the last clause of a kind may omit its condition; ``delete`` takes no assignments. Every
+problem of a model is collected and raised as one ``ConfigError`` naming the model.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from dbt.adapters.deltamerge.errors import ConfigError
+from dbt.adapters.deltamerge.sql import conjunction, qualified
+
+ClauseKind = Literal["matched", "not_matched", "not_matched_by_source"]
+Action = Literal["update", "delete", "insert"]
+
+DEFAULT_SOURCE_ALIAS = "DBT_INTERNAL_SOURCE"
+DEFAULT_TARGET_ALIAS = "DBT_INTERNAL_DEST"
+
+LIST_KEYS: dict[ClauseKind, str] = {
+    "matched": "when_matched",
+    "not_matched": "when_not_matched",
+    "not_matched_by_source": "when_not_matched_by_source",
+}
+_SQL_NAMES: dict[ClauseKind, str] = {
+    "matched": "MATCHED",
+    "not_matched": "NOT MATCHED",
+    "not_matched_by_source": "NOT MATCHED BY SOURCE",
+}
+_ACTIONS: dict[ClauseKind, tuple[Action, ...]] = {
+    "matched": ("update", "delete"),
+    "not_matched": ("insert",),
+    "not_matched_by_source": ("update", "delete"),
+}
+SHORTHANDS: dict[ClauseKind, tuple[str, ...]] = {
+    "matched": ("matched_condition", "skip_matched_step", "merge_update_columns", "merge_exclude_columns"),
+    "not_matched": ("not_matched_condition", "skip_not_matched_step"),
+    "not_matched_by_source": (
+        "not_matched_by_source_action",
+        "not_matched_by_source_condition",
+        "not_matched_by_source_set",
+    ),
+}
+
+
+@dataclass(frozen=True)
+class Assignment:
+    """``column = expression`` in an update's ``set`` or an insert's ``values``."""
+
+    column: str
+    expression: str
+
+
+@dataclass(frozen=True)
+class MergeClause:
+    """One WHEN clause. ``assignments`` None means ``*`` (minus ``exclude``)."""
+
+    kind: ClauseKind
+    action: Action
+    condition: str | None = None
+    assignments: tuple[Assignment, ...] | None = None
+    exclude: tuple[str, ...] = ()
+
+    @property
+    def is_star(self) -> bool:
+        """Whether the clause assigns every column from the source (``*``)."""
+        return self.action != "delete" and self.assignments is None
+
+
+@dataclass(frozen=True)
+class MergeSpec:
+    """The validated clause set of one ``delta_merge`` model."""
+
+    model: str
+    on_condition: str
+    unique_key: tuple[str, ...]
+    merge_condition: str | None
+    incremental_predicates: tuple[str, ...]
+    source_alias: str
+    target_alias: str
+    matched: tuple[MergeClause, ...]
+    not_matched: tuple[MergeClause, ...]
+    not_matched_by_source: tuple[MergeClause, ...]
+    schema_evolution: bool = False
+    change_data_feed: bool = False
+
+    @property
+    def is_insert_only(self) -> bool:
+        """Only WHEN NOT MATCHED clauses (Delta's insert-only executor)."""
+        return bool(self.not_matched) and not self.matched and not self.not_matched_by_source
+
+    @property
+    def is_matched_only(self) -> bool:
+        """Only WHEN MATCHED clauses."""
+        return bool(self.matched) and not self.not_matched and not self.not_matched_by_source
+
+    @property
+    def is_only_one_unconditional_delete(self) -> bool:
+        """The single WHEN MATCHED clause is an unconditional delete (multiple matches allowed)."""
+        return (
+            len(self.matched) == 1
+            and self.matched[0].action == "delete"
+            and self.matched[0].condition is None
+        )
+
+    @classmethod
+    def from_config(cls, model: str, config: Mapping[str, Any]) -> MergeSpec:
+        """Parse a model's config; raise one ConfigError listing every problem."""
+        problems: list[str] = []
+        source = _alias(config, "source_alias", DEFAULT_SOURCE_ALIAS, problems)
+        target = _alias(config, "target_alias", DEFAULT_TARGET_ALIAS, problems)
+        if source.lower() == target.lower():
+            problems.append(f"source_alias and target_alias must differ (both are '{source}')")
+        unique_key = _names(config.get("unique_key"), "unique_key", problems)
+        merge_condition = _optional_sql(config, "merge_condition", problems)
+        predicates = _sql_list(config.get("incremental_predicates"), "incremental_predicates", problems)
+        clauses = {kind: _clauses(kind, config, source, problems) for kind in LIST_KEYS}
+        if not any(clauses.values()):
+            problems.append("There must be at least one WHEN clause in a MERGE statement")
+        if not unique_key and merge_condition is None:
+            problems.append(
+                "a delta_merge model needs `unique_key` (a column or list of columns) or "
+                "`merge_condition` (a SQL condition over the two aliases); add one of them"
+            )
+        schema_evolution = _flag(config, "merge_with_schema_evolution", problems)
+        change_data_feed = _flag(config, "change_data_feed", problems)
+        if problems:
+            raise ConfigError(model, problems)
+        on = merge_condition or conjunction(
+            [f"{qualified(target, k)} <=> {qualified(source, k)}" for k in unique_key]
+        )
+        return cls(
+            model=model,
+            on_condition=conjunction([on, *predicates]) if predicates else on,
+            unique_key=unique_key,
+            merge_condition=merge_condition,
+            incremental_predicates=predicates,
+            source_alias=source,
+            target_alias=target,
+            matched=clauses["matched"],
+            not_matched=clauses["not_matched"],
+            not_matched_by_source=clauses["not_matched_by_source"],
+            schema_evolution=schema_evolution,
+            change_data_feed=change_data_feed,
+        )
+
+
+def _clauses(
+    kind: ClauseKind, config: Mapping[str, Any], source: str, problems: list[str]
+) -> tuple[MergeClause, ...]:
+    key = LIST_KEYS[kind]
+    given_shorthands = [s for s in SHORTHANDS[kind] if config.get(s) is not None]
+    if config.get(key) is not None:
+        if given_shorthands:
+            problems.append(f"give either `{key}` or its shorthands {given_shorthands}, not both")
+        raw = config[key]
+        if not isinstance(raw, Sequence) or isinstance(raw, (str, bytes)):
+            problems.append(f"`{key}` must be a list of clauses, e.g. [{{action: ..., condition: ...}}]")
+            return ()
+        parsed = [_clause(kind, f"{key}[{i}]", entry, problems) for i, entry in enumerate(raw)]
+        clauses = tuple(c for c in parsed if c is not None)
+    else:
+        clauses = _from_shorthands(kind, config, source, problems)
+    for clause in clauses[:-1]:
+        if clause.condition is None:
+            name = _SQL_NAMES[kind]
+            problems.append(
+                f"When there are more than one {name} clauses in a MERGE statement, "
+                f"only the last {name} clause can omit the condition."
+            )
+            break
+    if kind == "not_matched_by_source":
+        _no_source_references(clauses, source, problems)
+    return clauses
+
+
+def _clause(kind: ClauseKind, where: str, entry: Any, problems: list[str]) -> MergeClause | None:
+    if not isinstance(entry, Mapping):
+        problems.append(f"{where} must be a map like {{action: ..., condition: ...}}, got {entry!r}")
+        return None
+    payload = "values" if kind == "not_matched" else "set"
+    unknown = sorted(set(map(str, entry)) - {"action", "condition", payload})
+    action = str(entry.get("action", "")).lower()
+    if unknown:
+        problems.append(f"{where}: unknown key(s) {unknown}; allowed: ['action', 'condition', '{payload}']")
+    if action not in _ACTIONS[kind]:
+        problems.append(f"{where}: action must be one of {list(_ACTIONS[kind])}, got {entry.get('action')!r}")
+        return None
+    condition = _sql(entry.get("condition"), f"{where}.condition", problems)
+    if action == "delete":
+        if payload in entry:
+            problems.append(f"{where}: a delete takes no `{payload}`; remove it")
+        return MergeClause(kind, "delete", condition)
+    value = entry.get(payload, "*")
+    if kind == "not_matched_by_source" and value == "*":
+        problems.append(
+            f"{where}: an update of a NOT MATCHED BY SOURCE clause needs `set` (a map); `*` has no source row"
+        )
+        return None
+    return MergeClause(kind, action, condition, _assignments(value, f"{where}.{payload}", problems))  # type: ignore[arg-type]
+
+
+def _assignments(value: Any, where: str, problems: list[str]) -> tuple[Assignment, ...] | None:
+    if value == "*":
+        return None
+    if not isinstance(value, Mapping) or not value:
+        problems.append(f"{where} must be '*' or a non-empty map of column to SQL expression")
+        return None
+    out = []
+    for column, expression in value.items():
+        if not isinstance(column, str) or not column.strip():
+            problems.append(f"{where}: column names must be non-empty strings, got {column!r}")
+            continue
+        sql = _sql(
+            expression if not isinstance(expression, bool) else str(expression).lower(),
+            f"{where}.{column}",
+            problems,
+        )
+        if sql is not None:
+            out.append(Assignment(column.strip(), sql))
+    return tuple(out)
+
+
+def _from_shorthands(
+    kind: ClauseKind, config: Mapping[str, Any], source: str, problems: list[str]
+) -> tuple[MergeClause, ...]:
+    if kind == "matched":
+        if _flag(config, "skip_matched_step", problems):
+            return ()
+        update_cols = _names(config.get("merge_update_columns"), "merge_update_columns", problems)
+        exclude = _names(config.get("merge_exclude_columns"), "merge_exclude_columns", problems)
+        if update_cols and exclude:
+            problems.append("give merge_update_columns or merge_exclude_columns, not both")
+        condition = _optional_sql(config, "matched_condition", problems)
+        assignments = tuple(Assignment(c, qualified(source, c)) for c in update_cols) or None
+        return (MergeClause("matched", "update", condition, assignments, exclude),)
+    if kind == "not_matched":
+        if _flag(config, "skip_not_matched_step", problems):
+            return ()
+        return (
+            MergeClause("not_matched", "insert", _optional_sql(config, "not_matched_condition", problems)),
+        )
+    action = str(config.get("not_matched_by_source_action") or "ignore").lower()
+    condition = _optional_sql(config, "not_matched_by_source_condition", problems)
+    if action == "ignore":
+        return ()
+    if action == "delete":
+        return (MergeClause(kind, "delete", condition),)
+    if action == "update":
+        sets = _assignments(config.get("not_matched_by_source_set"), "not_matched_by_source_set", problems)
+        return (MergeClause(kind, "update", condition, sets or ()),)
+    problems.append(
+        f"not_matched_by_source_action must be one of ['ignore', 'delete', 'update'], got {action!r}"
+    )
+    return ()
+
+
+def _no_source_references(clauses: tuple[MergeClause, ...], source: str, problems: list[str]) -> None:
+    pattern = re.compile(rf"(?<![\w`]){re.escape(source)}`?\s*\.", re.IGNORECASE)
+    for clause in clauses:
+        texts = [clause.condition or "", *(a.expression for a in clause.assignments or ())]
+        if any(pattern.search(t) for t in texts):
+            problems.append(
+                f"a NOT MATCHED BY SOURCE clause may not reference the source ({source}): "
+                "there is no source row for it"
+            )
+
+
+def _alias(config: Mapping[str, Any], key: str, default: str, problems: list[str]) -> str:
+    value = config.get(key) or default
+    if not isinstance(value, str) or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", value):
+        problems.append(f"{key} must be a plain identifier (letters, digits, _), got {value!r}")
+        return default
+    return value
+
+
+def _names(value: Any, key: str, problems: list[str]) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    items = [value] if isinstance(value, str) else value
+    if not isinstance(items, Sequence) or not all(isinstance(v, str) and v.strip() for v in items):
+        problems.append(f"{key} must be a column name or a list of column names, got {value!r}")
+        return ()
+    return tuple(v.strip() for v in items)
+
+
+def _sql(value: Any, key: str, problems: list[str]) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return str(value)
+    if not isinstance(value, str) or not value.strip():
+        problems.append(f"{key} must be a non-empty SQL expression, got {value!r}")
+        return None
+    return value.strip()
+
+
+def _optional_sql(config: Mapping[str, Any], key: str, problems: list[str]) -> str | None:
+    return _sql(config.get(key), key, problems)
+
+
+def _sql_list(value: Any, key: str, problems: list[str]) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    items = [value] if isinstance(value, str) else value
+    if not isinstance(items, Sequence):
+        problems.append(f"{key} must be a SQL condition or a list of them")
+        return ()
+    return tuple(s for i, v in enumerate(items) if (s := _sql(v, f"{key}[{i}]", problems)) is not None)
+
+
+def _flag(config: Mapping[str, Any], key: str, problems: list[str]) -> bool:
+    value = config.get(key, False)
+    if value is None:
+        return False
+    if not isinstance(value, bool):
+        problems.append(f"{key} must be true or false, got {value!r}")
+        return False
+    return value
