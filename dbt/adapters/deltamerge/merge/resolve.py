@@ -1,0 +1,123 @@
+"""Resolving a clause set against the target's and source's schemas (no Spark jobs).
+
+Every update or insert becomes one SQL expression per target column, as Delta's
+``resolveReferencesAndSchema`` does: ``*`` takes each target column from the source
+column of the same name (names match case-insensitively, as Spark resolves them); an
+update keeps the target's value in columns it does not assign; an insert writes null
+there. Unknown, duplicate or missing columns are reported together, naming them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pyspark.sql import types as T
+
+from dbt.adapters.deltamerge.errors import ConfigError
+from dbt.adapters.deltamerge.merge.clauses import ClauseKind, MergeClause, MergeSpec
+from dbt.adapters.deltamerge.sql import qualified
+
+
+@dataclass(frozen=True)
+class ResolvedClause:
+    """A clause with an expression for every target column (empty for a delete)."""
+
+    kind: ClauseKind
+    action: str
+    condition: str | None
+    outputs: tuple[tuple[str, str], ...]
+
+
+@dataclass(frozen=True)
+class ResolvedMerge:
+    """The clause set resolved against concrete schemas."""
+
+    spec: MergeSpec
+    target_columns: tuple[str, ...]
+    matched: tuple[ResolvedClause, ...]
+    not_matched: tuple[ResolvedClause, ...]
+    not_matched_by_source: tuple[ResolvedClause, ...]
+
+
+def resolve(spec: MergeSpec, *, target: T.StructType, source: T.StructType) -> ResolvedMerge:
+    """Resolve ``spec``; raise one ConfigError naming every column problem."""
+    problems: list[str] = []
+    columns = tuple(f.name for f in target.fields)
+    source_names = {f.name.lower(): f.name for f in source.fields}
+
+    def one(clause: MergeClause, where: str) -> ResolvedClause:
+        outputs = (
+            ()
+            if clause.action == "delete"
+            else _outputs(spec, clause, columns, source_names, where, problems)
+        )
+        return ResolvedClause(clause.kind, clause.action, clause.condition, outputs)
+
+    resolved = {
+        kind: tuple(one(c, f"{kind} clause {i + 1} ({c.action})") for i, c in enumerate(clauses))
+        for kind, clauses in (
+            ("matched", spec.matched),
+            ("not_matched", spec.not_matched),
+            ("not_matched_by_source", spec.not_matched_by_source),
+        )
+    }
+    for key in spec.unique_key:
+        if key.lower() not in {c.lower() for c in columns}:
+            problems.append(
+                f"unique_key column `{key}` is not in the target table (columns: {list(columns)})"
+            )
+        if key.lower() not in source_names:
+            problems.append(
+                f"unique_key column `{key}` is not in the model's result (columns: {_names(source)})"
+            )
+    if problems:
+        raise ConfigError(spec.model, problems)
+    return ResolvedMerge(
+        spec, columns, resolved["matched"], resolved["not_matched"], resolved["not_matched_by_source"]
+    )
+
+
+def _outputs(
+    spec: MergeSpec,
+    clause: MergeClause,
+    columns: tuple[str, ...],
+    source_names: dict[str, str],
+    where: str,
+    problems: list[str],
+) -> tuple[tuple[str, str], ...]:
+    by_lower = {c.lower(): c for c in columns}
+    assigned: dict[str, str] = {}
+    if clause.assignments is None:
+        excluded = {e.lower() for e in clause.exclude}
+        unknown = sorted(e for e in clause.exclude if e.lower() not in by_lower)
+        if unknown:
+            problems.append(f"{where}: merge_exclude_columns {unknown} are not target columns")
+        missing = [c for c in columns if c.lower() not in source_names and c.lower() not in excluded]
+        if missing:
+            problems.append(
+                f"{where}: `*` needs every target column in the model's result; missing {missing} "
+                "(select them, list the columns to assign, or enable merge_with_schema_evolution)"
+            )
+        for column in columns:
+            if column.lower() in source_names and column.lower() not in excluded:
+                assigned[column] = qualified(spec.source_alias, source_names[column.lower()])
+    else:
+        for assignment in clause.assignments:
+            column = by_lower.get(assignment.column.lower())
+            if column is None:
+                problems.append(
+                    f"{where}: `{assignment.column}` is not a target column (columns: {list(columns)})"
+                )
+            elif column in assigned:
+                problems.append(f"{where}: `{column}` is assigned twice")
+            else:
+                assigned[column] = assignment.expression
+
+    def unassigned(column: str) -> str:
+        return "NULL" if clause.action == "insert" else qualified(spec.target_alias, column)
+
+    return tuple((c, assigned[c] if c in assigned else unassigned(c)) for c in columns)
+
+
+def _names(schema: T.StructType) -> list[str]:
+    return [f.name for f in schema.fields]
