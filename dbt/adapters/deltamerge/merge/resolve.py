@@ -103,15 +103,15 @@ def _outputs(
                 assigned[column] = qualified(spec.source_alias, source_names[column.lower()])
     else:
         for assignment in clause.assignments:
-            column = by_lower.get(assignment.column.lower())
-            if column is None:
+            name = by_lower.get(assignment.column.lower())
+            if name is None:
                 problems.append(
                     f"{where}: `{assignment.column}` is not a target column (columns: {list(columns)})"
                 )
-            elif column in assigned:
-                problems.append(f"{where}: `{column}` is assigned twice")
+            elif name in assigned:
+                problems.append(f"{where}: `{name}` is assigned twice")
             else:
-                assigned[column] = assignment.expression
+                assigned[name] = assignment.expression
 
     def unassigned(column: str) -> str:
         return "NULL" if clause.action == "insert" else qualified(spec.target_alias, column)
