@@ -22,9 +22,19 @@ from pyspark.sql import types as T
 
 from dbt.adapters.deltamerge import catalog
 from dbt.adapters.deltamerge.connections import DeltaMergeConnectionManager, embedded_session
+from dbt.adapters.deltamerge.delta.paths import table_path_of
+from dbt.adapters.deltamerge.delta.snapshot import load_snapshot
 from dbt.adapters.deltamerge.delta.write import WriteResult, write_dataframe
-from dbt.adapters.deltamerge.errors import model_errors
-from dbt.adapters.deltamerge.materialize import WriteSpec, plan_write, table_location
+from dbt.adapters.deltamerge.errors import ModelWriteError, model_errors
+from dbt.adapters.deltamerge.materialize import (
+    MERGE_STRATEGIES,
+    WriteSpec,
+    is_merge,
+    plan_write,
+    table_location,
+)
+from dbt.adapters.deltamerge.merge.clauses import MergeSpec
+from dbt.adapters.deltamerge.merge.executor import merge_into
 from dbt.adapters.deltamerge.sql import quote_identifier
 
 
@@ -89,6 +99,7 @@ class DeltaMergeAdapter(SparkAdapter):
         """Run ``sql`` and write its rows as a new version of the model's Delta table."""
         model = str(relation.identifier)
         spec = WriteSpec.from_config(model, config)
+        merge_spec = MergeSpec.from_config(model, config) if spec.strategy in MERGE_STRATEGIES else None
         with model_errors(model):
             spark = self.spark_session()
             schema, identifier = str(relation.schema), str(relation.identifier)
@@ -104,6 +115,7 @@ class DeltaMergeAdapter(SparkAdapter):
                 materialization,
                 full_refresh,
                 _batch(batch_start, batch_end),
+                merge_spec,
             )
 
     @available
@@ -132,6 +144,7 @@ class DeltaMergeAdapter(SparkAdapter):
         materialization: Any,
         full_refresh: bool,
         batch: Optional[tuple[str, str]],
+        merge_spec: Optional[MergeSpec] = None,
     ) -> AdapterResponse:
         schema, identifier = str(relation.schema), str(relation.identifier)
         bound = catalog.bound_location(spark, schema, identifier)
@@ -141,8 +154,16 @@ class DeltaMergeAdapter(SparkAdapter):
             bound=bound,
             schema_location=spark.catalog.getDatabase(schema).locationUri,
         )
-        from dbt.adapters.deltamerge.delta.paths import table_path_of
-
+        if merge_spec is not None and is_merge(
+            spec, materialization=materialization, exists=bound is not None, full_refresh=full_refresh
+        ):
+            snapshot = load_snapshot(table_path_of(path))
+            if snapshot is None:
+                raise ModelWriteError(f"Model '{spec.model}': no Delta table at {path} to merge into")
+            result = merge_into(spark, df, snapshot, merge_spec)
+            if result.version is not None:
+                catalog.bind(spark, schema=schema, identifier=identifier, snapshot=result.snapshot)
+            return _response(result)
         request = plan_write(
             spec,
             materialization=materialization,
@@ -199,9 +220,17 @@ def _timestamp_text(value: Any) -> str:
 
 
 def _response(result: WriteResult) -> DeltaAdapterResponse:
-    rows = result.metrics.get("numOutputRows", 0)
+    if result.operation == "MERGE":
+        m = result.metrics
+        rows = m["numTargetRowsInserted"] + m["numTargetRowsUpdated"] + m["numTargetRowsDeleted"]
+    else:
+        rows = result.metrics.get("numOutputRows", 0)
     return DeltaAdapterResponse(
-        _message=f"OK {result.operation}: Delta version {result.version}",
+        _message=(
+            f"OK {result.operation}: Delta version {result.version}"
+            if result.version is not None
+            else f"OK {result.operation}: no change, Delta version stays {result.snapshot.version}"
+        ),
         code=result.operation,
         rows_affected=rows,
         delta_version=result.version,

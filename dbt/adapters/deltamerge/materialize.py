@@ -121,11 +121,6 @@ def plan_write(
     mode: WriteMode = "create_or_replace"
     replace_where = None
     if materialization == "incremental" and exists and not full_refresh:
-        if spec.strategy in MERGE_STRATEGIES:
-            raise ConfigError(
-                spec.model,
-                [f"incremental_strategy '{spec.strategy}' is not available yet in this version"],
-            )
         if spec.strategy == "append":
             mode = "append"
         elif spec.strategy == "insert_overwrite":
@@ -138,6 +133,13 @@ def plan_write(
         partition_by=spec.partition_by,
         properties=spec.tblproperties,
         replace_where=replace_where,
+    )
+
+
+def is_merge(spec: WriteSpec, *, materialization: Materialization, exists: bool, full_refresh: bool) -> bool:
+    """Whether this run merges into an existing table (rather than writing a version)."""
+    return (
+        materialization == "incremental" and exists and not full_refresh and spec.strategy in MERGE_STRATEGIES
     )
 
 

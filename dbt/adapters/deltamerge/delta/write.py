@@ -112,7 +112,7 @@ def _create_or_replace(df: DataFrame, request: WriteRequest, current: Snapshot |
         created_time=current.metadata.created_time if current else now_ms(),
     )
     protocol = _upgraded(current.protocol if current else None, required_features(schema))
-    written = _write(
+    written = write_files(
         df.select(*[F.col(quote_identifier(f.name)) for f in schema.fields]),
         request.table_path,
         partition_columns,
@@ -135,14 +135,18 @@ def _create_or_replace(df: DataFrame, request: WriteRequest, current: Snapshot |
 
 def _append(df: DataFrame, request: WriteRequest, current: Snapshot) -> WriteResult:
     aligned = align_to_schema(df, current.schema, what=f"append to {request.table_path}")
-    written = _write(aligned, request.table_path, current.partition_columns, current.metadata.configuration)
+    written = write_files(
+        aligned, request.table_path, current.partition_columns, current.metadata.configuration
+    )
     params: dict[str, object] = {"mode": "Append", "partitionBy": current.partition_columns}
     return _commit(request, current, "WRITE", params, [], written, [], blind=True)
 
 
 def _replace_partitions(df: DataFrame, request: WriteRequest, current: Snapshot) -> WriteResult:
     aligned = align_to_schema(df, current.schema, what=f"insert_overwrite into {request.table_path}")
-    written = _write(aligned, request.table_path, current.partition_columns, current.metadata.configuration)
+    written = write_files(
+        aligned, request.table_path, current.partition_columns, current.metadata.configuration
+    )
     params: dict[str, object] = {"mode": "Overwrite", "partitionBy": current.partition_columns}
     if current.partition_columns:
         touched = {_partition_key(f.partition_values) for f in written}
@@ -160,7 +164,7 @@ def _replace_where(
     aligned = align_to_schema(df, current.schema, what=f"replace where into {request.table_path}")
     touched = _files_matching(spark, current, predicate)
     kept_rows = read_files(spark, current, touched).where(f"NOT coalesce(({predicate}), false)")
-    written = _write(
+    written = write_files(
         aligned.unionByName(kept_rows),
         request.table_path,
         current.partition_columns,
@@ -186,11 +190,22 @@ def _files_matching(spark: SparkSession, snapshot: Snapshot, predicate: str) -> 
     return [f for f in snapshot.files if file_uri(snapshot.table_path, f) in hit]
 
 
-def _write(
+def write_files(
     df: DataFrame, table_path: str, partition_columns: list[str], configuration: Mapping[str, str]
 ) -> list[WrittenFile]:
     num_indexed = int(configuration.get("delta.dataSkippingNumIndexedCols", DEFAULT_NUM_INDEXED_COLS))
     return write_data_files(df, table_path, partition_columns=partition_columns, num_indexed_cols=num_indexed)
+
+
+def write_metrics(written: list[WrittenFile], removed: list[AddFile]) -> dict[str, int]:
+    """Delta's metrics of a WRITE: files and rows written, files removed."""
+    return {
+        "numFiles": len(written),
+        "numOutputRows": sum(f.num_records for f in written),
+        "numOutputBytes": sum(f.size for f in written),
+        "numRemovedFiles": len(removed),
+        "numRemovedBytes": sum(f.size for f in removed),
+    }
 
 
 def _commit(
@@ -204,28 +219,30 @@ def _commit(
     *,
     blind: bool,
 ) -> WriteResult:
-    stamp = now_ms()
-    metrics = {
-        "numFiles": len(written),
-        "numOutputRows": sum(f.num_records for f in written),
-        "numOutputBytes": sum(f.size for f in written),
-        "numRemovedFiles": len(removed),
-        "numRemovedBytes": sum(f.size for f in removed),
-    }
-    actions = [*leading, *[f.remove_action(stamp) for f in removed], *add_actions(written)]
+    metrics = write_metrics(written, removed)
     info = CommitInfo(operation, params, metrics, is_blind_append=blind)
-    version = commit(
-        request.table_path,
-        read_version=current.version if current else -1,
-        actions=actions,
-        info=info,
-    )
-    configuration = current.metadata.configuration if current else request.properties
+    properties = current.metadata.configuration if current else request.properties
+    return commit_files(request.table_path, current, info, leading, written, removed, properties)
+
+
+def commit_files(
+    table_path: str,
+    current: Snapshot | None,
+    info: CommitInfo,
+    leading: list[dict[str, object]],
+    written: list[WrittenFile],
+    removed: list[AddFile],
+    configuration: Mapping[str, str],
+) -> WriteResult:
+    """Commit removes of ``removed`` and adds of ``written`` (after ``leading`` actions)."""
+    stamp = now_ms()
+    actions = [*leading, *[f.remove_action(stamp) for f in removed], *add_actions(written)]
+    version = commit(table_path, read_version=current.version if current else -1, actions=actions, info=info)
     interval = int(configuration.get("delta.checkpointInterval", DEFAULT_CHECKPOINT_INTERVAL))
-    maybe_checkpoint(request.table_path, version, interval)
-    snapshot = load_snapshot(request.table_path, version)
+    maybe_checkpoint(table_path, version, interval)
+    snapshot = load_snapshot(table_path, version)
     assert snapshot is not None
-    return WriteResult(version, operation, metrics, snapshot)
+    return WriteResult(version, info.operation, dict(info.operation_metrics), snapshot)
 
 
 def _resolve_partition_columns(schema: T.StructType, requested: tuple[str, ...]) -> list[str]:

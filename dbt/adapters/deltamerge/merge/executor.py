@@ -1,0 +1,267 @@
+"""Running a merge on Spark: Delta's insert-only and classic executors.
+
+The source is materialized once (``localCheckpoint``), so both phases see the same
+rows. Insert-only: source rows with no match in the target files that may match are
+appended; nothing is removed. Classic: phase 1 joins the source with the candidate
+files to find the touched files and to enforce the multiple-match rule; phase 2
+rewrites only the touched files, with every output column a CASE over the clause that
+takes the row. Row counts come from ``observe`` on the rewrite itself, not extra scans.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+
+from pyspark.sql import DataFrame, Observation, SparkSession
+from pyspark.sql import functions as F
+
+from dbt.adapters.deltamerge.delta.commit import CommitInfo
+from dbt.adapters.deltamerge.delta.errors import DeltaError
+from dbt.adapters.deltamerge.delta.files import WrittenFile
+from dbt.adapters.deltamerge.delta.paths import local_path
+from dbt.adapters.deltamerge.delta.protocol import check_writable
+from dbt.adapters.deltamerge.delta.read import path_of_uri, read_files
+from dbt.adapters.deltamerge.delta.snapshot import AddFile, Snapshot
+from dbt.adapters.deltamerge.delta.write import WriteResult, commit_files, write_files
+from dbt.adapters.deltamerge.merge.clauses import MergeSpec
+from dbt.adapters.deltamerge.merge.metrics import merge_metrics, merge_parameters
+from dbt.adapters.deltamerge.merge.output import (
+    ACTION,
+    COPY,
+    DROP,
+    SOURCE_PRESENT,
+    TARGET_PRESENT,
+    action_expression,
+    counted_actions,
+    output_expressions,
+)
+from dbt.adapters.deltamerge.merge.resolve import ResolvedMerge, resolve
+from dbt.adapters.deltamerge.merge.skipping import KeyRange, may_match
+from dbt.adapters.deltamerge.sql import quote_identifier
+
+MULTIPLE_MATCHES = (
+    "Cannot perform Merge as multiple source rows matched and attempted to modify the same target row "
+    "in the Delta table in possibly conflicting ways."
+)
+FILE, ROW_ID = "_merge_file", "_merge_row_id"
+
+
+class MultipleMatchesError(DeltaError):
+    """Delta's error: several source rows match one target row."""
+
+
+@dataclass
+class _Run:
+    spark: SparkSession
+    spec: MergeSpec
+    merge: ResolvedMerge
+    snapshot: Snapshot
+    source: DataFrame
+    candidates: list[AddFile]
+    num_source_rows: int
+
+
+def merge_into(spark: SparkSession, source_df: DataFrame, snapshot: Snapshot, spec: MergeSpec) -> WriteResult:
+    """Merge ``source_df`` into the table at ``snapshot`` as one MERGE commit."""
+    started = time.monotonic()
+    check_writable(
+        snapshot.protocol,
+        snapshot.metadata.configuration,
+        snapshot.metadata.schema_string,
+        table=snapshot.table_path,
+    )
+    merge = resolve(spec, target=snapshot.schema, source=source_df.schema)
+    source = source_df.localCheckpoint(eager=True)
+    ranges, num_source_rows = _profile_source(source, spec, snapshot)
+    candidates = [
+        f for f in snapshot.files if ranges is None or may_match(f, ranges, _partition_types(snapshot))
+    ]
+    run = _Run(spark, spec, merge, snapshot, source, candidates, num_source_rows)
+    scan_started = time.monotonic()
+    touched = [] if spec.is_insert_only else _find_touched_files(run)
+    scan_ms = int((time.monotonic() - scan_started) * 1000)
+    rewrite_started = time.monotonic()
+    written, counts = _write_inserts_only(run) if spec.is_insert_only else _write_all_changes(run, touched)
+    rewrite_ms = int((time.monotonic() - rewrite_started) * 1000)
+    metrics = merge_metrics(
+        snapshot=snapshot,
+        candidates=candidates,
+        removed=touched,
+        written=written,
+        counts=counts,
+        num_source_rows=num_source_rows,
+        timings=(int((time.monotonic() - started) * 1000), scan_ms, rewrite_ms),
+    )
+    changed = (
+        counts["numTargetRowsInserted"] + counts["numTargetRowsUpdated"] + counts["numTargetRowsDeleted"]
+    )
+    if not changed:
+        _discard(snapshot.table_path, written)
+        return WriteResult(None, "MERGE", metrics, snapshot)
+    info = CommitInfo("MERGE", merge_parameters(spec), metrics)
+    return commit_files(
+        snapshot.table_path, snapshot, info, [], written, touched, snapshot.metadata.configuration
+    )
+
+
+def _profile_source(
+    source: DataFrame, spec: MergeSpec, snapshot: Snapshot
+) -> tuple[list[KeyRange] | None, int]:
+    """Source row count and, when the ON condition is the unique key's, each key's range."""
+    keys = list(spec.unique_key) if spec.merge_condition is None and not spec.not_matched_by_source else []
+    aggregates = [F.count(F.lit(1)).alias("n")]
+    for i, key in enumerate(keys):
+        col = F.col(quote_identifier(key))
+        aggregates += [
+            F.min(col).alias(f"lo{i}"),
+            F.max(col).alias(f"hi{i}"),
+            F.sum(F.when(col.isNull(), 1).otherwise(0)).alias(f"nulls{i}"),
+        ]
+    row = source.agg(*aggregates).collect()[0]
+    if not keys:
+        return None, int(row["n"])
+    names = {f.name.lower(): f.name for f in snapshot.schema.fields}
+    ranges = [
+        KeyRange(names.get(k.lower(), k), row[f"lo{i}"], row[f"hi{i}"], bool(row[f"nulls{i}"]))
+        for i, k in enumerate(keys)
+    ]
+    return ranges, int(row["n"])
+
+
+def _partition_types(snapshot: Snapshot) -> dict[str, type]:
+    import datetime as dt
+
+    from pyspark.sql import types as T
+
+    kinds: dict[str, type] = {}
+    for field in snapshot.schema.fields:
+        if field.name in snapshot.partition_columns:
+            if isinstance(field.dataType, (T.IntegerType, T.LongType, T.ShortType, T.ByteType)):
+                kinds[field.name] = int
+            elif isinstance(field.dataType, T.DateType):
+                kinds[field.name] = dt.date
+            elif isinstance(field.dataType, T.StringType):
+                kinds[field.name] = str
+    return kinds
+
+
+def _aliased_source(run: _Run) -> DataFrame:
+    return run.source.withColumn(SOURCE_PRESENT, F.lit(True)).alias(run.spec.source_alias)
+
+
+def _aliased_target(run: _Run, files: list[AddFile]) -> DataFrame:
+    target = read_files(run.spark, run.snapshot, files)
+    return (
+        target.withColumn(FILE, F.input_file_name())
+        .withColumn(ROW_ID, F.monotonically_increasing_id())
+        .withColumn(TARGET_PRESENT, F.lit(True))
+        .alias(run.spec.target_alias)
+    )
+
+
+def _find_touched_files(run: _Run) -> list[AddFile]:
+    """Phase 1: files holding a matched row (or an unmatched row a NOT MATCHED BY SOURCE clause changes)."""
+    if not run.candidates:
+        return []
+    spec = run.spec
+    target = _aliased_target(run, run.candidates)
+    joined = _aliased_source(run).join(target, F.expr(spec.on_condition), "inner")
+    if spec.is_matched_only and all(c.condition for c in spec.matched):
+        joined = joined.where(" OR ".join(f"({c.condition})" for c in spec.matched))
+    per_row = joined.groupBy(FILE, ROW_ID).agg(F.count(F.lit(1)).alias("n"))
+    per_file = per_row.groupBy(FILE).agg(F.max("n").alias("most")).collect()
+    if any(r["most"] > 1 for r in per_file) and not spec.is_only_one_unconditional_delete:
+        raise MultipleMatchesError(_multiple_matches_message(run, joined))
+    hit = {path_of_uri(r[FILE]) for r in per_file}
+    if spec.not_matched_by_source:
+        hit |= _files_with_unmatched_changes(run, target)
+    return [f for f in run.candidates if local_path(run.snapshot.table_path, f.path) in hit]
+
+
+def _files_with_unmatched_changes(run: _Run, target: DataFrame) -> set[str]:
+    conditions = [c.condition for c in run.spec.not_matched_by_source]
+    unmatched = target.join(_aliased_source(run), F.expr(run.spec.on_condition), "left_anti")
+    if all(conditions):
+        unmatched = unmatched.where(" OR ".join(f"({c})" for c in conditions))
+    return {path_of_uri(r[FILE]) for r in unmatched.select(FILE).distinct().collect()}
+
+
+def _multiple_matches_message(run: _Run, joined: DataFrame) -> str:
+    keys = run.spec.unique_key or tuple(f.name for f in run.snapshot.schema.fields[:3])
+    columns = [F.col(f"{quote_identifier(run.spec.target_alias)}.{quote_identifier(k)}") for k in keys]
+    dupes = joined.groupBy(ROW_ID, *columns).count().where("count > 1").limit(5).collect()
+    examples = "; ".join(", ".join(f"{k}={r[i + 1]!r}" for i, k in enumerate(keys)) for r in dupes)
+    return (
+        f"{MULTIPLE_MATCHES} Target rows matched more than once (by {list(keys)}): {examples}. "
+        "De-duplicate the model's result on its unique_key, or make the ON condition stricter."
+    )
+
+
+def _write_all_changes(run: _Run, touched: list[AddFile]) -> tuple[list[WrittenFile], dict[str, int]]:
+    """Phase 2: rewrite the touched files with every clause applied, plus the inserts."""
+    how = "full_outer" if run.spec.not_matched else "left_outer"
+    target = _aliased_target(run, touched)
+    joined = target.join(_aliased_source(run), F.expr(run.spec.on_condition), how)
+    if not run.spec.not_matched and not touched:
+        return [], _zero_counts()
+    action = F.expr(action_expression(run.merge, run.spec.target_alias, run.spec.source_alias))
+    return _write_outputs(run, joined.withColumn(ACTION, action), copy=True)
+
+
+def _write_inserts_only(run: _Run) -> tuple[list[WrittenFile], dict[str, int]]:
+    source = _aliased_source(run)
+    if run.candidates:
+        target = _aliased_target(run, run.candidates)
+        source = source.join(target, F.expr(run.spec.on_condition), "left_anti")
+    whens = " ".join(
+        f"WHEN ({c.condition or 'true'}) THEN 'not_matched_insert_{i}'"
+        for i, c in enumerate(run.merge.not_matched)
+    )
+    return _write_outputs(
+        run, source.withColumn(ACTION, F.expr(f"CASE {whens} ELSE '{DROP}' END")), copy=False
+    )
+
+
+def _write_outputs(run: _Run, rows: DataFrame, *, copy: bool) -> tuple[list[WrittenFile], dict[str, int]]:
+    codes = counted_actions(run.merge)
+    observation = Observation("merge")
+    metrics = [F.sum(F.col(ACTION).isin(*v).cast("long")).alias(k) for k, v in codes.items() if v]
+    metrics.append(F.sum((F.col(ACTION) == COPY).cast("long")).alias("numTargetRowsCopied"))
+    observed = rows.observe(observation, *metrics)
+    dropped = [DROP, *codes["numTargetRowsMatchedDeleted"], *codes["numTargetRowsNotMatchedBySourceDeleted"]]
+    outputs = output_expressions(run.merge, run.spec.target_alias, copy=copy)
+    kept = observed.where(~F.col(ACTION).isin(*dropped)).select(*[F.expr(sql).alias(c) for c, sql in outputs])
+    written = write_files(
+        kept, run.snapshot.table_path, run.snapshot.partition_columns, run.snapshot.metadata.configuration
+    )
+    observed_counts = {k: int(v or 0) for k, v in observation.get.items()}
+    counts = _zero_counts()
+    counts.update(observed_counts)
+    counts["numTargetRowsUpdated"] = (
+        counts["numTargetRowsMatchedUpdated"] + counts["numTargetRowsNotMatchedBySourceUpdated"]
+    )
+    counts["numTargetRowsDeleted"] = (
+        counts["numTargetRowsMatchedDeleted"] + counts["numTargetRowsNotMatchedBySourceDeleted"]
+    )
+    return written, counts
+
+
+def _zero_counts() -> dict[str, int]:
+    names = [
+        "numTargetRowsInserted",
+        "numTargetRowsUpdated",
+        "numTargetRowsDeleted",
+        "numTargetRowsCopied",
+        "numTargetRowsMatchedUpdated",
+        "numTargetRowsMatchedDeleted",
+        "numTargetRowsNotMatchedBySourceUpdated",
+        "numTargetRowsNotMatchedBySourceDeleted",
+    ]
+    return dict.fromkeys(names, 0)
+
+
+def _discard(table_path: str, written: list[WrittenFile]) -> None:
+    for file in written:
+        os.unlink(local_path(table_path, file.path))

@@ -1,0 +1,93 @@
+"""Output generation as SQL text: which clause takes a joined row, and what it writes.
+
+As Delta's ``MergeOutputGeneration``: a row of the join is matched (both sides),
+not matched (source only) or not matched by source (target only); within its kind the
+first clause whose condition holds wins. The winning clause is computed once per row
+as ``_merge_action`` (precomputed condition) and every output column is a CASE over it.
+"""
+
+from __future__ import annotations
+
+from dbt.adapters.deltamerge.merge.resolve import ResolvedClause, ResolvedMerge
+from dbt.adapters.deltamerge.sql import qualified, quote_identifier
+
+ACTION = "_merge_action"
+SOURCE_PRESENT = "_source_row_present"
+TARGET_PRESENT = "_target_row_present"
+COPY = "copy"
+DROP = "drop"
+
+
+def action_code(clause: ResolvedClause, index: int) -> str:
+    """A short code naming a clause's outcome, e.g. ``matched_update_0``.
+
+    >>> action_code(ResolvedClause("matched", "delete", None, ()), 1)
+    'matched_delete_1'
+    """
+    return f"{clause.kind}_{clause.action}_{index}"
+
+
+def action_expression(merge: ResolvedMerge, target_alias: str, source_alias: str) -> str:
+    """``CASE`` giving each joined row the code of the clause that takes it (or copy/drop)."""
+    source = qualified(source_alias, SOURCE_PRESENT)
+    target = qualified(target_alias, TARGET_PRESENT)
+    branches = [
+        (f"{source} IS NOT NULL AND {target} IS NOT NULL", merge.matched, COPY),
+        (f"{source} IS NULL", merge.not_matched_by_source, COPY),
+        (f"{target} IS NULL", merge.not_matched, DROP),
+    ]
+    parts = []
+    for side, clauses, otherwise in branches:
+        parts.append(f"WHEN {side} THEN {_first_clause(clauses, otherwise)}")
+    return "CASE " + " ".join(parts) + f" ELSE '{DROP}' END"
+
+
+def _first_clause(clauses: tuple[ResolvedClause, ...], otherwise: str) -> str:
+    if not clauses:
+        return f"'{otherwise}'"
+    whens = [f"WHEN ({c.condition or 'true'}) THEN '{action_code(c, i)}'" for i, c in enumerate(clauses)]
+    return "CASE " + " ".join(whens) + f" ELSE '{otherwise}' END"
+
+
+def output_expressions(
+    merge: ResolvedMerge, target_alias: str, *, copy: bool = True
+) -> list[tuple[str, str]]:
+    """``(column, SQL)`` for every target column: a CASE over ``_merge_action``.
+
+    Rows no clause writes keep the target's value (``copy``), or are null where there
+    is no target row (the insert-only executor).
+    """
+    writers = [
+        (action_code(c, i), c)
+        for clauses in (merge.matched, merge.not_matched, merge.not_matched_by_source)
+        for i, c in enumerate(clauses)
+        if c.action != "delete"
+    ]
+    result = []
+    for position, column in enumerate(merge.target_columns):
+        whens = " ".join(f"WHEN '{code}' THEN {clause.outputs[position][1]}" for code, clause in writers)
+        otherwise = qualified(target_alias, column) if copy else "NULL"
+        result.append((column, f"CASE {quote_identifier(ACTION)} {whens} ELSE {otherwise} END"))
+    return result
+
+
+def counted_actions(merge: ResolvedMerge) -> dict[str, list[str]]:
+    """Which action codes each row-count metric adds up."""
+    codes: dict[str, list[str]] = {
+        "numTargetRowsMatchedUpdated": [],
+        "numTargetRowsMatchedDeleted": [],
+        "numTargetRowsNotMatchedBySourceUpdated": [],
+        "numTargetRowsNotMatchedBySourceDeleted": [],
+        "numTargetRowsInserted": [],
+    }
+    names = {
+        ("matched", "update"): "numTargetRowsMatchedUpdated",
+        ("matched", "delete"): "numTargetRowsMatchedDeleted",
+        ("not_matched_by_source", "update"): "numTargetRowsNotMatchedBySourceUpdated",
+        ("not_matched_by_source", "delete"): "numTargetRowsNotMatchedBySourceDeleted",
+        ("not_matched", "insert"): "numTargetRowsInserted",
+    }
+    for clauses in (merge.matched, merge.not_matched, merge.not_matched_by_source):
+        for i, clause in enumerate(clauses):
+            codes[names[(clause.kind, clause.action)]].append(action_code(clause, i))
+    return codes

@@ -1,0 +1,157 @@
+"""The delta_merge strategy through real dbt runs; tables read back with deltalake."""
+
+from __future__ import annotations
+
+import pytest
+from dbt.tests.util import run_dbt, run_dbt_and_capture, write_file
+from deltalake import DeltaTable
+
+from tests.functional.helpers import log_actions, rows, table_path
+
+
+def rows_sql(*values: tuple) -> str:
+    selects = [f"select {i} as id, '{v}' as v, '{op}' as op" for i, v, op in values]
+    return " union all ".join(selects)
+
+
+def model(sql: str, **config: object) -> str:
+    base = {"materialized": "incremental", "incremental_strategy": "delta_merge", **config}
+    return "{{ config(" + ", ".join(f"{k}={v!r}" for k, v in base.items()) + ") }}\n" + sql
+
+
+def put(project, name: str, text: str) -> None:
+    write_file(text, project.project_root, "models", f"{name}.sql")
+
+
+def last_metrics(path: str) -> dict[str, int]:
+    """The newest commit's operationMetrics as numbers (the log stores strings)."""
+    return {k: int(v) for k, v in DeltaTable(path).history()[0]["operationMetrics"].items()}
+
+
+def state(path: str) -> list[tuple]:
+    return [(r["id"], r["v"]) for r in rows(path)]
+
+
+class TestUpsertAndClauses:
+    @pytest.fixture(scope="class")
+    def models(self):
+        first = rows_sql((1, "a", "U"), (2, "b", "U"), (3, "c", "U"))
+        return {"upsert.sql": model(first, unique_key="id"), "clauses.sql": model(first, unique_key="id")}
+
+    def test_default_upsert(self, project):
+        run_dbt(["run", "--select", "upsert"])
+        put(project, "upsert", model(rows_sql((2, "B", "U"), (4, "d", "U")), unique_key="id"))
+        result = run_dbt(["run", "--select", "upsert"])
+        path = table_path(project, "upsert")
+        assert state(path) == [(1, "a"), (2, "B"), (3, "c"), (4, "d")]
+        head = log_actions(path, 1)[0]["commitInfo"]
+        assert head["operation"] == "MERGE"
+        metrics = head["operationMetrics"]
+        assert (metrics["numTargetRowsInserted"], metrics["numTargetRowsUpdated"]) == ("1", "1")
+        assert metrics["numSourceRows"] == "2" and metrics["numTargetRowsDeleted"] == "0"
+        params = head["operationParameters"]
+        assert set(params) == {
+            "predicate",
+            "matchedPredicates",
+            "notMatchedPredicates",
+            "notMatchedBySourcePredicates",
+        }
+        response = result.results[0].adapter_response
+        assert response["rows_affected"] == 2 and response["numTargetRowsInserted"] == 1
+
+    def test_clauses_first_match_wins_and_not_matched_by_source(self, project):
+        run_dbt(["run", "--select", "clauses"])
+        source = rows_sql((1, "x", "D"), (2, "y", "U"), (4, "z", "D"), (5, "w", "U"))
+        put(
+            project,
+            "clauses",
+            model(
+                source,
+                unique_key="id",
+                when_matched=[
+                    {"condition": "DBT_INTERNAL_SOURCE.op = 'D'", "action": "delete"},
+                    {"action": "update", "set": {"v": "concat(DBT_INTERNAL_DEST.v, DBT_INTERNAL_SOURCE.v)"}},
+                ],
+                when_not_matched=[
+                    {"condition": "DBT_INTERNAL_SOURCE.op != 'D'", "action": "insert", "values": "*"}
+                ],
+                when_not_matched_by_source=[{"action": "update", "set": {"v": "'orphan'"}}],
+            ),
+        )
+        run_dbt(["run", "--select", "clauses"])
+        path = table_path(project, "clauses")
+        # 1 deleted, 2 updated from both sides, 3 untouched by source -> orphan, 4 not inserted, 5 inserted
+        assert state(path) == [(2, "by"), (3, "orphan"), (5, "w")]
+        metrics = last_metrics(path)
+        assert metrics["numTargetRowsMatchedDeleted"] == 1
+        assert metrics["numTargetRowsMatchedUpdated"] == 1
+        assert metrics["numTargetRowsNotMatchedBySourceUpdated"] == 1
+        assert metrics["numTargetRowsInserted"] == 1
+
+
+class TestWorkAvoidedAndErrors:
+    @pytest.fixture(scope="class")
+    def models(self):
+        # 20 files, each a contiguous range of 100 keys
+        wide = "select /*+ REPARTITION_BY_RANGE(20, id) */ cast(id as int) as id, 'v' as v, 'U' as op from range(2000)"
+        return {
+            "wide.sql": "{{ config(materialized='table') }}\n" + wide,
+            "inserts.sql": model(rows_sql((1, "a", "U"), (2, "b", "U")), unique_key="id", when_matched=[]),
+            "dupes.sql": model(rows_sql((1, "a", "U")), unique_key="id"),
+            "nulls.sql": model("select cast(null as int) as id, 'n' as v, 'U' as op", unique_key="id"),
+        }
+
+    def test_upsert_into_one_file_of_many_rewrites_one_file(self, project):
+        run_dbt(["run", "--select", "wide"])
+        path = table_path(project, "wide")
+        assert len(DeltaTable(path).file_uris()) == 20
+        source = "select cast(id as int) as id, 'new' as v, 'U' as op from range(500, 510)"
+        put(project, "wide", model(source, unique_key="id"))
+        run_dbt(["run", "--select", "wide"])
+        metrics = last_metrics(path)
+        assert metrics["numTargetFilesRemoved"] == 1
+        assert metrics["numTargetFilesAfterSkipping"] < metrics["numTargetFilesBeforeSkipping"] == 20
+        assert metrics["numTargetRowsUpdated"] == 10 and metrics["numTargetRowsCopied"] == 90
+        assert len(rows(path)) == 2000
+
+    def test_insert_only_removes_nothing(self, project):
+        run_dbt(["run", "--select", "inserts"])
+        put(
+            project,
+            "inserts",
+            model(rows_sql((2, "B", "U"), (3, "c", "U")), unique_key="id", when_matched=[]),
+        )
+        run_dbt(["run", "--select", "inserts"])
+        path = table_path(project, "inserts")
+        assert state(path) == [(1, "a"), (2, "b"), (3, "c")]
+        metrics = last_metrics(path)
+        assert metrics["numTargetFilesRemoved"] == 0 and metrics["numTargetRowsInserted"] == 1
+
+    def test_multiple_matches_fail_and_leave_the_table(self, project):
+        run_dbt(["run", "--select", "dupes"])
+        put(project, "dupes", model(rows_sql((1, "x", "U"), (1, "y", "U")), unique_key="id"))
+        _, out = run_dbt_and_capture(["run", "--select", "dupes"], expect_pass=False)
+        assert "Cannot perform Merge as multiple source rows matched" in out
+        assert "id=1" in out and "Model 'dupes'" in out
+        path = table_path(project, "dupes")
+        assert DeltaTable(path).version() == 0 and state(path) == [(1, "a")]
+
+    def test_null_keys_never_duplicate_and_no_op_commits_nothing(self, project):
+        run_dbt(["run", "--select", "nulls"])
+        run_dbt(["run", "--select", "nulls"])
+        path = table_path(project, "nulls")
+        assert state(path) == [(None, "n")]
+        assert DeltaTable(path).version() == 1  # the null key matched: one update
+        put(
+            project,
+            "nulls",
+            model("select 7 as id, 'x' as v, 'U' as op", unique_key="id", when_not_matched=[]),
+        )
+        results = run_dbt(["run", "--select", "nulls"])
+        assert DeltaTable(path).version() == 1  # matched nothing, inserted nothing: no version
+        assert "no change" in results.results[0].adapter_response["_message"]
+
+    def test_bad_config_is_reported_before_anything_runs(self, project):
+        put(project, "dupes", model(rows_sql((1, "a", "U")), when_matched=[{"action": "upsert"}]))
+        _, out = run_dbt_and_capture(["run", "--select", "dupes"], expect_pass=False)
+        assert "Model 'dupes'" in out and "got 'upsert'" in out and "needs `unique_key`" in out
