@@ -93,7 +93,10 @@ class TestWorkAvoidedAndErrors:
     @pytest.fixture(scope="class")
     def models(self):
         # 20 files, each a contiguous range of 100 keys
-        wide = "select /*+ REPARTITION_BY_RANGE(20, id) */ cast(id as int) as id, 'v' as v, 'U' as op from range(2000)"
+        wide = (
+            "select /*+ REPARTITION_BY_RANGE(20, id) */ cast(id as int) as id, 'v' as v, 'U' as op "
+            "from range(2000)"
+        )
         return {
             "wide.sql": "{{ config(materialized='table') }}\n" + wide,
             "inserts.sql": model(rows_sql((1, "a", "U"), (2, "b", "U")), unique_key="id", when_matched=[]),

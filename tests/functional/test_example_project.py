@@ -38,7 +38,7 @@ def test_example_project_across_processes(tmp_path):
     run(DBT, "seed", "--profiles-dir", ".", cwd=project)
     run(DBT, "run", "--profiles-dir", ".", cwd=project)
     out = run(DBT, "run", "--profiles-dir", ".", "--vars", "{batch: 2}", cwd=project)
-    assert "OK WRITE: Delta version 1" in out
+    assert "OK MERGE: Delta version 1" in out and "OK WRITE: Delta version 1" in out
 
     table = project / "warehouse" / "shop.db" / "daily_revenue"
     delta_rows = sorted(
@@ -47,13 +47,20 @@ def test_example_project_across_processes(tmp_path):
     )
     assert [r[:2] for r in delta_rows] == [
         ["2026-01-01", 2],
-        ["2026-01-02", 2],
+        ["2026-01-02", 1],  # order 4 was cancelled: deleted by the merge
         ["2026-01-03", 2],
-        ["2026-01-04", 2],
+        ["2026-01-04", 1],  # order 8 was cancelled before it was ever inserted
     ]
-    # v1 rewrote only the days with new orders: 2026-01-03's file replaced, 01-04 added
+    # v1 rewrote only the days from 2026-01-02: two partitions replaced, one added
     history = DeltaTable(str(table)).history()
-    assert history[0]["operationMetrics"]["numRemovedFiles"] == "1"
+    assert history[0]["operationMetrics"]["numRemovedFiles"] == "2"
+    orders = DeltaTable(str(project / "warehouse" / "shop.db" / "orders"))
+    merge = orders.history()[0]
+    assert merge["operation"] == "MERGE"
+    assert {
+        k: merge["operationMetrics"][k]
+        for k in ("numTargetRowsInserted", "numTargetRowsUpdated", "numTargetRowsDeleted")
+    } == {"numTargetRowsInserted": "2", "numTargetRowsUpdated": "1", "numTargetRowsDeleted": "1"}
     seen = json.loads(run(sys.executable, "-c", READ_CATALOG, str(project / "warehouse"), cwd=project))
     assert seen == delta_rows
     run(DBT, "test", "--profiles-dir", ".", cwd=project)

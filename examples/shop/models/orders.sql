@@ -1,8 +1,17 @@
-{{ config(materialized='incremental', incremental_strategy='append') }}
-{#- `batch` stands for new data arriving: run 1 loads batch 1, `--vars '{batch: 2}'` the next. -#}
+{{ config(
+    materialized='incremental',
+    incremental_strategy='delta_merge',
+    unique_key='order_id',
+    when_matched=[
+        {'condition': "DBT_INTERNAL_SOURCE.status = 'cancelled'", 'action': 'delete'},
+        {'condition': "DBT_INTERNAL_SOURCE.status != DBT_INTERNAL_DEST.status", 'action': 'update', 'set': '*'},
+    ],
+    when_not_matched=[
+        {'condition': "DBT_INTERNAL_SOURCE.status != 'cancelled'", 'action': 'insert', 'values': '*'},
+    ],
+) }}
+{#- `batch` stands for new data arriving: run 1 loads batch 1, `--vars '{batch: 2}'` the next,
+    which brings new orders and status changes of old ones. -#}
 select order_id, customer_id, cast(order_date as date) as order_date, status, amount
 from {{ ref('raw_orders') }}
-where batch <= {{ var('batch', 1) }}
-{% if is_incremental() %}
-  and order_id > (select coalesce(max(order_id), 0) from {{ this }})
-{% endif %}
+where batch = {{ var('batch', 1) }}

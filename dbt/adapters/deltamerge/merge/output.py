@@ -67,7 +67,8 @@ def output_expressions(
     for position, column in enumerate(merge.target_columns):
         whens = " ".join(f"WHEN '{code}' THEN {clause.outputs[position][1]}" for code, clause in writers)
         otherwise = qualified(target_alias, column) if copy else "NULL"
-        result.append((column, f"CASE {quote_identifier(ACTION)} {whens} ELSE {otherwise} END"))
+        sql = f"CASE {quote_identifier(ACTION)} {whens} ELSE {otherwise} END" if whens else otherwise
+        result.append((column, sql))
     return result
 
 
