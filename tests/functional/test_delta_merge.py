@@ -28,6 +28,18 @@ def last_metrics(path: str) -> dict[str, int]:
     return {k: int(v) for k, v in DeltaTable(path).history()[0]["operationMetrics"].items()}
 
 
+def _data_files(path: str) -> list[str]:
+    import os
+
+    return sorted(
+        os.path.relpath(os.path.join(d, n), path)
+        for d, dirs, names in os.walk(path)
+        if not os.path.relpath(d, path).startswith("_")
+        for n in names
+        if n.endswith(".parquet")
+    )
+
+
 def state(path: str) -> list[tuple]:
     return [(r["id"], r["v"]) for r in rows(path)]
 
@@ -153,6 +165,24 @@ class TestWorkAvoidedAndErrors:
         results = run_dbt(["run", "--select", "nulls"])
         assert DeltaTable(path).version() == 1  # matched nothing, inserted nothing: no version
         assert "no change" in results.results[0].adapter_response["_message"]
+
+    @pytest.mark.parametrize(
+        ("config", "expected"),
+        [
+            ({"when_matched": [{"action": "update", "condition": "DBT_INTERNAL_SOURCE.nope > 1"}]}, "nope"),
+            ({"when_matched": [{"action": "update", "set": {"id": "'not a number'"}}]}, "`id` is string"),
+        ],
+    )
+    def test_failed_merge_leaves_table_and_files(self, project, config, expected):
+        put(project, "inserts", model(rows_sql((1, "a", "U")), unique_key="id"))
+        run_dbt(["run", "--select", "inserts"])
+        path = table_path(project, "inserts")
+        version, before = DeltaTable(path).version(), _data_files(path)
+        put(project, "inserts", model(rows_sql((1, "z", "U")), unique_key="id", **config))
+        _, out = run_dbt_and_capture(["run", "--select", "inserts"], expect_pass=False)
+        assert "Model 'inserts'" in out and expected in out
+        assert DeltaTable(path).version() == version
+        assert _data_files(path) == before  # nothing written, nothing left behind
 
     def test_bad_config_is_reported_before_anything_runs(self, project):
         put(project, "dupes", model(rows_sql((1, "a", "U")), when_matched=[{"action": "upsert"}]))

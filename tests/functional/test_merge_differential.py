@@ -95,27 +95,22 @@ def random_case(rng: random.Random) -> tuple[pa.Table, pa.Table, dict, list]:
     return target, source, config, builder
 
 
+BUILDER_METHODS = {
+    ("matched", "update_all"): "when_matched_update_all",
+    ("matched", "delete"): "when_matched_delete",
+    ("matched", "update"): "when_matched_update",
+    ("not_matched", "insert_all"): "when_not_matched_insert_all",
+    ("not_matched", "insert"): "when_not_matched_insert",
+    ("by_source", "delete"): "when_not_matched_by_source_delete",
+    ("by_source", "update"): "when_not_matched_by_source_update",
+}
+
+
 def delta_rs_merge(path: str, source: pa.Table, builder: list) -> dict:
     merger = DeltaTable(path).merge(source=source, predicate="t.k = s.k", source_alias="s", target_alias="t")
     for kind, (action, predicate, updates) in builder:
-        if kind == "matched":
-            merger = {
-                "update_all": lambda: merger.when_matched_update_all(predicate=predicate),
-                "delete": lambda: merger.when_matched_delete(predicate=predicate),
-                "update": lambda: merger.when_matched_update(updates=updates, predicate=predicate),
-            }[action]()
-        elif kind == "not_matched":
-            merger = {
-                "insert_all": lambda: merger.when_not_matched_insert_all(predicate=predicate),
-                "insert": lambda: merger.when_not_matched_insert(updates=updates, predicate=predicate),
-            }[action]()
-        else:
-            merger = {
-                "delete": lambda: merger.when_not_matched_by_source_delete(predicate=predicate),
-                "update": lambda: merger.when_not_matched_by_source_update(
-                    updates=updates, predicate=predicate
-                ),
-            }[action]()
+        kwargs = {"predicate": predicate} if updates is None else {"predicate": predicate, "updates": updates}
+        merger = getattr(merger, BUILDER_METHODS[(kind, action)])(**kwargs)
     return merger.execute()
 
 

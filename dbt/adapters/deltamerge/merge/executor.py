@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 
+from dbt.adapters.deltamerge.delta.align import align_to_schema
 from dbt.adapters.deltamerge.delta.commit import CommitInfo
 from dbt.adapters.deltamerge.delta.errors import DeltaError
 from dbt.adapters.deltamerge.delta.files import WrittenFile
@@ -233,6 +234,8 @@ def _write_outputs(run: _Run, rows: DataFrame, *, copy: bool) -> tuple[list[Writ
     dropped = [DROP, *codes["numTargetRowsMatchedDeleted"], *codes["numTargetRowsNotMatchedBySourceDeleted"]]
     outputs = output_expressions(run.merge, run.spec.target_alias, copy=copy)
     kept = observed.where(~F.col(ACTION).isin(*dropped)).select(*[F.expr(sql).alias(c) for c, sql in outputs])
+    # A clause's expression must fit its column's type, or the file would contradict the schema.
+    kept = align_to_schema(kept, run.snapshot.schema, what=f"merge of model '{run.spec.model}'")
     written = write_files(
         kept, run.snapshot.table_path, run.snapshot.partition_columns, run.snapshot.metadata.configuration
     )
