@@ -4,7 +4,6 @@
   {%- set file_format = config.get('file_format', 'delta') -%}
   {%- set existing_relation = load_cached_relation(this) -%}
   {%- set target_relation = this.incorporate(type='table', is_delta=(file_format == 'delta')) -%}
-  {%- set grant_config = config.get('grants') -%}
   {%- set full_refresh = should_full_refresh() -%}
   {%- set batch = model.get('batch') -%}
 
@@ -25,8 +24,5 @@
         ~ "(got '" ~ file_format ~ "'); remove file_format or set it to 'delta'.") }}
   {%- endif -%}
 
-  {% do apply_grants(target_relation, grant_config, should_revoke(existing_relation, full_refresh)) %}
-  {% do persist_docs(target_relation, model) %}
-  {{ run_hooks(post_hooks) }}
-  {{ return({'relations': [target_relation]}) }}
+  {{ return(deltamerge_finish(target_relation, existing_relation, full_refresh)) }}
 {% endmaterialization %}

@@ -2,7 +2,6 @@
   {%- set file_format = config.get('file_format', 'delta') -%}
   {%- set existing_relation = load_cached_relation(this) -%}
   {%- set target_relation = this.incorporate(type='table', is_delta=(file_format == 'delta')) -%}
-  {%- set grant_config = config.get('grants') -%}
   {%- set agate_table = load_agate_table() -%}
   {%- do store_result('agate_table', response='OK', agate_table=agate_table) -%}
 
@@ -22,8 +21,5 @@
     {% endcall %}
   {%- endif -%}
 
-  {% do apply_grants(target_relation, grant_config, should_revoke(existing_relation, True)) %}
-  {% do persist_docs(target_relation, model) %}
-  {{ run_hooks(post_hooks) }}
-  {{ return({'relations': [target_relation]}) }}
+  {{ return(deltamerge_finish(target_relation, existing_relation, True)) }}
 {% endmaterialization %}

@@ -3,7 +3,6 @@
   {%- set file_format = config.get('file_format', 'delta') -%}
   {%- set existing_relation = load_cached_relation(this) -%}
   {%- set target_relation = this.incorporate(type='table', is_delta=(file_format == 'delta')) -%}
-  {%- set grant_config = config.get('grants') -%}
 
   {{ run_hooks(pre_hooks) }}
 
@@ -19,8 +18,5 @@
     {%- endcall %}
   {%- endif -%}
 
-  {% do apply_grants(target_relation, grant_config, should_revoke(existing_relation, True)) %}
-  {% do persist_docs(target_relation, model) %}
-  {{ run_hooks(post_hooks) }}
-  {{ return({'relations': [target_relation]}) }}
+  {{ return(deltamerge_finish(target_relation, existing_relation, True)) }}
 {% endmaterialization %}

@@ -1,0 +1,7 @@
+{#- The common end of our materializations: grants, docs, post-hooks, the relations built. -#}
+{% macro deltamerge_finish(target_relation, existing_relation, full_refresh) %}
+  {% do apply_grants(target_relation, config.get('grants'), should_revoke(existing_relation, full_refresh)) %}
+  {% do persist_docs(target_relation, model) %}
+  {{ run_hooks(post_hooks) }}
+  {{ return({'relations': [target_relation]}) }}
+{% endmacro %}
