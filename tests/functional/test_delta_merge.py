@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from dbt.tests.util import run_dbt, run_dbt_and_capture, write_file
 from deltalake import DeltaTable
@@ -188,3 +190,49 @@ class TestWorkAvoidedAndErrors:
         put(project, "dupes", model(rows_sql((1, "a", "U")), when_matched=[{"action": "upsert"}]))
         _, out = run_dbt_and_capture(["run", "--select", "dupes"], expect_pass=False)
         assert "Model 'dupes'" in out and "got 'upsert'" in out and "needs `unique_key`" in out
+
+
+class TestEdgesAndPartitions:
+    @pytest.fixture(scope="class")
+    def models(self):
+        days = (
+            "select id, concat('v', id) as v, 'U' as op, date_add(date'2026-01-01', cast(id % 3 as int)) as day "
+            "from range(12)"
+        )
+        return {
+            "parts.sql": model(days, unique_key="id", partition_by=["day"]),
+            "empty_source.sql": model(rows_sql((1, "a", "U")), unique_key="id"),
+            "empty_target.sql": model(rows_sql((1, "a", "U")) + " limit 0", unique_key="id"),
+        }
+
+    def test_partitioned_target_rewrites_only_the_touched_partition(self, project):
+        run_dbt(["run", "--select", "parts"])
+        path = table_path(project, "parts")
+        source = "select 4 as id, 'changed' as v, 'U' as op, date'2026-01-02' as day"
+        put(project, "parts", model(source, unique_key="id", partition_by=["day"]))
+        run_dbt(["run", "--select", "parts"])
+        metrics = last_metrics(path)
+        assert metrics["numTargetFilesRemoved"] == 1 and metrics["numTargetPartitionsRemovedFrom"] == 1
+        assert metrics["numTargetPartitionsAddedTo"] == 1 and metrics["numTargetRowsUpdated"] == 1
+        added = [json.loads(a["add"]["stats"])["numRecords"] for a in log_actions(path, 1) if "add" in a]
+        assert sum(added) == metrics["numTargetRowsCopied"] + 1
+        changed = [r for r in rows(path) if r["id"] == 4]
+        assert changed[0]["v"] == "changed" and len(rows(path)) == 12
+        removed = [a["remove"] for a in log_actions(path, 1) if "remove" in a]
+        assert removed[0]["partitionValues"] == {"day": "2026-01-02"}
+
+    def test_empty_source_changes_nothing(self, project):
+        run_dbt(["run", "--select", "empty_source"])
+        put(project, "empty_source", model(rows_sql((1, "a", "U")) + " limit 0", unique_key="id"))
+        run_dbt(["run", "--select", "empty_source"])
+        path = table_path(project, "empty_source")
+        assert DeltaTable(path).version() == 0 and state(path) == [(1, "a")]
+
+    def test_empty_target_receives_inserts(self, project):
+        run_dbt(["run", "--select", "empty_target"])
+        path = table_path(project, "empty_target")
+        assert rows(path) == []
+        put(project, "empty_target", model(rows_sql((1, "a", "U"), (2, "b", "U")), unique_key="id"))
+        run_dbt(["run", "--select", "empty_target"])
+        assert state(path) == [(1, "a"), (2, "b")]
+        assert last_metrics(path)["numTargetFilesBeforeSkipping"] == 0
