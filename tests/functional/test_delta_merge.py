@@ -196,8 +196,8 @@ class TestEdgesAndPartitions:
     @pytest.fixture(scope="class")
     def models(self):
         days = (
-            "select id, concat('v', id) as v, 'U' as op, date_add(date'2026-01-01', cast(id % 3 as int)) as day "
-            "from range(12)"
+            "select id, concat('v', id) as v, 'U' as op, "
+            "date_add(date'2026-01-01', cast(id % 3 as int)) as day from range(12)"
         )
         return {
             "parts.sql": model(days, unique_key="id", partition_by=["day"]),
