@@ -221,6 +221,25 @@ class TestEdgesAndPartitions:
         removed = [a["remove"] for a in log_actions(path, 1) if "remove" in a]
         assert removed[0]["partitionValues"] == {"day": "2026-01-02"}
 
+    def test_partition_only_incremental_predicates_prune_files(self, project):
+        path = table_path(project, "parts")
+        before = DeltaTable(path).version()
+        source = "select 7 as id, 'pruned' as v, 'U' as op, date'2026-01-02' as day"
+        predicates = ["DBT_INTERNAL_DEST.day = date'2026-01-02'", "DBT_INTERNAL_DEST.v != 'x'"]
+        put(
+            project,
+            "parts",
+            model(source, unique_key="id", partition_by=["day"], incremental_predicates=predicates),
+        )
+        run_dbt(["run", "--select", "parts"])
+        metrics = last_metrics(path)
+        files_per_day = metrics["numTargetFilesAfterSkipping"]
+        assert DeltaTable(path).version() == before + 1
+        # only 2026-01-02's files are candidates: the partition predicate pruned the other days
+        assert metrics["numTargetPartitionsAfterSkipping"] == 1
+        assert 0 < files_per_day < metrics["numTargetFilesBeforeSkipping"]
+        assert [r["v"] for r in rows(path) if r["id"] == 7] == ["pruned"]
+
     def test_empty_source_changes_nothing(self, project):
         run_dbt(["run", "--select", "empty_source"])
         put(project, "empty_source", model(rows_sql((1, "a", "U")) + " limit 0", unique_key="id"))

@@ -79,6 +79,7 @@ def merge_into(spark: SparkSession, source_df: DataFrame, snapshot: Snapshot, sp
     candidates = [
         f for f in snapshot.files if ranges is None or may_match(f, ranges, _partition_types(snapshot))
     ]
+    candidates = _prune_by_partition_predicates(spark, spec, snapshot, candidates)
     run = _Run(spark, spec, merge, snapshot, source, candidates, num_source_rows)
     scan_started = time.monotonic()
     touched = [] if spec.is_insert_only else _find_touched_files(run)
@@ -129,6 +130,41 @@ def _profile_source(
         for i, k in enumerate(keys)
     ]
     return ranges, int(row["n"])
+
+
+def _prune_by_partition_predicates(
+    spark: SparkSession, spec: MergeSpec, snapshot: Snapshot, files: list[AddFile]
+) -> list[AddFile]:
+    """Drop files whose partition values fail an ``incremental_predicate`` (part of the ON condition).
+
+    A predicate is used only if it resolves against the partition columns alone; without
+    NOT MATCHED BY SOURCE clauses, rows failing the ON condition cannot be changed.
+    """
+    if (
+        not (spec.incremental_predicates and snapshot.partition_columns and files)
+        or spec.not_matched_by_source
+    ):
+        return files
+    from pyspark.errors import AnalysisException
+    from pyspark.sql import types as T
+
+    fields = [snapshot.schema[c] for c in snapshot.partition_columns]
+    schema = T.StructType(
+        [T.StructField("_file_index", T.LongType()), *[T.StructField(f.name, T.StringType()) for f in fields]]
+    )
+    rows = [
+        (i, *[f.partition_values.get(c) for c in snapshot.partition_columns]) for i, f in enumerate(files)
+    ]
+    typed = [F.col(quote_identifier(f.name)).cast(f.dataType).alias(f.name) for f in fields]
+    values = spark.createDataFrame(rows, schema).select("_file_index", *typed).alias(spec.target_alias)
+    kept = set(range(len(files)))
+    for predicate in spec.incremental_predicates:
+        try:
+            passing = {r[0] for r in values.where(predicate).select("_file_index").collect()}
+        except AnalysisException:
+            continue  # not a partition-only predicate: it applies in the join instead
+        kept &= passing
+    return [f for i, f in enumerate(files) if i in kept]
 
 
 def _partition_types(snapshot: Snapshot) -> dict[str, type]:
