@@ -25,7 +25,7 @@ from dbt.adapters.deltamerge.connections import DeltaMergeConnectionManager, emb
 from dbt.adapters.deltamerge.delta.paths import table_path_of
 from dbt.adapters.deltamerge.delta.snapshot import load_snapshot
 from dbt.adapters.deltamerge.delta.write import WriteResult, write_dataframe
-from dbt.adapters.deltamerge.errors import ModelWriteError, model_errors
+from dbt.adapters.deltamerge.errors import ConfigError, ModelWriteError, model_errors
 from dbt.adapters.deltamerge.materialize import (
     MERGE_STRATEGIES,
     WriteSpec,
@@ -100,6 +100,7 @@ class DeltaMergeAdapter(SparkAdapter):
         model = str(relation.identifier)
         spec = WriteSpec.from_config(model, config)
         merge_spec = MergeSpec.from_config(model, config) if spec.strategy in MERGE_STRATEGIES else None
+        _refuse_unimplemented(model, merge_spec)
         with model_errors(model):
             spark = self.spark_session()
             schema, identifier = str(relation.schema), str(relation.identifier)
@@ -177,6 +178,22 @@ class DeltaMergeAdapter(SparkAdapter):
         result = write_dataframe(spark, df, request)
         catalog.bind(spark, schema=schema, identifier=identifier, snapshot=result.snapshot)
         return _response(result)
+
+
+def _refuse_unimplemented(model: str, merge_spec: Optional[MergeSpec]) -> None:
+    """Settings of the contract this version cannot honour yet: an error, never silence."""
+    if merge_spec is None:
+        return
+    missing = [
+        f"{key}: true is not implemented yet in this version; remove it (nothing was written)"
+        for key, wanted in (
+            ("change_data_feed", merge_spec.change_data_feed),
+            ("merge_with_schema_evolution", merge_spec.schema_evolution),
+        )
+        if wanted
+    ]
+    if missing:
+        raise ConfigError(model, missing)
 
 
 def _drop_new_columns(df: DataFrame, spark: SparkSession, schema: str, identifier: str) -> DataFrame:
