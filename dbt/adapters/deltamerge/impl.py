@@ -117,6 +117,7 @@ class DeltaMergeAdapter(SparkAdapter):
                 full_refresh,
                 _batch(batch_start, batch_end),
                 merge_spec,
+                bound=bound,
             )
 
     @available
@@ -127,7 +128,8 @@ class DeltaMergeAdapter(SparkAdapter):
         with model_errors(model):
             spark = self.spark_session()
             df = seed_dataframe(spark, agate_table, self._seed_types(agate_table, config))
-            return self._write(spark, df, relation, spec, "seed", True, None)
+            bound = catalog.bound_location(spark, str(relation.schema), str(relation.identifier))
+            return self._write(spark, df, relation, spec, "seed", True, None, bound=bound)
 
     def _seed_types(self, agate_table: Any, config: Dict[str, Any]) -> list[str]:
         overrides = {k.lower(): v for k, v in (config.get("column_types") or {}).items()}
@@ -146,9 +148,11 @@ class DeltaMergeAdapter(SparkAdapter):
         full_refresh: bool,
         batch: Optional[tuple[str, str]],
         merge_spec: Optional[MergeSpec] = None,
+        *,
+        bound: Optional[str],
     ) -> AdapterResponse:
+        """Write one version (or merge) and re-bind the catalog; ``bound`` is the current binding."""
         schema, identifier = str(relation.schema), str(relation.identifier)
-        bound = catalog.bound_location(spark, schema, identifier)
         path = table_location(
             spec,
             identifier=identifier,
