@@ -37,28 +37,27 @@ def delta_jars_available(spark: SparkSession) -> bool:
     return "DeltaSparkSessionExtension" in (spark.conf.get("spark.sql.extensions", "") or "")
 
 
-def bound_location(spark: SparkSession, schema: str, identifier: str) -> str | None:
-    """The Delta table path a catalog entry is bound to, or None if it is not ours."""
+def binding(spark: SparkSession, schema: str, identifier: str) -> tuple[str, int | None] | None:
+    """``(Delta table path, version read)`` of a catalog entry, or None if it is not ours."""
     if not spark.catalog.tableExists(table_name(schema, identifier)):
         return None
     rows = spark.sql(f"SHOW TBLPROPERTIES {table_name(schema, identifier)}").collect()
     props = {r[0]: r[1] for r in rows}
-    return props.get(LOCATION_PROPERTY)
+    location = props.get(LOCATION_PROPERTY)
+    if location is None:
+        return None
+    version = props.get(VERSION_PROPERTY)
+    return location, int(version) if version is not None and version.isdigit() else None
 
 
-def bound_version(spark: SparkSession, schema: str, identifier: str) -> int | None:
-    """The Delta version a catalog entry reads, or None if it is not ours."""
-    rows = spark.sql(f"SHOW TBLPROPERTIES {table_name(schema, identifier)}").collect()
-    value = {r[0]: r[1] for r in rows}.get(VERSION_PROPERTY)
-    return int(value) if value is not None and value.isdigit() else None
-
-
-def refresh(spark: SparkSession, *, schema: str, identifier: str, table_path: str) -> bool:
-    """Re-bind when other writers committed since the binding; True if it was re-bound."""
+def refresh(
+    spark: SparkSession, *, schema: str, identifier: str, table_path: str, version: int | None
+) -> bool:
+    """Re-bind when other writers committed after ``version``; True if it was re-bound."""
     from dbt.adapters.deltamerge.delta.commit import latest_version
     from dbt.adapters.deltamerge.delta.snapshot import load_snapshot
 
-    if latest_version(table_path) == bound_version(spark, schema, identifier):
+    if latest_version(table_path) == version:
         return False
     snapshot = load_snapshot(table_path)
     if snapshot is None:

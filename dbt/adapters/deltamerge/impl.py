@@ -104,10 +104,13 @@ class DeltaMergeAdapter(SparkAdapter):
         with model_errors(model):
             spark = self.spark_session()
             schema, identifier = str(relation.schema), str(relation.identifier)
-            bound = catalog.bound_location(spark, schema, identifier)
-            if bound is not None:
+            found = catalog.binding(spark, schema, identifier)
+            bound = found[0] if found else None
+            if found is not None:
                 # The model's SQL may read {{ this }}: it must see versions other writers made.
-                catalog.refresh(spark, schema=schema, identifier=identifier, table_path=bound)
+                catalog.refresh(
+                    spark, schema=schema, identifier=identifier, table_path=found[0], version=found[1]
+                )
             return self._write(
                 spark,
                 spark.sql(sql),
@@ -128,8 +131,10 @@ class DeltaMergeAdapter(SparkAdapter):
         with model_errors(model):
             spark = self.spark_session()
             df = seed_dataframe(spark, agate_table, self._seed_types(agate_table, config))
-            bound = catalog.bound_location(spark, str(relation.schema), str(relation.identifier))
-            return self._write(spark, df, relation, spec, "seed", True, None, bound=bound)
+            found = catalog.binding(spark, str(relation.schema), str(relation.identifier))
+            return self._write(
+                spark, df, relation, spec, "seed", True, None, bound=found[0] if found else None
+            )
 
     def _seed_types(self, agate_table: Any, config: Dict[str, Any]) -> list[str]:
         overrides = {k.lower(): v for k, v in (config.get("column_types") or {}).items()}

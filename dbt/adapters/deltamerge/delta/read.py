@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from dbt.adapters.deltamerge.delta.paths import local_path, table_path_of
+from dbt.adapters.deltamerge.delta.paths import local_path
 from dbt.adapters.deltamerge.delta.snapshot import AddFile, Snapshot
 from dbt.adapters.deltamerge.sql import quote_identifier
 
@@ -27,13 +27,3 @@ def read_files(spark: SparkSession, snapshot: Snapshot, files: Sequence[AddFile]
         reader = reader.option("basePath", snapshot.table_path)
     paths = [local_path(snapshot.table_path, f.path) for f in files]
     return reader.parquet(*paths).select(*[F.col(quote_identifier(f.name)) for f in schema.fields])
-
-
-def file_uri(table_path: str, file: AddFile) -> str:
-    """The local path of a file, in the form :func:`path_of_uri` gives for Spark's file names."""
-    return local_path(table_path, file.path)
-
-
-def path_of_uri(uri: str) -> str:
-    """A local path from a URI as Spark's ``input_file_name()`` reports it."""
-    return table_path_of(uri)

@@ -28,6 +28,7 @@ from dbt.adapters.deltamerge.delta.commit import (
 )
 from dbt.adapters.deltamerge.delta.errors import DeltaError, DeltaSchemaError
 from dbt.adapters.deltamerge.delta.files import WrittenFile, add_actions, write_data_files
+from dbt.adapters.deltamerge.delta.paths import local_path, table_path_of
 from dbt.adapters.deltamerge.delta.protocol import (
     Protocol,
     TableMetadata,
@@ -35,7 +36,7 @@ from dbt.adapters.deltamerge.delta.protocol import (
     configuration_problems,
     protocol_for,
 )
-from dbt.adapters.deltamerge.delta.read import file_uri, path_of_uri, read_files
+from dbt.adapters.deltamerge.delta.read import read_files
 from dbt.adapters.deltamerge.delta.schema import (
     find_field,
     required_features,
@@ -186,8 +187,8 @@ def _files_matching(spark: SparkSession, snapshot: Snapshot, predicate: str) -> 
         .distinct()
         .collect()
     )
-    hit = {path_of_uri(row.file) for row in matches}
-    return [f for f in snapshot.files if file_uri(snapshot.table_path, f) in hit]
+    hit = {table_path_of(row.file) for row in matches}
+    return [f for f in snapshot.files if local_path(snapshot.table_path, f.path) in hit]
 
 
 def write_files(

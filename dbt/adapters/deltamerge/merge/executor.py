@@ -10,20 +10,23 @@ takes the row. Row counts come from ``observe`` on the rewrite itself, not extra
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 import time
 from dataclasses import dataclass
 
+from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
 
 from dbt.adapters.deltamerge.delta.align import align_to_schema
 from dbt.adapters.deltamerge.delta.commit import CommitInfo
 from dbt.adapters.deltamerge.delta.errors import DeltaError
 from dbt.adapters.deltamerge.delta.files import WrittenFile
-from dbt.adapters.deltamerge.delta.paths import local_path
+from dbt.adapters.deltamerge.delta.paths import local_path, table_path_of
 from dbt.adapters.deltamerge.delta.protocol import check_writable
-from dbt.adapters.deltamerge.delta.read import path_of_uri, read_files
+from dbt.adapters.deltamerge.delta.read import read_files
 from dbt.adapters.deltamerge.delta.snapshot import AddFile, Snapshot
 from dbt.adapters.deltamerge.delta.write import WriteResult, commit_files, write_files
 from dbt.adapters.deltamerge.merge.clauses import MergeSpec
@@ -145,9 +148,6 @@ def _prune_by_partition_predicates(
         or spec.not_matched_by_source
     ):
         return files
-    from pyspark.errors import AnalysisException
-    from pyspark.sql import types as T
-
     fields = [snapshot.schema[c] for c in snapshot.partition_columns]
     schema = T.StructType(
         [T.StructField("_file_index", T.LongType()), *[T.StructField(f.name, T.StringType()) for f in fields]]
@@ -168,10 +168,6 @@ def _prune_by_partition_predicates(
 
 
 def _partition_types(snapshot: Snapshot) -> dict[str, type]:
-    import datetime as dt
-
-    from pyspark.sql import types as T
-
     kinds: dict[str, type] = {}
     for field in snapshot.schema.fields:
         if field.name in snapshot.partition_columns:
@@ -211,7 +207,7 @@ def _find_touched_files(run: _Run) -> list[AddFile]:
     per_file = per_row.groupBy(FILE).agg(F.max("n").alias("most")).collect()
     if any(r["most"] > 1 for r in per_file) and not spec.is_only_one_unconditional_delete:
         raise MultipleMatchesError(_multiple_matches_message(run, joined))
-    hit = {path_of_uri(r[FILE]) for r in per_file}
+    hit = {table_path_of(r[FILE]) for r in per_file}
     if spec.not_matched_by_source:
         hit |= _files_with_unmatched_changes(run, target)
     return [f for f in run.candidates if local_path(run.snapshot.table_path, f.path) in hit]
@@ -222,7 +218,7 @@ def _files_with_unmatched_changes(run: _Run, target: DataFrame) -> set[str]:
     unmatched = target.join(_aliased_source(run), F.expr(run.spec.on_condition), "left_anti")
     if all(conditions):
         unmatched = unmatched.where(" OR ".join(f"({c})" for c in conditions))
-    return {path_of_uri(r[FILE]) for r in unmatched.select(FILE).distinct().collect()}
+    return {table_path_of(r[FILE]) for r in unmatched.select(FILE).distinct().collect()}
 
 
 def _multiple_matches_message(run: _Run, joined: DataFrame) -> str:
@@ -238,11 +234,11 @@ def _multiple_matches_message(run: _Run, joined: DataFrame) -> str:
 
 def _write_all_changes(run: _Run, touched: list[AddFile]) -> tuple[list[WrittenFile], dict[str, int]]:
     """Phase 2: rewrite the touched files with every clause applied, plus the inserts."""
+    if not run.spec.not_matched and not touched:
+        return [], _zero_counts()
     how = "full_outer" if run.spec.not_matched else "left_outer"
     target = _aliased_target(run, touched)
     joined = target.join(_aliased_source(run), F.expr(run.spec.on_condition), how)
-    if not run.spec.not_matched and not touched:
-        return [], _zero_counts()
     action = F.expr(action_expression(run.merge, run.spec.target_alias, run.spec.source_alias))
     return _write_outputs(run, joined.withColumn(ACTION, action), copy=True)
 
