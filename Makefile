@@ -19,10 +19,10 @@ demo: install
 
 ## Run the whole test suite (unit, then functional with real dbt + Spark + Delta).
 test: install
-	$(PY) -m pytest tests
+	$(PY) -m pytest
 
 unit: install
-	$(PY) -m pytest tests/unit
+	$(PY) -m pytest tests/unit dbt/adapters/deltamerge
 
 lint: install
 	$(VENV)/bin/ruff check dbt tests examples

@@ -1,14 +1,13 @@
 """dbt's standard adapter suites (dbt-tests-adapter) against the deltamerge session profile.
 
-Not here yet: BaseIncrementalUniqueKey. Its fixture writes rows with plain SQL
-`INSERT INTO <seed>` (string literals into a DATE column); without Delta's jars such an
-INSERT would bypass the Delta log of our bound tables, so it needs a guarded SQL DML path
-first (tracked in issue #3).
+BaseIncrementalUniqueKey's fixture changes its seed with plain SQL `INSERT INTO` (string
+literals into a DATE column): the statement runs as a Delta append through the engine.
 """
 
 from __future__ import annotations
 
 import pytest
+from dbt.artifacts.schemas.results import RunStatus
 from dbt.tests.adapter.basic.test_adapter_methods import BaseAdapterMethod
 from dbt.tests.adapter.basic.test_base import BaseSimpleMaterializations
 from dbt.tests.adapter.basic.test_empty import BaseEmpty
@@ -21,6 +20,8 @@ from dbt.tests.adapter.basic.test_validate_connection import BaseValidateConnect
 from dbt.tests.adapter.incremental.test_incremental_merge_exclude_columns import BaseMergeExcludeColumns
 from dbt.tests.adapter.incremental.test_incremental_microbatch import BaseMicrobatch
 from dbt.tests.adapter.incremental.test_incremental_predicates import BaseIncrementalPredicates
+from dbt.tests.adapter.incremental.test_incremental_unique_id import BaseIncrementalUniqueKey
+from dbt.tests.util import run_dbt
 
 
 class TestSimpleMaterializations(BaseSimpleMaterializations):
@@ -78,3 +79,34 @@ class TestIncrementalPredicates(BaseIncrementalPredicates):
                 "+incremental_strategy": "delta_merge",
             }
         }
+
+
+class TestIncrementalUniqueKey(BaseIncrementalUniqueKey):
+    """All of dbt's unique-key cases, with three replaced by the contract's rule.
+
+    dbt's base expects a merge without a unique key to append every row. A `delta_merge`
+    model without `unique_key` or `merge_condition` is an error instead (CONTRACT.md §3),
+    which says what to add; those three cases assert that error and that nothing was
+    written.
+    """
+
+    @pytest.fixture(scope="class")
+    def project_config_update(self):
+        return {"models": {"+incremental_strategy": "delta_merge"}}
+
+    def _refused_without_key(self, project, model):
+        run_dbt(["seed", "--select", "seed", "--full-refresh"])
+        results = run_dbt(["run", "--select", model], expect_pass=False)
+        assert results[0].status == RunStatus.Error
+        assert f"Model '{model}': invalid config" in results[0].message
+        assert "needs `unique_key`" in results[0].message and "`merge_condition`" in results[0].message
+        assert len(project.run_sql(f"show tables in {project.test_schema} like '{model}'", fetch="all")) == 0
+
+    def test__empty_unique_key_list(self, project):
+        self._refused_without_key(project, "empty_unique_key_list")
+
+    def test__no_unique_keys(self, project):
+        self._refused_without_key(project, "no_unique_key")
+
+    def test__empty_str_unique_key(self, project):
+        self._refused_without_key(project, "empty_str_unique_key")

@@ -134,4 +134,10 @@ class DeltaMergeConnectionManager(SparkConnectionManager):
         creds = connection.credentials
         if isinstance(creds, DeltaMergeCredentials) and creds.method == SparkConnectionMethod.SESSION:
             start_session(creds.warehouse, dict(creds.server_side_parameters))
+            opened = super().open(connection)
+            from dbt.adapters.deltamerge.session import DeltaConnection
+
+            # Statements writing Delta-bound tables must reach the engine, not Spark's INSERT.
+            opened.handle.handle = DeltaConnection(server_side_parameters=creds.server_side_parameters)
+            return opened
         return super().open(connection)

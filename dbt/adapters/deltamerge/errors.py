@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 
 from dbt_common.exceptions import DbtRuntimeError
 
@@ -21,9 +21,14 @@ class ModelWriteError(DbtRuntimeError):
     """A Delta write of a model failed; the table is left at its previous version."""
 
 
-@contextmanager
-def model_errors(model: str) -> Iterator[None]:
+def model_errors(model: str) -> AbstractContextManager[None]:
     """Turn engine and Spark errors into dbt errors that name ``model``."""
+    return named_errors(f"Model '{model}'")
+
+
+@contextmanager
+def named_errors(subject: str) -> Iterator[None]:
+    """Turn engine and Spark errors into dbt errors that start with ``subject``."""
     from py4j.protocol import Py4JJavaError
     from pyspark.errors import PySparkException
 
@@ -34,10 +39,10 @@ def model_errors(model: str) -> Iterator[None]:
     except DbtRuntimeError:
         raise
     except DeltaError as exc:
-        raise ModelWriteError(f"Model '{model}': {exc}") from exc
+        raise ModelWriteError(f"{subject}: {exc}") from exc
     except (PySparkException, Py4JJavaError) as exc:
         raise ModelWriteError(
-            f"Model '{model}': Spark failed; the table is unchanged.\n{_first_lines(str(exc))}"
+            f"{subject}: Spark failed; the table is unchanged.\n{_first_lines(str(exc))}"
         ) from exc
 
 

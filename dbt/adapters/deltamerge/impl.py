@@ -99,7 +99,9 @@ class DeltaMergeAdapter(SparkAdapter):
         """Run ``sql`` and write its rows as a new version of the model's Delta table."""
         model = str(relation.identifier)
         spec = WriteSpec.from_config(model, config)
-        merge_spec = MergeSpec.from_config(model, config) if spec.strategy in MERGE_STRATEGIES else None
+        # A project-wide strategy also reaches table models; only incremental ones merge.
+        merging = materialization == "incremental" and spec.strategy in MERGE_STRATEGIES
+        merge_spec = MergeSpec.from_config(model, config) if merging else None
         _refuse_unimplemented(model, merge_spec)
         with model_errors(model):
             spark = self.spark_session()

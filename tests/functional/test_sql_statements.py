@@ -1,0 +1,105 @@
+"""SQL statements on Delta tables: INSERT runs as a Delta commit, UPDATE/DELETE are refused."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+from dbt.tests.util import run_dbt
+from dbt_common.exceptions import DbtRuntimeError
+from deltalake import DeltaTable
+
+from tests.functional.helpers import catalog_rows, operations, rows, table_path
+
+SEED = "id,name,day\n1,a,2026-01-01\n2,b,2026-01-02\n"
+PARTITIONED = (
+    "{{ config(materialized='table', partition_by=['day']) }}\n"
+    "select 1 as id, 'a' as name, date'2026-01-01' as day union all "
+    "select 2 as id, 'b' as name, date'2026-01-02' as day"
+)
+HOOKED = (
+    "{{ config(materialized='table', post_hook=\"insert into {{ this }} (id, name) values (9, 'hook')\") }}\n"
+    "select 1 as id, 'a' as name"
+)
+PARQUET = "{{ config(materialized='table', file_format='parquet') }}\nselect 1 as id"
+
+
+class TestInsertStatements:
+    @pytest.fixture(scope="class")
+    def seeds(self):
+        return {"people.csv": SEED}
+
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {"by_day.sql": PARTITIONED, "hooked.sql": HOOKED, "plain.sql": PARQUET}
+
+    @pytest.fixture(scope="class", autouse=True)
+    def built(self, project):
+        run_dbt(["seed"])
+        run_dbt(["run"])
+
+    def test_insert_values_is_a_delta_append_with_cast_dates(self, project, spark):
+        path = table_path(project, "people")
+        before = DeltaTable(path).version()
+        project.run_sql(
+            f"-- a comment first\ninsert into {project.test_schema}.people (id, name, day) "
+            "values (3, 'c', '2026-01-03'), (4, 'd', null)"
+        )
+        assert DeltaTable(path).version() == before + 1
+        assert operations(path)[-1] == "WRITE"
+        got = [(r["id"], r["name"], r["day"]) for r in rows(path)]
+        assert got == [
+            (1, "a", dt.date(2026, 1, 1)),
+            (2, "b", dt.date(2026, 1, 2)),
+            (3, "c", dt.date(2026, 1, 3)),
+            (4, "d", None),
+        ]
+        assert [r["id"] for r in catalog_rows(spark, project, "people", "id")] == [1, 2, 3, 4]
+
+    def test_insert_select_by_position_and_missing_columns_are_null(self, project):
+        path = table_path(project, "people")
+        project.run_sql(f"insert into {project.test_schema}.people select 5, 'e', date'2026-01-05'")
+        project.run_sql(f"insert into {project.test_schema}.people (name, id) select 'f', 6")
+        got = {r["id"]: (r["name"], r["day"]) for r in rows(path)}
+        assert got[5] == ("e", dt.date(2026, 1, 5)) and got[6] == ("f", None)
+
+    def test_a_value_that_does_not_convert_fails_and_writes_nothing(self, project):
+        path = table_path(project, "people")
+        before = DeltaTable(path).version()
+        with pytest.raises(DbtRuntimeError, match=r"column `day` cannot be cast to date"):
+            project.run_sql(f"insert into {project.test_schema}.people values (7, 'g', '2026-13-45')")
+        with pytest.raises(DbtRuntimeError, match=r"2 values for 3 columns"):
+            project.run_sql(f"insert into {project.test_schema}.people values (7, 'g')")
+        assert DeltaTable(path).version() == before
+
+    def test_update_and_delete_are_refused_and_change_nothing(self, project):
+        path = table_path(project, "people")
+        before = DeltaTable(path).version()
+        for statement in (
+            f"delete from {project.test_schema}.people where id = 1",
+            f"update {project.test_schema}.people set name = 'z'",
+            f"truncate table {project.test_schema}.people",
+        ):
+            with pytest.raises(DbtRuntimeError, match=r"is not run: it is a Delta table.*delta_merge"):
+                project.run_sql(statement)
+        assert DeltaTable(path).version() == before
+        assert len(rows(path)) >= 2
+
+    def test_insert_overwrite_of_a_static_partition(self, project, spark):
+        path = table_path(project, "by_day")
+        project.run_sql(
+            f"insert overwrite {project.test_schema}.by_day partition (day = '2026-01-02') "
+            "select 20 as id, 'b2' as name"
+        )
+        got = [(r["id"], r["name"], r["day"]) for r in rows(path)]
+        assert got == [(1, "a", dt.date(2026, 1, 1)), (20, "b2", dt.date(2026, 1, 2))]
+        assert DeltaTable(path).history()[0]["operationParameters"]["mode"] == "Overwrite"
+        assert [r["id"] for r in catalog_rows(spark, project, "by_day", "id")] == [1, 20]
+
+    def test_a_post_hook_insert_lands_in_the_delta_table(self, project):
+        got = [(r["id"], r["name"]) for r in rows(table_path(project, "hooked"))]
+        assert got == [(1, "a"), (9, "hook")]
+
+    def test_statements_on_other_tables_go_to_spark(self, project, spark):
+        project.run_sql(f"insert into {project.test_schema}.plain values (2)")
+        assert [r["id"] for r in catalog_rows(spark, project, "plain", "id")] == [1, 2]
