@@ -260,3 +260,98 @@ class TestEdgesAndPartitions:
         run_dbt(["run", "--select", "empty_target"])
         assert state(path) == [(1, "a"), (2, "b")]
         assert last_metrics(path)["numTargetFilesBeforeSkipping"] == 0
+
+
+class TestClauseKinds:
+    """One clause kind per test, each on a fresh table of ids 1..4 (v = a..d, op U)."""
+
+    START = rows_sql((1, "a", "U"), (2, "b", "U"), (3, "c", "U"), (4, "d", "U"))
+
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {"kinds.sql": model(self.START, unique_key="id")}
+
+    def _merge(self, project, source: str, **config) -> str:
+        put(project, "kinds", model(self.START, unique_key="id"))
+        run_dbt(["run", "--select", "kinds", "--full-refresh"])
+        put(project, "kinds", model(source, **config))
+        run_dbt(["run", "--select", "kinds"])
+        return table_path(project, "kinds")
+
+    def test_conditional_update_with_expressions(self, project):
+        path = self._merge(
+            project,
+            rows_sql((1, "x", "U"), (3, "y", "U")),
+            unique_key="id",
+            when_matched=[
+                {
+                    "condition": "DBT_INTERNAL_DEST.v > 'a'",
+                    "action": "update",
+                    "set": {"v": "upper(DBT_INTERNAL_SOURCE.v)", "op": "'u'"},
+                }
+            ],
+            when_not_matched=[],
+        )
+        assert [(r["id"], r["v"], r["op"]) for r in rows(path)] == [
+            (1, "a", "U"),
+            (2, "b", "U"),
+            (3, "Y", "u"),
+            (4, "d", "U"),
+        ]
+        m = last_metrics(path)
+        assert (m["numTargetRowsMatchedUpdated"], m["numTargetRowsUpdated"], m["numTargetFilesRemoved"]) == (
+            1,
+            1,
+            1,
+        )
+
+    def test_unconditional_delete_allows_several_source_rows_per_key(self, project):
+        triple = rows_sql(*[(k, "z", "D") for k in (2, 2, 2, 4, 4, 4, 9)])
+        path = self._merge(
+            project, triple, unique_key="id", when_matched=[{"action": "delete"}], when_not_matched=[]
+        )
+        assert state(path) == [(1, "a"), (3, "c")]
+        m = last_metrics(path)
+        assert (m["numSourceRows"], m["numTargetRowsDeleted"], m["numTargetRowsInserted"]) == (7, 2, 0)
+
+    def test_conditional_insert_with_explicit_values(self, project):
+        path = self._merge(
+            project,
+            rows_sql((5, "e", "U"), (6, "f", "D"), (1, "x", "U")),
+            unique_key="id",
+            when_matched=[],
+            when_not_matched=[
+                {
+                    "condition": "DBT_INTERNAL_SOURCE.op = 'U'",
+                    "action": "insert",
+                    "values": {
+                        "id": "DBT_INTERNAL_SOURCE.id * 10",
+                        "v": "concat(DBT_INTERNAL_SOURCE.v, '!')",
+                    },
+                }
+            ],
+        )
+        got = [(r["id"], r["v"], r["op"]) for r in rows(path)]
+        assert got[-1] == (50, "e!", None) and len(got) == 5  # op not named: null; 6 filtered; 1 matched
+        m = last_metrics(path)
+        assert (m["numTargetRowsInserted"], m["numTargetFilesRemoved"]) == (1, 0)
+
+    def test_not_matched_by_source_delete_with_condition(self, project):
+        path = self._merge(
+            project,
+            rows_sql((1, "A", "U")),
+            unique_key="id",
+            when_not_matched_by_source=[{"condition": "DBT_INTERNAL_DEST.id >= 3", "action": "delete"}],
+        )
+        assert state(path) == [(1, "A"), (2, "b")]
+        m = last_metrics(path)
+        assert (m["numTargetRowsNotMatchedBySourceDeleted"], m["numTargetRowsMatchedUpdated"]) == (2, 1)
+
+    def test_explicit_merge_condition_never_matches_null_keys(self, project):
+        nulls = "select cast(null as int) as id, 'n' as v, 'U' as op"
+        put(project, "kinds", model(nulls, merge_condition="DBT_INTERNAL_DEST.id = DBT_INTERNAL_SOURCE.id"))
+        run_dbt(["run", "--select", "kinds", "--full-refresh"])
+        run_dbt(["run", "--select", "kinds"])  # `=` with null is never true: inserted again, as in SQL
+        path = table_path(project, "kinds")
+        assert state(path) == [(None, "n"), (None, "n")]
+        assert last_metrics(path)["numTargetRowsInserted"] == 1

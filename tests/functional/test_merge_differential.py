@@ -37,7 +37,10 @@ MATCHED = [
             ("update", "s.v > t.v", {"v": "s.v + t.v"}),
         )
     ],
+    [({"action": "delete", "condition": "t.v < 40"}, ("delete", "t.v < 40", None))],
 ]
+# Extra target-only ON conjuncts (data skipping by statistics).
+ON = ["t.k = s.k", "t.k = s.k AND t.v >= 30", "t.k = s.k AND (t.v BETWEEN 10 AND 50 OR t.k IN (1, 2, 3))"]
 NOT_MATCHED = [
     [],
     [({"action": "insert", "values": "*"}, ("insert_all", None, None))],
@@ -79,8 +82,13 @@ def random_case(rng: random.Random) -> tuple[pa.Table, pa.Table, dict, list]:
     )
     if not (matched or not_matched or by_source):
         not_matched = NOT_MATCHED[1]
+    if matched == MATCHED[2] and source_keys and rng.random() < 0.5:
+        # An unconditional delete is the one clause set that allows duplicate matches.
+        extra = rng.choices(source.to_pylist(), k=rng.randint(1, 10))
+        source = pa.Table.from_pylist(source.to_pylist() + extra, schema=source.schema)
+    on = rng.choice(ON)
     config = {
-        "merge_condition": "t.k = s.k",
+        "merge_condition": on,
         "source_alias": "s",
         "target_alias": "t",
         "when_matched": [c for c, _ in matched],
@@ -106,8 +114,8 @@ BUILDER_METHODS = {
 }
 
 
-def delta_rs_merge(path: str, source: pa.Table, builder: list) -> dict:
-    merger = DeltaTable(path).merge(source=source, predicate="t.k = s.k", source_alias="s", target_alias="t")
+def delta_rs_merge(path: str, source: pa.Table, on: str, builder: list) -> dict:
+    merger = DeltaTable(path).merge(source=source, predicate=on, source_alias="s", target_alias="t")
     for kind, (action, predicate, updates) in builder:
         kwargs = {"predicate": predicate} if updates is None else {"predicate": predicate, "updates": updates}
         merger = getattr(merger, BUILDER_METHODS[(kind, action)])(**kwargs)
@@ -125,16 +133,16 @@ def test_same_result_as_delta_rs(spark, tmp_path, seed):
     target, source, config, builder = random_case(rng)
     ours, theirs = str(tmp_path / "ours"), str(tmp_path / "theirs")
     schema = "k bigint, v bigint, op string"
-    write_dataframe(
-        spark, spark.createDataFrame(target.to_pylist(), schema), WriteRequest(ours, "create_or_replace")
-    )
+    # Several files with distinct value ranges, so statistics can skip some of them.
+    frame = spark.createDataFrame(target.to_pylist(), schema).repartitionByRange(4, "v")
+    write_dataframe(spark, frame, WriteRequest(ours, "create_or_replace"))
     write_deltalake(theirs, target)
 
     spec = MergeSpec.from_config(f"case{seed}", config)
     snapshot = load_snapshot(ours)
     assert snapshot is not None
     result = merge_into(spark, spark.createDataFrame(source.to_pylist(), schema), snapshot, spec)
-    expected = delta_rs_merge(theirs, source, builder)
+    expected = delta_rs_merge(theirs, source, config["merge_condition"], builder)
 
     assert sorted_rows(ours) == sorted_rows(theirs), config
     m = result.metrics

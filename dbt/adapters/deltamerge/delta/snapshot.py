@@ -30,6 +30,7 @@ class AddFile:
     num_records: int | None = None
     min_values: dict[str, Any] = field(default_factory=dict)
     max_values: dict[str, Any] = field(default_factory=dict)
+    null_counts: dict[str, Any] = field(default_factory=dict)
 
     def remove_action(self, timestamp: int) -> dict[str, object]:
         """The ``remove`` action that logically deletes this file."""
@@ -162,6 +163,7 @@ def _files_of(table: DeltaTable) -> tuple[AddFile, ...]:
             num_records=row.get("num_records"),
             min_values=row.get("min") or {},
             max_values=row.get("max") or {},
+            null_counts=row.get("null_count") or {},
         )
         for row in rows
     )

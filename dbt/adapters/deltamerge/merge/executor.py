@@ -10,15 +10,12 @@ takes the row. Row counts come from ``observe`` on the rewrite itself, not extra
 
 from __future__ import annotations
 
-import datetime as dt
 import os
 import time
 from dataclasses import dataclass
 
-from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql import types as T
 
 from dbt.adapters.deltamerge.delta.align import align_to_schema
 from dbt.adapters.deltamerge.delta.commit import CommitInfo
@@ -41,8 +38,8 @@ from dbt.adapters.deltamerge.merge.output import (
     counted_actions,
     output_expressions,
 )
+from dbt.adapters.deltamerge.merge.pruning import files_to_read
 from dbt.adapters.deltamerge.merge.resolve import ResolvedMerge, resolve
-from dbt.adapters.deltamerge.merge.skipping import KeyRange, may_match
 from dbt.adapters.deltamerge.sql import quote_identifier
 
 MULTIPLE_MATCHES = (
@@ -65,6 +62,8 @@ class _Run:
     source: DataFrame
     candidates: list[AddFile]
     num_source_rows: int
+    # Phase 1 saw a target row matched by several source rows (only an unconditional delete allows it).
+    duplicate_matches: bool = False
 
 
 def merge_into(spark: SparkSession, source_df: DataFrame, snapshot: Snapshot, spec: MergeSpec) -> WriteResult:
@@ -78,11 +77,7 @@ def merge_into(spark: SparkSession, source_df: DataFrame, snapshot: Snapshot, sp
     )
     merge = resolve(spec, target=snapshot.schema, source=source_df.schema)
     source = source_df.localCheckpoint(eager=True)
-    ranges, num_source_rows = _profile_source(source, spec, snapshot)
-    candidates = [
-        f for f in snapshot.files if ranges is None or may_match(f, ranges, _partition_types(snapshot))
-    ]
-    candidates = _prune_by_partition_predicates(spark, spec, snapshot, candidates)
+    candidates, num_source_rows = files_to_read(spark, spec, snapshot, source)
     run = _Run(spark, spec, merge, snapshot, source, candidates, num_source_rows)
     scan_started = time.monotonic()
     touched = [] if spec.is_insert_only else _find_touched_files(run)
@@ -111,75 +106,6 @@ def merge_into(spark: SparkSession, source_df: DataFrame, snapshot: Snapshot, sp
     )
 
 
-def _profile_source(
-    source: DataFrame, spec: MergeSpec, snapshot: Snapshot
-) -> tuple[list[KeyRange] | None, int]:
-    """Source row count and, when the ON condition is the unique key's, each key's range."""
-    keys = list(spec.unique_key) if spec.merge_condition is None and not spec.not_matched_by_source else []
-    aggregates = [F.count(F.lit(1)).alias("n")]
-    for i, key in enumerate(keys):
-        col = F.col(quote_identifier(key))
-        aggregates += [
-            F.min(col).alias(f"lo{i}"),
-            F.max(col).alias(f"hi{i}"),
-            F.sum(F.when(col.isNull(), 1).otherwise(0)).alias(f"nulls{i}"),
-        ]
-    row = source.agg(*aggregates).collect()[0]
-    if not keys:
-        return None, int(row["n"])
-    names = {f.name.lower(): f.name for f in snapshot.schema.fields}
-    ranges = [
-        KeyRange(names.get(k.lower(), k), row[f"lo{i}"], row[f"hi{i}"], bool(row[f"nulls{i}"]))
-        for i, k in enumerate(keys)
-    ]
-    return ranges, int(row["n"])
-
-
-def _prune_by_partition_predicates(
-    spark: SparkSession, spec: MergeSpec, snapshot: Snapshot, files: list[AddFile]
-) -> list[AddFile]:
-    """Drop files whose partition values fail an ``incremental_predicate`` (part of the ON condition).
-
-    A predicate is used only if it resolves against the partition columns alone; without
-    NOT MATCHED BY SOURCE clauses, rows failing the ON condition cannot be changed.
-    """
-    if (
-        not (spec.incremental_predicates and snapshot.partition_columns and files)
-        or spec.not_matched_by_source
-    ):
-        return files
-    fields = [snapshot.schema[c] for c in snapshot.partition_columns]
-    schema = T.StructType(
-        [T.StructField("_file_index", T.LongType()), *[T.StructField(f.name, T.StringType()) for f in fields]]
-    )
-    rows = [
-        (i, *[f.partition_values.get(c) for c in snapshot.partition_columns]) for i, f in enumerate(files)
-    ]
-    typed = [F.col(quote_identifier(f.name)).cast(f.dataType).alias(f.name) for f in fields]
-    values = spark.createDataFrame(rows, schema).select("_file_index", *typed).alias(spec.target_alias)
-    kept = set(range(len(files)))
-    for predicate in spec.incremental_predicates:
-        try:
-            passing = {r[0] for r in values.where(predicate).select("_file_index").collect()}
-        except AnalysisException:
-            continue  # not a partition-only predicate: it applies in the join instead
-        kept &= passing
-    return [f for i, f in enumerate(files) if i in kept]
-
-
-def _partition_types(snapshot: Snapshot) -> dict[str, type]:
-    kinds: dict[str, type] = {}
-    for field in snapshot.schema.fields:
-        if field.name in snapshot.partition_columns:
-            if isinstance(field.dataType, (T.IntegerType, T.LongType, T.ShortType, T.ByteType)):
-                kinds[field.name] = int
-            elif isinstance(field.dataType, T.DateType):
-                kinds[field.name] = dt.date
-            elif isinstance(field.dataType, T.StringType):
-                kinds[field.name] = str
-    return kinds
-
-
 def _aliased_source(run: _Run) -> DataFrame:
     return run.source.withColumn(SOURCE_PRESENT, F.lit(True)).alias(run.spec.source_alias)
 
@@ -205,7 +131,8 @@ def _find_touched_files(run: _Run) -> list[AddFile]:
         joined = joined.where(" OR ".join(f"({c.condition})" for c in spec.matched))
     per_row = joined.groupBy(FILE, ROW_ID).agg(F.count(F.lit(1)).alias("n"))
     per_file = per_row.groupBy(FILE).agg(F.max("n").alias("most")).collect()
-    if any(r["most"] > 1 for r in per_file) and not spec.is_only_one_unconditional_delete:
+    run.duplicate_matches = any(r["most"] > 1 for r in per_file)
+    if run.duplicate_matches and not spec.is_only_one_unconditional_delete:
         raise MultipleMatchesError(_multiple_matches_message(run, joined))
     hit = {table_path_of(r[FILE]) for r in per_file}
     if spec.not_matched_by_source:
@@ -239,6 +166,10 @@ def _write_all_changes(run: _Run, touched: list[AddFile]) -> tuple[list[WrittenF
     how = "full_outer" if run.spec.not_matched else "left_outer"
     target = _aliased_target(run, touched)
     joined = target.join(_aliased_source(run), F.expr(run.spec.on_condition), how)
+    if run.duplicate_matches:
+        # A target row deleted by several source rows is one deleted row (and one output row).
+        both = F.col(TARGET_PRESENT).isNotNull() & F.col(SOURCE_PRESENT).isNotNull()
+        joined = joined.where(both).dropDuplicates([ROW_ID]).union(joined.where(~both))
     action = F.expr(action_expression(run.merge, run.spec.target_alias, run.spec.source_alias))
     return _write_outputs(run, joined.withColumn(ACTION, action), copy=True)
 

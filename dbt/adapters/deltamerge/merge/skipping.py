@@ -44,23 +44,24 @@ def _overlaps(file: AddFile, key: KeyRange, partition_types: Mapping[str, type])
         raw = file.partition_values[key.column]
         if raw is None:
             return key.has_nulls
-        value = _typed(raw, partition_types.get(key.column))
+        value = typed_partition_value(raw, partition_types.get(key.column))
         return value is None or key.low is None or _between(value, key.low, key.high)
     low, high = file.min_values.get(key.column), file.max_values.get(key.column)
     if key.low is None:  # every source key is null: only files with nulls can match
         return True
-    if not _comparable(low, key.low) or not _comparable(high, key.high):
+    if not comparable(low, key.low) or not comparable(high, key.high):
         return True
     return (low <= key.high and high >= key.low) or key.has_nulls
 
 
 def _between(value: Any, low: Any, high: Any) -> bool:
-    if not _comparable(value, low):
+    if not comparable(value, low):
         return True
     return bool(low <= value <= high)
 
 
-def _comparable(a: Any, b: Any) -> bool:
+def comparable(a: Any, b: Any) -> bool:
+    """Whether ``a`` and ``b`` compare in Python as their SQL types do (no datetimes: time zones)."""
     if a is None or b is None or isinstance(a, dt.datetime) or isinstance(b, dt.datetime):
         return False
     if isinstance(a, bool) or isinstance(b, bool):
@@ -73,7 +74,8 @@ def _comparable(a: Any, b: Any) -> bool:
     return type(a) is type(b) and isinstance(a, _COMPARABLE)
 
 
-def _typed(raw: str, kind: type | None) -> Any:
+def typed_partition_value(raw: str, kind: type | None) -> Any:
+    """A partition value's text as ``kind`` (int, date or str); None when unknown."""
     try:
         if kind is int:
             return int(raw)

@@ -1,0 +1,125 @@
+"""Which target files a merge must read: data skipping before any target data is scanned.
+
+Three independent proofs that a file holds no row a merge could change, as Delta's
+merge uses them: the source keys' range against the file's key statistics (ON built
+from ``unique_key``); partition-only ``incremental_predicates`` evaluated by Spark on the
+partition values; and target-only predicates (ON conjuncts, and for a matched-only
+merge the matched clauses' conditions) against the file's statistics. With NOT MATCHED
+BY SOURCE clauses the ON condition cannot skip: unmatched rows may be changed.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from pyspark.errors import AnalysisException
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from dbt.adapters.deltamerge.delta.snapshot import AddFile, Snapshot
+from dbt.adapters.deltamerge.merge.clauses import MergeSpec
+from dbt.adapters.deltamerge.merge.predicates import may_satisfy, target_predicate
+from dbt.adapters.deltamerge.merge.skipping import KeyRange, may_match
+from dbt.adapters.deltamerge.sql import quote_identifier
+
+
+def files_to_read(
+    spark: SparkSession, spec: MergeSpec, snapshot: Snapshot, source: DataFrame
+) -> tuple[list[AddFile], int]:
+    """The files left after data skipping, and the source's row count (one pass over the source)."""
+    ranges, num_source_rows = _profile_source(source, spec, snapshot)
+    kinds = _partition_types(snapshot)
+    candidates = [f for f in snapshot.files if ranges is None or may_match(f, ranges, kinds)]
+    candidates = _prune_by_partition_predicates(spark, spec, snapshot, candidates)
+    conditions = skipping_conditions(spec)
+    if conditions and candidates:
+        columns = [f.name for f in snapshot.schema.fields]
+        node, constants = target_predicate(spark, conditions, target_alias=spec.target_alias, columns=columns)
+        candidates = [f for f in candidates if may_satisfy(node, f, constants, kinds)]
+    return candidates, num_source_rows
+
+
+def skipping_conditions(spec: MergeSpec) -> list[str]:
+    """Conditions every target row a merge changes must satisfy.
+
+    >>> spec = MergeSpec.from_config("m", {"unique_key": "id", "when_matched": [
+    ...     {"action": "delete", "condition": "DBT_INTERNAL_DEST.x > 1"}], "when_not_matched": []})
+    >>> skipping_conditions(spec)[1]
+    '(DBT_INTERNAL_DEST.x > 1)'
+    """
+    if spec.not_matched_by_source:
+        return []
+    conditions = [spec.on_condition]
+    if spec.is_matched_only and all(c.condition for c in spec.matched):
+        conditions.append(" OR ".join(f"({c.condition})" for c in spec.matched))
+    return conditions
+
+
+def _profile_source(
+    source: DataFrame, spec: MergeSpec, snapshot: Snapshot
+) -> tuple[list[KeyRange] | None, int]:
+    """Source row count and, when the ON condition is the unique key's, each key's range."""
+    keys = list(spec.unique_key) if spec.merge_condition is None and not spec.not_matched_by_source else []
+    aggregates = [F.count(F.lit(1)).alias("n")]
+    for i, key in enumerate(keys):
+        col = F.col(quote_identifier(key))
+        aggregates += [
+            F.min(col).alias(f"lo{i}"),
+            F.max(col).alias(f"hi{i}"),
+            F.sum(F.when(col.isNull(), 1).otherwise(0)).alias(f"nulls{i}"),
+        ]
+    row = source.agg(*aggregates).collect()[0]
+    if not keys:
+        return None, int(row["n"])
+    names = {f.name.lower(): f.name for f in snapshot.schema.fields}
+    ranges = [
+        KeyRange(names.get(k.lower(), k), row[f"lo{i}"], row[f"hi{i}"], bool(row[f"nulls{i}"]))
+        for i, k in enumerate(keys)
+    ]
+    return ranges, int(row["n"])
+
+
+def _prune_by_partition_predicates(
+    spark: SparkSession, spec: MergeSpec, snapshot: Snapshot, files: list[AddFile]
+) -> list[AddFile]:
+    """Drop files whose partition values fail an ``incremental_predicate`` (part of the ON condition).
+
+    A predicate is used only if it resolves against the partition columns alone; without
+    NOT MATCHED BY SOURCE clauses, rows failing the ON condition cannot be changed.
+    """
+    if (
+        not (spec.incremental_predicates and snapshot.partition_columns and files)
+        or spec.not_matched_by_source
+    ):
+        return files
+    fields = [snapshot.schema[c] for c in snapshot.partition_columns]
+    schema = T.StructType(
+        [T.StructField("_file_index", T.LongType()), *[T.StructField(f.name, T.StringType()) for f in fields]]
+    )
+    rows = [
+        (i, *[f.partition_values.get(c) for c in snapshot.partition_columns]) for i, f in enumerate(files)
+    ]
+    typed = [F.col(quote_identifier(f.name)).cast(f.dataType).alias(f.name) for f in fields]
+    values = spark.createDataFrame(rows, schema).select("_file_index", *typed).alias(spec.target_alias)
+    kept = set(range(len(files)))
+    for predicate in spec.incremental_predicates:
+        try:
+            passing = {r[0] for r in values.where(predicate).select("_file_index").collect()}
+        except AnalysisException:
+            continue  # not a partition-only predicate: it applies in the join instead
+        kept &= passing
+    return [f for i, f in enumerate(files) if i in kept]
+
+
+def _partition_types(snapshot: Snapshot) -> dict[str, type]:
+    kinds: dict[str, type] = {}
+    for field in snapshot.schema.fields:
+        if field.name in snapshot.partition_columns:
+            if isinstance(field.dataType, (T.IntegerType, T.LongType, T.ShortType, T.ByteType)):
+                kinds[field.name] = int
+            elif isinstance(field.dataType, T.DateType):
+                kinds[field.name] = dt.date
+            elif isinstance(field.dataType, T.StringType):
+                kinds[field.name] = str
+    return kinds

@@ -1,0 +1,107 @@
+"""Data skipping by target-only predicates: parsed by Spark, decided from file statistics."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+from dbt.tests.util import run_dbt, write_file
+from deltalake import DeltaTable
+
+from dbt.adapters.deltamerge.delta.snapshot import AddFile
+from dbt.adapters.deltamerge.merge.predicates import may_satisfy, target_predicate
+from tests.functional.helpers import rows, table_path
+
+COLUMNS = ["id", "day", "name", "p"]
+LOW = AddFile(
+    "low",
+    1,
+    {"p": "1"},
+    10,
+    {"id": 1, "day": dt.date(2026, 1, 1), "name": "a"},
+    {"id": 10, "day": dt.date(2026, 1, 5), "name": "f"},
+    {"id": 0, "day": 0, "name": 2},
+)
+HIGH = AddFile(
+    "high",
+    1,
+    {"p": "2"},
+    10,
+    {"id": 50, "day": dt.date(2026, 3, 1), "name": "m"},
+    {"id": 90, "day": dt.date(2026, 3, 9), "name": "z"},
+    {"id": 0, "day": 1, "name": 0},
+)
+NO_STATS = AddFile("bare", 1, {"p": None}, None)
+
+
+@pytest.mark.parametrize(
+    ("condition", "kept"),
+    [
+        ("t.id > 20", ["high", "bare"]),
+        ("20 >= t.id", ["low", "bare"]),
+        ("t.id = s.id AND t.id BETWEEN 11 AND 49", ["bare"]),
+        ("t.day >= '2026-02-01'", ["high", "bare"]),
+        ("t.day < date'2026-01-01'", ["bare"]),
+        ("t.day >= date_add(date'2026-03-09', 1)", ["bare"]),
+        ("t.name IN ('b', 'zz')", ["low", "bare"]),
+        ("t.name IS NULL", ["low", "bare"]),
+        ("t.id IS NULL", ["bare"]),
+        ("t.p = 2 OR t.p = 1", ["low", "high"]),
+        ("t.p IS NULL", ["bare"]),
+        ("t.id > 20 OR s.id > 20", ["low", "high", "bare"]),
+        ("NOT (t.id < 20)", ["low", "high", "bare"]),
+        ("T.ID > 20", ["high", "bare"]),
+    ],
+)
+def test_target_predicates_skip_only_provably_empty_files(spark, condition, kept):
+    node, constants = target_predicate(spark, [condition], target_alias="t", columns=COLUMNS)
+    files = [f for f in (LOW, HIGH, NO_STATS) if may_satisfy(node, f, constants, {"p": int})]
+    assert [f.path for f in files] == kept
+
+
+WIDE = (
+    "select /*+ REPARTITION_BY_RANGE(20, id) */ cast(id as int) as id, 'v' as v, "
+    "date_add(date'2026-01-01', cast(id / 100 as int)) as day from range(2000)"
+)
+SPREAD = "select cast(id * 100 + 5 as int) as id, 'new' as v, date'2026-06-01' as day from range(20)"
+
+
+def incremental(**config: object) -> str:
+    base = {
+        "materialized": "incremental",
+        "incremental_strategy": "delta_merge",
+        "unique_key": "id",
+        **config,
+    }
+    return "{{ config(" + ", ".join(f"{k}={v!r}" for k, v in base.items()) + ") }}\n" + SPREAD
+
+
+class TestSkippingInDbt:
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {"wide.sql": "{{ config(materialized='table') }}\n" + WIDE}
+
+    def _merge(self, project, **config):
+        run_dbt(["run", "--select", "wide", "--full-refresh"])
+        write_file(incremental(**config), project.project_root, "models", "wide.sql")
+        run_dbt(["run", "--select", "wide"])
+        write_file("{{ config(materialized='table') }}\n" + WIDE, project.project_root, "models", "wide.sql")
+        path = table_path(project, "wide")
+        return path, {k: int(v) for k, v in DeltaTable(path).history()[0]["operationMetrics"].items()}
+
+    def test_incremental_predicate_on_a_data_column_skips_files_by_statistics(self, project):
+        # Source keys span the table, so only the predicate on `day` (days 15..19) can skip.
+        path, m = self._merge(project, incremental_predicates=["DBT_INTERNAL_DEST.day >= date'2026-01-16'"])
+        assert (m["numTargetFilesBeforeSkipping"], m["numTargetFilesAfterSkipping"]) == (20, 5)
+        assert m["numTargetRowsUpdated"] == 5 and m["numTargetRowsInserted"] == 15
+        assert len(rows(path)) == 2015
+
+    def test_matched_only_conditions_skip_files(self, project):
+        path, m = self._merge(
+            project,
+            when_matched=[{"action": "delete", "condition": "DBT_INTERNAL_DEST.id < 200"}],
+            when_not_matched=[],
+        )
+        assert (m["numTargetFilesBeforeSkipping"], m["numTargetFilesAfterSkipping"]) == (20, 2)
+        assert m["numTargetRowsDeleted"] == 2 and m["numTargetFilesRemoved"] == 2
+        assert len(rows(path)) == 1998
