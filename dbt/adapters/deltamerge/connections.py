@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import atexit
 import os
+import sys
 from dataclasses import dataclass
 from typing import Any
 
@@ -103,6 +104,8 @@ def start_session(warehouse: str, overrides: dict[str, str]) -> Any:
             )
         return active
     os.makedirs(warehouse, exist_ok=True)
+    # Python tasks (footer reads of CONVERT TO DELTA) must run in this interpreter, with this package.
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     builder = SparkSession.builder.enableHiveSupport()
     for key, value in session_conf(warehouse, overrides).items():
         builder = builder.config(key, value)

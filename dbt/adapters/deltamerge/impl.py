@@ -20,12 +20,12 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from dbt.adapters.deltamerge import catalog
+from dbt.adapters.deltamerge import catalog, conversion
 from dbt.adapters.deltamerge.connections import DeltaMergeConnectionManager, embedded_session
 from dbt.adapters.deltamerge.delta.paths import table_path_of
 from dbt.adapters.deltamerge.delta.snapshot import load_snapshot
 from dbt.adapters.deltamerge.delta.write import WriteResult, write_dataframe
-from dbt.adapters.deltamerge.errors import ConfigError, ModelWriteError, model_errors
+from dbt.adapters.deltamerge.errors import ConfigError, ModelWriteError, model_errors, named_errors
 from dbt.adapters.deltamerge.materialize import (
     MERGE_STRATEGIES,
     WriteSpec,
@@ -137,6 +137,33 @@ class DeltaMergeAdapter(SparkAdapter):
             return self._write(
                 spark, df, relation, spec, "seed", True, None, bound=found[0] if found else None
             )
+
+    @available
+    def delta_convert(
+        self,
+        path: Optional[str] = None,
+        relation: Optional[str] = None,
+        partition_by: Optional[str] = None,
+        statistics: bool = True,
+        relation_name: Optional[str] = None,
+    ) -> Dict[str, Any]:
+        """CONVERT TO DELTA of a parquet folder or catalog table; the result as plain values."""
+        subject = f"convert_to_delta of {relation or path}"
+        with named_errors(subject):
+            result = conversion.convert(
+                self.spark_session(),
+                path=path,
+                relation=relation,
+                partition_by=partition_by,
+                statistics=bool(statistics),
+                relation_name=relation_name,
+            )
+        return {
+            "message": result.message,
+            "table_path": result.table_path,
+            "version": result.version,
+            "num_files": result.num_files,
+        }
 
     def _seed_types(self, agate_table: Any, config: Dict[str, Any]) -> list[str]:
         overrides = {k.lower(): v for k, v in (config.get("column_types") or {}).items()}
