@@ -177,6 +177,9 @@ class TestConvertErrors:
         assert "Expecting 0 partition column(s): [], but found 1 partition column(s): [`p`]" in out
         out = convert_fails(path=parted, partition_by="p INT, q STRING")
         assert "Expecting 2 partition column(s): [`p`, `q`], but found 1 partition column(s): [`p`]" in out
+        out = convert_fails(path=parted, partition_by="p DATE")
+        assert "do not convert to the partition schema" in out and "fix partition_by" in out
+        assert "does not exist" in convert_fails(relation=f"{project.test_schema}.nope")
         clash = os.path.join(root, "clash")
         os.makedirs(clash)
         pq.write_table(pa.table({"id": [1]}), os.path.join(clash, "a.parquet"))
@@ -191,6 +194,8 @@ class TestConvertErrors:
         project.run_sql(f"create table {project.test_schema}.raw_csv (id int) using csv")
         out = convert_fails(relation=f"{project.test_schema}.raw_csv")
         assert "only supports parquet tables, but you are trying to convert a csv source" in out
+        described = project.run_sql(f"describe extended {project.test_schema}.raw_csv", fetch="all")
+        assert {str(r[0]).strip(): str(r[1]).strip() for r in described}["Provider"] == "csv"
 
     def test_a_crash_before_the_log_is_published_leaves_no_log(self, project, spark, monkeypatch):
         from dbt.adapters.deltamerge.delta import convert as engine
