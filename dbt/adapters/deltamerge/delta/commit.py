@@ -22,7 +22,8 @@ from dbt.adapters.deltamerge.delta.errors import ConcurrentModification
 from dbt.adapters.deltamerge.delta.stats import stats_to_json
 
 DEFAULT_CHECKPOINT_INTERVAL = 10
-MAX_BLIND_APPEND_RETRIES = 20
+# Delta retries a conflict-free commit practically forever; lost races here are rare and cheap.
+MAX_BLIND_APPEND_RETRIES = 1000
 
 
 def log_dir(table_path: str) -> str:
@@ -129,14 +130,16 @@ def commit(
         head = info.to_action(timestamp=timestamp, read_version=read_version if read_version >= 0 else None)
         if put_if_absent(version_file(table_path, attempt), encode_actions([head, *actions])):
             return attempt
-        winner = read_commit(table_path, attempt)
-        if not info.is_blind_append or _changes_table_definition(winner):
-            raise ConcurrentModification(
-                f"Delta table at {table_path}: version {attempt} was committed by another writer "
-                f"({_operation_of(winner)}) after this write read version {read_version}. "
-                "Nothing was committed; re-run the model."
-            )
-        attempt += 1
+        # Every version committed since is checked, then the next free one is tried.
+        for version in range(attempt, max(latest_version(table_path), attempt) + 1):
+            winner = read_commit(table_path, version)
+            if not info.is_blind_append or _changes_table_definition(winner):
+                raise ConcurrentModification(
+                    f"Delta table at {table_path}: version {version} was committed by another writer "
+                    f"({_operation_of(winner)}) after this write read version {read_version}. "
+                    "Nothing was committed; re-run the model."
+                )
+            attempt = version + 1
     raise ConcurrentModification(
         f"Delta table at {table_path}: gave up after {MAX_BLIND_APPEND_RETRIES} concurrent commits."
     )
