@@ -15,6 +15,7 @@ import pyarrow as pa
 import pytest
 from deltalake import DeltaTable, write_deltalake
 
+from dbt.adapters.deltamerge.delta.changes import read_changes
 from dbt.adapters.deltamerge.delta.snapshot import load_snapshot
 from dbt.adapters.deltamerge.delta.write import WriteRequest, write_dataframe
 from dbt.adapters.deltamerge.merge.clauses import MergeSpec
@@ -127,27 +128,49 @@ def sorted_rows(path: str) -> list[tuple]:
     return sorted((r["k"], r["v"], r["op"]) for r in table.to_pylist())
 
 
-@pytest.mark.parametrize("seed", range(CASES))
-def test_same_result_as_delta_rs(spark, tmp_path, seed):
+def _merge_both(spark, tmp_path, seed: int, *, feed: bool) -> tuple[str, str, dict, dict, dict]:
     rng = random.Random(seed)
     target, source, config, builder = random_case(rng)
     ours, theirs = str(tmp_path / "ours"), str(tmp_path / "theirs")
     schema = "k bigint, v bigint, op string"
+    properties = {"delta.enableChangeDataFeed": "true"} if feed else {}
     # Several files with distinct value ranges, so statistics can skip some of them.
     frame = spark.createDataFrame(target.to_pylist(), schema).repartitionByRange(4, "v")
-    write_dataframe(spark, frame, WriteRequest(ours, "create_or_replace"))
-    write_deltalake(theirs, target)
+    write_dataframe(spark, frame, WriteRequest(ours, "create_or_replace", properties=properties))
+    write_deltalake(theirs, target, configuration=properties or None)
 
     spec = MergeSpec.from_config(f"case{seed}", config)
     snapshot = load_snapshot(ours)
     assert snapshot is not None
     result = merge_into(spark, spark.createDataFrame(source.to_pylist(), schema), snapshot, spec)
     expected = delta_rs_merge(theirs, source, config["merge_condition"], builder)
+    return ours, theirs, config, result.metrics, expected
 
+
+@pytest.mark.parametrize("seed", range(CASES))
+def test_same_result_as_delta_rs(spark, tmp_path, seed):
+    ours, theirs, config, m, expected = _merge_both(spark, tmp_path, seed, feed=False)
     assert sorted_rows(ours) == sorted_rows(theirs), config
-    m = result.metrics
     assert (m["numTargetRowsInserted"], m["numTargetRowsUpdated"], m["numTargetRowsDeleted"]) == (
         expected["num_target_rows_inserted"],
         expected["num_target_rows_updated"],
         expected["num_target_rows_deleted"],
     ), config
+
+
+def change_rows(path: str, start: int) -> list[tuple]:
+    """The change feed from ``start`` as read by delta-rs, as a sorted multiset."""
+    if DeltaTable(path).version() < start:
+        return []
+    feed = pa.table(DeltaTable(path).load_cdf(starting_version=start).read_all()).to_pylist()
+    return sorted((r["k"], r["v"], r["op"], r["_change_type"]) for r in feed)
+
+
+@pytest.mark.parametrize("seed", range(CASES // 2))
+def test_same_change_feed_as_delta_rs(spark, tmp_path, seed):
+    ours, theirs, config, _, _ = _merge_both(spark, tmp_path, seed, feed=True)
+    assert sorted_rows(ours) == sorted_rows(theirs), config
+    assert change_rows(ours, 1) == change_rows(theirs, 1), config
+    if DeltaTable(ours).version() >= 1:
+        spark_feed = read_changes(spark, ours, 1).collect()
+        assert sorted((r.k, r.v, r.op, r._change_type) for r in spark_feed) == change_rows(ours, 1)

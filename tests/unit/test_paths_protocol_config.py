@@ -34,6 +34,10 @@ def test_add_path_encodes_the_on_disk_name_once_more():
 def test_plain_tables_are_writable():
     check_writable(Protocol(1, 2), {}, "", table="t")
     check_writable(Protocol(3, 7, ("timestampNtz",), ("timestampNtz", "appendOnly")), {}, "", table="t")
+    check_writable(Protocol(1, 4), {"delta.enableChangeDataFeed": "true"}, "", table="t")
+    check_writable(
+        Protocol(1, 7, None, ("changeDataFeed",)), {"delta.enableChangeDataFeed": "true"}, "", table="t"
+    )
 
 
 @pytest.mark.parametrize(
@@ -43,7 +47,7 @@ def test_plain_tables_are_writable():
         (Protocol(2, 5), {"delta.columnMapping.mode": "name"}, "", "columnMapping"),
         (Protocol(1, 7, None, ("rowTracking", "domainMetadata")), {}, "", "rowTracking"),
         (Protocol(1, 3), {"delta.constraints.positive": "x > 0"}, "", "positive"),
-        (Protocol(1, 4), {"delta.enableChangeDataFeed": "true"}, "", "changeDataFeed"),
+        (Protocol(1, 4), {"delta.enableTypeWidening": "true"}, "", "typeWidening"),
         (
             Protocol(1, 4),
             {},

@@ -4,7 +4,10 @@ from dbt.adapters.base import AdapterPlugin
 
 from dbt.adapters.deltamerge.connections import DeltaMergeConnectionManager, DeltaMergeCredentials
 from dbt.adapters.deltamerge.impl import DeltaMergeAdapter
+from dbt.adapters.deltamerge.namespace import expose_package_namespace
 from dbt.include import deltamerge
+
+expose_package_namespace()
 
 Plugin = AdapterPlugin(
     adapter=DeltaMergeAdapter,  # type: ignore[arg-type]

@@ -8,6 +8,7 @@ Spark session inside the model's error boundary, re-binds the catalog, and retur
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 from dataclasses import dataclass, field
 from typing import Any, Dict, Optional
@@ -22,6 +23,7 @@ from pyspark.sql import types as T
 
 from dbt.adapters.deltamerge import catalog, conversion
 from dbt.adapters.deltamerge.connections import DeltaMergeConnectionManager, embedded_session
+from dbt.adapters.deltamerge.delta.changes import read_changes
 from dbt.adapters.deltamerge.delta.paths import table_path_of
 from dbt.adapters.deltamerge.delta.snapshot import load_snapshot
 from dbt.adapters.deltamerge.delta.write import WriteResult, write_dataframe
@@ -165,6 +167,26 @@ class DeltaMergeAdapter(SparkAdapter):
             "num_files": result.num_files,
         }
 
+    @available
+    def delta_table_changes(
+        self, relation: BaseRelation, starting_version: int, ending_version: Optional[int] = None
+    ) -> str:
+        """A temporary view of ``relation``'s change data feed; its name, for a model's SQL."""
+        schema, identifier = str(relation.schema), str(relation.identifier)
+        with named_errors(f"table_changes({schema}.{identifier}, {starting_version}, {ending_version})"):
+            spark = self.spark_session()
+            found = catalog.binding(spark, schema, identifier)
+            if found is None:
+                raise ModelWriteError(
+                    f"table_changes: {schema}.{identifier} is not a Delta table of this adapter"
+                )
+            end = None if ending_version is None else int(ending_version)
+            changes = read_changes(spark, found[0], int(starting_version), end)
+            upto = "latest" if end is None else str(end)
+            view = f"deltamerge_changes_{schema}_{identifier}_{int(starting_version)}_{upto}"
+            changes.createOrReplaceTempView(view)
+        return quote_identifier(view)
+
     def _seed_types(self, agate_table: Any, config: Dict[str, Any]) -> list[str]:
         overrides = {k.lower(): v for k, v in (config.get("column_types") or {}).items()}
         return [
@@ -199,6 +221,8 @@ class DeltaMergeAdapter(SparkAdapter):
             snapshot = load_snapshot(table_path_of(path))
             if snapshot is None:
                 raise ModelWriteError(f"Model '{spec.model}': no Delta table at {path} to merge into")
+            if spec.change_data_feed and not merge_spec.change_data_feed:
+                merge_spec = dataclasses.replace(merge_spec, change_data_feed=True)
             result = merge_into(spark, df, snapshot, merge_spec)
             if result.version is not None:
                 catalog.bind(spark, schema=schema, identifier=identifier, snapshot=result.snapshot)
@@ -224,10 +248,7 @@ def _refuse_unimplemented(model: str, merge_spec: Optional[MergeSpec]) -> None:
         return
     missing = [
         f"{key}: true is not implemented yet in this version; remove it (nothing was written)"
-        for key, wanted in (
-            ("change_data_feed", merge_spec.change_data_feed),
-            ("merge_with_schema_evolution", merge_spec.schema_evolution),
-        )
+        for key, wanted in (("merge_with_schema_evolution", merge_spec.schema_evolution),)
         if wanted
     ]
     if missing:

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from dbt.adapters.deltamerge.delta.protocol import CDF_PROPERTY, change_data_feed_enabled
 from dbt.adapters.deltamerge.delta.write import WriteMode, WriteRequest
 from dbt.adapters.deltamerge.errors import ConfigError
 from dbt.adapters.deltamerge.sql import quote_identifier
@@ -36,6 +37,11 @@ class WriteSpec:
     on_schema_change: str = "ignore"
     event_time: str | None = None
 
+    @property
+    def change_data_feed(self) -> bool:
+        """``change_data_feed: true`` or the table property asks for the feed."""
+        return change_data_feed_enabled(self.tblproperties)
+
     @classmethod
     def from_config(cls, model: str, config: Mapping[str, Any]) -> WriteSpec:
         """Parse ``config`` (a model's config dict); raise one ConfigError listing every problem."""
@@ -58,6 +64,11 @@ class WriteSpec:
         if not isinstance(properties, Mapping):
             problems.append("tblproperties must be a map of property name to value")
             properties = {}
+        feed = config.get("change_data_feed")
+        if feed is not None and not isinstance(feed, bool):
+            problems.append(f"change_data_feed must be true or false, got {feed!r}")
+        elif feed:
+            properties = {**properties, CDF_PROPERTY: "true"}
         location_root = config.get("location_root")
         if location_root is not None and not isinstance(location_root, str):
             problems.append("location_root must be a path")

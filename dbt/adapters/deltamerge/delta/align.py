@@ -8,7 +8,7 @@ naming the column and both types, never a silent null from a failed cast.
 
 from __future__ import annotations
 
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
@@ -73,28 +73,33 @@ def align_to_schema(df: DataFrame, schema: T.StructType, *, what: str) -> DataFr
         DeltaSchemaError: a column of ``df`` is not in the table, or its type cannot be
             written to the table's column. ``what`` names the write in the message.
     """
+    return df.select(*aligned_columns(df.schema, schema, what=what))
+
+
+def aligned_columns(source: T.StructType, schema: T.StructType, *, what: str) -> list[Column]:
+    """Columns over ``source``'s fields giving exactly ``schema``'s columns (see ``align_to_schema``)."""
     problems: list[str] = []
-    extra = [f.name for f in df.schema.fields if find_field(schema, f.name) is None]
+    extra = [f.name for f in source.fields if find_field(schema, f.name) is None]
     if extra:
         problems.append(
             f"{what}: columns {extra} are not in the table (table columns: {[f.name for f in schema.fields]})"
         )
     columns = []
     for target in schema.fields:
-        source = find_field(df.schema, target.name)
-        if source is None:
+        found = find_field(source, target.name)
+        if found is None:
             columns.append(F.lit(None).cast(target.dataType).alias(target.name))
             continue
-        if not can_write(source.dataType, target.dataType):
+        if not can_write(found.dataType, target.dataType):
             problems.append(
-                f"{what}: column `{target.name}` is {source.dataType.simpleString()} in the data "
+                f"{what}: column `{target.name}` is {found.dataType.simpleString()} in the data "
                 f"but {target.dataType.simpleString()} in the table"
             )
             continue
-        col = F.col(quote_identifier(source.name))
-        if source.dataType != target.dataType:
+        col = F.col(quote_identifier(found.name))
+        if found.dataType != target.dataType:
             col = col.cast(target.dataType)
         columns.append(col.alias(target.name))
     if problems:
         raise DeltaSchemaError(problems)
-    return df.select(*columns)
+    return columns

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from urllib.parse import unquote
 
 from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from dbt.adapters.deltamerge.delta.commit import now_ms
@@ -24,6 +25,9 @@ from dbt.adapters.deltamerge.delta.paths import encode_add_path, parse_partition
 from dbt.adapters.deltamerge.delta.stats import file_stats, stats_to_json
 
 STAGING_DIR = "_deltamerge_staging"
+CHANGE_DATA_DIR = "_change_data"
+CHANGE_TYPE = "_change_type"
+_CDC_PARTITION = "__is_cdc"
 
 
 @dataclass(frozen=True)
@@ -50,6 +54,82 @@ class WrittenFile:
         }
 
 
+@dataclass(frozen=True)
+class ChangeFile:
+    """A change data file (``_change_data/``) written for a commit that does not exist yet."""
+
+    path: str
+    size: int
+    partition_values: dict[str, str | None]
+
+    def cdc_action(self) -> dict[str, object]:
+        """The ``cdc`` action for this file."""
+        return {
+            "cdc": {
+                "path": self.path,
+                "partitionValues": self.partition_values,
+                "size": self.size,
+                "dataChange": False,
+            }
+        }
+
+
+def write_data_and_changes(
+    df: DataFrame,
+    table_path: str,
+    *,
+    partition_columns: list[str],
+    num_indexed_cols: int,
+) -> tuple[list[WrittenFile], list[ChangeFile]]:
+    """Write rows with a ``_change_type`` column in one Spark job, as Delta's writer does.
+
+    Rows whose ``_change_type`` is null are the table's new data; the others are change
+    rows (``insert``, ``update_preimage``, ``update_postimage``, ``delete``), written
+    under ``_change_data/`` in the same partition layout.
+    """
+    flagged = df.withColumn(_CDC_PARTITION, F.col(CHANGE_TYPE).isNotNull())
+    staging = os.path.join(table_path, STAGING_DIR, uuid.uuid4().hex)
+    writer = flagged.write.mode("errorifexists").option("compression", "snappy")
+    try:
+        writer.partitionBy(_CDC_PARTITION, *partition_columns).parquet(staging)
+        skip = {*partition_columns, CHANGE_TYPE, _CDC_PARTITION}
+        data_schema = T.StructType([f for f in df.schema.fields if f.name not in skip])
+        data: list[WrittenFile] = []
+        changes: list[ChangeFile] = []
+        for relative in _parquet_files(staging):
+            flag, _, rest = relative.partition(os.sep)
+            if flag == f"{_CDC_PARTITION}=true":
+                changes.append(_place_change(staging, table_path, relative, rest, partition_columns))
+            else:
+                placed = _place(
+                    staging, table_path, rest, partition_columns, data_schema, num_indexed_cols, relative
+                )
+                data.append(placed)
+        return _without_empty(table_path, data), changes
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+        _remove_if_empty(os.path.join(table_path, STAGING_DIR))
+
+
+def _place_change(
+    staging: str, table_path: str, relative: str, rest: str, partition_columns: list[str]
+) -> ChangeFile:
+    destination = os.path.join(CHANGE_DATA_DIR, rest)
+    final = os.path.join(table_path, destination)
+    os.makedirs(os.path.dirname(final), exist_ok=True)
+    os.rename(os.path.join(staging, relative), final)
+    folder = os.path.dirname(rest)
+    values = parse_partition_folder(folder, partition_columns) if partition_columns else {}
+    return ChangeFile(encode_add_path(destination), os.path.getsize(final), values)
+
+
+def _without_empty(table_path: str, placed: list[WrittenFile]) -> list[WrittenFile]:
+    # Spark writes one empty file for an empty result; the log needs none.
+    for empty in (f for f in placed if f.num_records == 0):
+        os.unlink(os.path.join(table_path, unquote(empty.path)))
+    return [f for f in placed if f.num_records > 0]
+
+
 def write_data_files(
     df: DataFrame,
     table_path: str,
@@ -69,10 +149,7 @@ def write_data_files(
             _place(staging, table_path, rel, partition_columns, data_schema, num_indexed_cols)
             for rel in _parquet_files(staging)
         ]
-        # Spark writes one empty file for an empty result; the log needs none.
-        for empty in (f for f in placed if f.num_records == 0):
-            os.unlink(os.path.join(table_path, unquote(empty.path)))
-        return [f for f in placed if f.num_records > 0]
+        return _without_empty(table_path, placed)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
         _remove_if_empty(os.path.join(table_path, STAGING_DIR))
@@ -93,10 +170,12 @@ def _place(
     partition_columns: list[str],
     data_schema: T.StructType,
     num_indexed_cols: int,
+    staged: str | None = None,
 ) -> WrittenFile:
+    """Move a staged file to ``relative`` in the table and describe it (``staged``: its staging path)."""
     final = os.path.join(table_path, relative)
     os.makedirs(os.path.dirname(final), exist_ok=True)
-    os.rename(os.path.join(staging, relative), final)
+    os.rename(os.path.join(staging, staged or relative), final)
     stats = file_stats(final, data_schema, num_indexed_cols)
     folder = os.path.dirname(relative)
     values = parse_partition_folder(folder, partition_columns) if partition_columns else {}

@@ -48,12 +48,12 @@ _WRITER_FEATURES_OK = {
     "identityColumns",
     "timestampNtz",
     "vacuumProtocolCheck",
+    "changeDataFeed",
 }
 
 _PROPERTY_FEATURES = {
     "delta.enableDeletionVectors": "deletionVectors",
     "delta.enableRowTracking": "rowTracking",
-    "delta.enableChangeDataFeed": "changeDataFeed",
     "delta.enableTypeWidening": "typeWidening",
     "delta.enableInCommitTimestamps": "inCommitTimestamp",
     "delta.enableIcebergCompatV1": "icebergCompatV1",
@@ -136,17 +136,78 @@ def check_writable(
         )
 
 
+CDF_PROPERTY = "delta.enableChangeDataFeed"
+# Features a legacy writer version implies (Delta protocol, "Table Features").
+_LEGACY_WRITER_FEATURES = {
+    2: {"appendOnly", "invariants"},
+    3: {"checkConstraints"},
+    4: {"changeDataFeed", "generatedColumns"},
+}
+
+
+def change_data_feed_enabled(configuration: Mapping[str, str]) -> bool:
+    """Whether the table properties switch the change data feed on."""
+    return str(configuration.get(CDF_PROPERTY, "false")).lower() == "true"
+
+
+def table_features(configuration: Mapping[str, str], schema_features: set[str]) -> set[str]:
+    """Features a table with these properties and schema needs."""
+    return schema_features | ({"changeDataFeed"} if change_data_feed_enabled(configuration) else set())
+
+
 def protocol_for(features: set[str]) -> Protocol:
     """The smallest protocol declaring ``features`` (table features need reader 3 / writer 7).
 
     >>> protocol_for(set())
     Protocol(min_reader_version=1, min_writer_version=2, reader_features=None, writer_features=None)
-    >>> protocol_for({"timestampNtz"}).min_writer_version
-    7
+    >>> protocol_for({"changeDataFeed"}).min_writer_version, protocol_for({"timestampNtz"}).min_writer_version
+    (4, 7)
     """
     if not features:
         return Protocol()
+    if features <= {"changeDataFeed"}:
+        return Protocol(1, 4)
     return Protocol(3, 7, tuple(sorted(features & {"timestampNtz"})), tuple(sorted(features)))
+
+
+def upgraded(current: Protocol | None, features: set[str]) -> Protocol:
+    """``current`` raised just enough to declare ``features`` (never lowered).
+
+    >>> upgraded(Protocol(1, 2), {"changeDataFeed"}).min_writer_version
+    4
+    >>> upgraded(Protocol(1, 4), {"timestampNtz"}).writer_features
+    ('appendOnly', 'changeDataFeed', 'checkConstraints', 'generatedColumns', 'invariants', 'timestampNtz')
+    """
+    if current is None:
+        return protocol_for(features)
+    if current.writer_features is None:
+        implied = _implied_by_legacy(current.min_writer_version)
+        if features <= implied:
+            return current
+        wanted = protocol_for(features)
+        if wanted.writer_features is None:
+            return Protocol(
+                max(current.min_reader_version, wanted.min_reader_version),
+                max(current.min_writer_version, wanted.min_writer_version),
+            )
+        return Protocol(3, 7, wanted.reader_features, tuple(sorted(features | implied)))
+    if features <= set(current.writer_features):
+        return current
+    readers = set(current.reader_features or ()) | (features & {"timestampNtz"})
+    return Protocol(
+        max(current.min_reader_version, 3 if readers else current.min_reader_version),
+        7,
+        tuple(sorted(readers)) if current.reader_features is not None or readers else None,
+        tuple(sorted(set(current.writer_features) | features)),
+    )
+
+
+def _implied_by_legacy(writer_version: int) -> set[str]:
+    found: set[str] = set()
+    for version, names in _LEGACY_WRITER_FEATURES.items():
+        if writer_version >= version:
+            found |= names
+    return found
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
@@ -27,14 +27,23 @@ from dbt.adapters.deltamerge.delta.commit import (
     now_ms,
 )
 from dbt.adapters.deltamerge.delta.errors import DeltaError, DeltaSchemaError
-from dbt.adapters.deltamerge.delta.files import WrittenFile, add_actions, write_data_files
+from dbt.adapters.deltamerge.delta.files import (
+    CHANGE_TYPE,
+    ChangeFile,
+    WrittenFile,
+    add_actions,
+    write_data_and_changes,
+    write_data_files,
+)
 from dbt.adapters.deltamerge.delta.paths import local_path, table_path_of
 from dbt.adapters.deltamerge.delta.protocol import (
-    Protocol,
+    CDF_PROPERTY,
     TableMetadata,
+    change_data_feed_enabled,
     check_writable,
     configuration_problems,
-    protocol_for,
+    table_features,
+    upgraded,
 )
 from dbt.adapters.deltamerge.delta.read import read_files
 from dbt.adapters.deltamerge.delta.schema import (
@@ -112,7 +121,9 @@ def _create_or_replace(df: DataFrame, request: WriteRequest, current: Snapshot |
         configuration=configuration,
         created_time=current.metadata.created_time if current else now_ms(),
     )
-    protocol = _upgraded(current.protocol if current else None, required_features(schema))
+    protocol = upgraded(
+        current.protocol if current else None, table_features(configuration, required_features(schema))
+    )
     written = write_files(
         df.select(*[F.col(quote_identifier(f.name)) for f in schema.fields]),
         request.table_path,
@@ -140,7 +151,14 @@ def _append(df: DataFrame, request: WriteRequest, current: Snapshot) -> WriteRes
         aligned, request.table_path, current.partition_columns, current.metadata.configuration
     )
     params: dict[str, object] = {"mode": "Append", "partitionBy": current.partition_columns}
-    return _commit(request, current, "WRITE", params, [], written, [], blind=True)
+    # Readers infer an append's changes from its adds: no change data files.
+    leading = _definition_changes(request, current)
+    return _commit(request, current, "WRITE", params, leading, written, [], blind=not leading)
+
+
+def _definition_changes(request: WriteRequest, current: Snapshot) -> list[dict[str, object]]:
+    """Actions for table properties a write to an existing table switches on (the change data feed)."""
+    return enable_change_data_feed(current) if change_data_feed_enabled(request.properties) else []
 
 
 def _replace_partitions(df: DataFrame, request: WriteRequest, current: Snapshot) -> WriteResult:
@@ -155,7 +173,8 @@ def _replace_partitions(df: DataFrame, request: WriteRequest, current: Snapshot)
         params["partitionOverwriteMode"] = "DYNAMIC"
     else:
         removed = list(current.files)
-    return _commit(request, current, "WRITE", params, [], written, removed, blind=False)
+    leading = _definition_changes(request, current)
+    return _commit(request, current, "WRITE", params, leading, written, removed, blind=False)
 
 
 def _replace_where(
@@ -164,16 +183,29 @@ def _replace_where(
     predicate = request.replace_where or "true"
     aligned = align_to_schema(df, current.schema, what=f"replace where into {request.table_path}")
     touched = _files_matching(spark, current, predicate)
+    leading = _definition_changes(request, current)
+    configuration = current.metadata.configuration
+    params: dict[str, object] = {"mode": "Overwrite", "predicate": [predicate]}
+    if leading or change_data_feed_enabled(configuration):
+        # Rows kept from rewritten files are not changes: the feed needs explicit change rows.
+        old = read_files(spark, current, touched)
+        replaced = F.coalesce(F.expr(f"({predicate})"), F.lit(False))
+        rows = old.select(*old.columns, F.when(replaced, "delete").alias(CHANGE_TYPE))
+        rows = rows.unionByName(aligned.withColumn(CHANGE_TYPE, F.lit(None).cast("string")))
+        rows = rows.unionByName(aligned.withColumn(CHANGE_TYPE, F.lit("insert")))
+        # Deleted rows are only change rows; the writer keeps rows whose change type is null.
+        written, changes = write_files_and_changes(
+            rows, request.table_path, current.partition_columns, configuration
+        )
+        info = CommitInfo("WRITE", params, write_metrics(written, touched))
+        return commit_files(
+            request.table_path, current, info, leading, written, touched, configuration, changes
+        )
     kept_rows = read_files(spark, current, touched).where(f"NOT coalesce(({predicate}), false)")
     written = write_files(
-        aligned.unionByName(kept_rows),
-        request.table_path,
-        current.partition_columns,
-        current.metadata.configuration,
+        aligned.unionByName(kept_rows), request.table_path, current.partition_columns, configuration
     )
-    params: dict[str, object] = {"mode": "Overwrite", "predicate": [predicate]}
-    result = _commit(request, current, "WRITE", params, [], written, touched, blind=False)
-    return result
+    return _commit(request, current, "WRITE", params, leading, written, touched, blind=False)
 
 
 def _files_matching(spark: SparkSession, snapshot: Snapshot, predicate: str) -> list[AddFile]:
@@ -196,6 +228,34 @@ def write_files(
 ) -> list[WrittenFile]:
     num_indexed = int(configuration.get("delta.dataSkippingNumIndexedCols", DEFAULT_NUM_INDEXED_COLS))
     return write_data_files(df, table_path, partition_columns=partition_columns, num_indexed_cols=num_indexed)
+
+
+def write_files_and_changes(
+    df: DataFrame, table_path: str, partition_columns: list[str], configuration: Mapping[str, str]
+) -> tuple[list[WrittenFile], list[ChangeFile]]:
+    """Rows with ``_change_type``: data files for null, change data files for the rest."""
+    num_indexed = int(configuration.get("delta.dataSkippingNumIndexedCols", DEFAULT_NUM_INDEXED_COLS))
+    return write_data_and_changes(
+        df, table_path, partition_columns=partition_columns, num_indexed_cols=num_indexed
+    )
+
+
+def enable_change_data_feed(current: Snapshot) -> list[dict[str, object]]:
+    """The actions switching the feed on for ``current`` (none if it is on already).
+
+    The new ``metaData`` (and a protocol raised to declare ``changeDataFeed``) go in the
+    same commit as the data, so readers see the feed from that version on.
+    """
+    configuration = dict(current.metadata.configuration)
+    if change_data_feed_enabled(configuration):
+        return []
+    configuration[CDF_PROPERTY] = "true"
+    actions: list[dict[str, object]] = []
+    protocol = upgraded(current.protocol, table_features(configuration, required_features(current.schema)))
+    if protocol != current.protocol:
+        actions.append(protocol.to_action())
+    actions.append(replace(current.metadata, configuration=configuration).to_action())
+    return actions
 
 
 def write_metrics(written: list[WrittenFile], removed: list[AddFile]) -> dict[str, int]:
@@ -234,10 +294,16 @@ def commit_files(
     written: list[WrittenFile],
     removed: list[AddFile],
     configuration: Mapping[str, str],
+    changes: Sequence[ChangeFile] = (),
 ) -> WriteResult:
-    """Commit removes of ``removed`` and adds of ``written`` (after ``leading`` actions)."""
+    """Commit removes of ``removed``, adds of ``written`` and ``changes`` (after ``leading`` actions)."""
     stamp = now_ms()
-    actions = [*leading, *[f.remove_action(stamp) for f in removed], *add_actions(written)]
+    actions = [
+        *leading,
+        *[f.remove_action(stamp) for f in removed],
+        *add_actions(written),
+        *[c.cdc_action() for c in changes],
+    ]
     version = commit(table_path, read_version=current.version if current else -1, actions=actions, info=info)
     interval = int(configuration.get("delta.checkpointInterval", DEFAULT_CHECKPOINT_INTERVAL))
     maybe_checkpoint(table_path, version, interval)
@@ -263,35 +329,6 @@ def _resolve_partition_columns(schema: T.StructType, requested: tuple[str, ...])
     if problems:
         raise DeltaSchemaError(problems)
     return resolved
-
-
-def _upgraded(current: Protocol | None, features: set[str]) -> Protocol:
-    wanted = protocol_for(features)
-    if current is None:
-        return wanted
-    if features - set(current.writer_features or ()) and current.min_writer_version < 7:
-        return replace(wanted, writer_features=tuple(sorted(features | _legacy_features(current))))
-    if current.writer_features is not None and features - set(current.writer_features):
-        return replace(
-            current,
-            reader_features=tuple(sorted(set(current.reader_features or ()) | (features & {"timestampNtz"}))),
-            writer_features=tuple(sorted(set(current.writer_features) | features)),
-        )
-    return current
-
-
-def _legacy_features(protocol: Protocol) -> set[str]:
-    """Features implied by a legacy writer version, listed when moving to table features."""
-    implied = {
-        2: {"appendOnly", "invariants"},
-        3: {"checkConstraints"},
-        4: {"changeDataFeed", "generatedColumns"},
-    }
-    found: set[str] = set()
-    for version, names in implied.items():
-        if protocol.min_writer_version >= version:
-            found |= names
-    return found
 
 
 def _partition_key(values: Mapping[str, str | None]) -> tuple[tuple[str, str | None], ...]:

@@ -20,12 +20,19 @@ from pyspark.sql import functions as F
 from dbt.adapters.deltamerge.delta.align import align_to_schema
 from dbt.adapters.deltamerge.delta.commit import CommitInfo
 from dbt.adapters.deltamerge.delta.errors import DeltaError
-from dbt.adapters.deltamerge.delta.files import WrittenFile
+from dbt.adapters.deltamerge.delta.files import ChangeFile, WrittenFile
 from dbt.adapters.deltamerge.delta.paths import local_path, table_path_of
-from dbt.adapters.deltamerge.delta.protocol import check_writable
+from dbt.adapters.deltamerge.delta.protocol import change_data_feed_enabled, check_writable
 from dbt.adapters.deltamerge.delta.read import read_files
 from dbt.adapters.deltamerge.delta.snapshot import AddFile, Snapshot
-from dbt.adapters.deltamerge.delta.write import WriteResult, commit_files, write_files
+from dbt.adapters.deltamerge.delta.write import (
+    WriteResult,
+    commit_files,
+    enable_change_data_feed,
+    write_files,
+    write_files_and_changes,
+)
+from dbt.adapters.deltamerge.merge.changes import output_with_changes
 from dbt.adapters.deltamerge.merge.clauses import MergeSpec
 from dbt.adapters.deltamerge.merge.metrics import merge_metrics, merge_parameters
 from dbt.adapters.deltamerge.merge.output import (
@@ -64,6 +71,8 @@ class _Run:
     num_source_rows: int
     # Phase 1 saw a target row matched by several source rows (only an unconditional delete allows it).
     duplicate_matches: bool = False
+    # Write change data (the table has the feed on, or this merge switches it on).
+    change_data: bool = False
 
 
 def merge_into(spark: SparkSession, source_df: DataFrame, snapshot: Snapshot, spec: MergeSpec) -> WriteResult:
@@ -78,12 +87,16 @@ def merge_into(spark: SparkSession, source_df: DataFrame, snapshot: Snapshot, sp
     merge = resolve(spec, target=snapshot.schema, source=source_df.schema)
     source = source_df.localCheckpoint(eager=True)
     candidates, num_source_rows = files_to_read(spark, spec, snapshot, source)
-    run = _Run(spark, spec, merge, snapshot, source, candidates, num_source_rows)
+    leading = enable_change_data_feed(snapshot) if spec.change_data_feed else []
+    change_data = spec.change_data_feed or change_data_feed_enabled(snapshot.metadata.configuration)
+    run = _Run(spark, spec, merge, snapshot, source, candidates, num_source_rows, change_data=change_data)
     scan_started = time.monotonic()
     touched = [] if spec.is_insert_only else _find_touched_files(run)
     scan_ms = int((time.monotonic() - scan_started) * 1000)
     rewrite_started = time.monotonic()
-    written, counts = _write_inserts_only(run) if spec.is_insert_only else _write_all_changes(run, touched)
+    written, changes, counts = (
+        _write_inserts_only(run) if spec.is_insert_only else _write_all_changes(run, touched)
+    )
     rewrite_ms = int((time.monotonic() - rewrite_started) * 1000)
     metrics = merge_metrics(
         snapshot=snapshot,
@@ -91,18 +104,26 @@ def merge_into(spark: SparkSession, source_df: DataFrame, snapshot: Snapshot, sp
         removed=touched,
         written=written,
         counts=counts,
+        changes=changes,
         num_source_rows=num_source_rows,
         timings=(int((time.monotonic() - started) * 1000), scan_ms, rewrite_ms),
     )
     changed = (
         counts["numTargetRowsInserted"] + counts["numTargetRowsUpdated"] + counts["numTargetRowsDeleted"]
     )
-    if not changed:
-        _discard(snapshot.table_path, written)
+    if not changed and not leading:
+        _discard(snapshot.table_path, [f.path for f in written] + [c.path for c in changes])
         return WriteResult(None, "MERGE", metrics, snapshot)
     info = CommitInfo("MERGE", merge_parameters(spec), metrics)
     return commit_files(
-        snapshot.table_path, snapshot, info, [], written, touched, snapshot.metadata.configuration
+        snapshot.table_path,
+        snapshot,
+        info,
+        leading,
+        written,
+        touched,
+        snapshot.metadata.configuration,
+        changes,
     )
 
 
@@ -159,10 +180,10 @@ def _multiple_matches_message(run: _Run, joined: DataFrame) -> str:
     )
 
 
-def _write_all_changes(run: _Run, touched: list[AddFile]) -> tuple[list[WrittenFile], dict[str, int]]:
+def _write_all_changes(run: _Run, touched: list[AddFile]) -> _Written:
     """Phase 2: rewrite the touched files with every clause applied, plus the inserts."""
     if not run.spec.not_matched and not touched:
-        return [], _zero_counts()
+        return [], [], _zero_counts()
     how = "full_outer" if run.spec.not_matched else "left_outer"
     target = _aliased_target(run, touched)
     joined = target.join(_aliased_source(run), F.expr(run.spec.on_condition), how)
@@ -171,10 +192,10 @@ def _write_all_changes(run: _Run, touched: list[AddFile]) -> tuple[list[WrittenF
         both = F.col(TARGET_PRESENT).isNotNull() & F.col(SOURCE_PRESENT).isNotNull()
         joined = joined.where(both).dropDuplicates([ROW_ID]).union(joined.where(~both))
     action = F.expr(action_expression(run.merge, run.spec.target_alias, run.spec.source_alias))
-    return _write_outputs(run, joined.withColumn(ACTION, action), copy=True)
+    return _write_outputs(run, joined.withColumn(ACTION, action), copy=True, changes=run.change_data)
 
 
-def _write_inserts_only(run: _Run) -> tuple[list[WrittenFile], dict[str, int]]:
+def _write_inserts_only(run: _Run) -> _Written:
     source = _aliased_source(run)
     if run.candidates:
         target = _aliased_target(run, run.candidates)
@@ -183,12 +204,16 @@ def _write_inserts_only(run: _Run) -> tuple[list[WrittenFile], dict[str, int]]:
         f"WHEN ({c.condition or 'true'}) THEN 'not_matched_insert_{i}'"
         for i, c in enumerate(run.merge.not_matched)
     )
+    # Readers infer an insert-only commit's changes from its adds: no change data files.
     return _write_outputs(
-        run, source.withColumn(ACTION, F.expr(f"CASE {whens} ELSE '{DROP}' END")), copy=False
+        run, source.withColumn(ACTION, F.expr(f"CASE {whens} ELSE '{DROP}' END")), copy=False, changes=False
     )
 
 
-def _write_outputs(run: _Run, rows: DataFrame, *, copy: bool) -> tuple[list[WrittenFile], dict[str, int]]:
+_Written = tuple[list[WrittenFile], list[ChangeFile], dict[str, int]]
+
+
+def _write_outputs(run: _Run, rows: DataFrame, *, copy: bool, changes: bool) -> _Written:
     codes = counted_actions(run.merge)
     observation = Observation("merge")
     metrics = [F.sum(F.col(ACTION).isin(*v).cast("long")).alias(k) for k, v in codes.items() if v]
@@ -196,12 +221,28 @@ def _write_outputs(run: _Run, rows: DataFrame, *, copy: bool) -> tuple[list[Writ
     observed = rows.observe(observation, *metrics)
     dropped = [DROP, *codes["numTargetRowsMatchedDeleted"], *codes["numTargetRowsNotMatchedBySourceDeleted"]]
     outputs = output_expressions(run.merge, run.spec.target_alias, copy=copy)
-    kept = observed.where(~F.col(ACTION).isin(*dropped)).select(*[F.expr(sql).alias(c) for c, sql in outputs])
-    # A clause's expression must fit its column's type, or the file would contradict the schema.
-    kept = align_to_schema(kept, run.snapshot.schema, what=f"merge of model '{run.spec.model}'")
-    written = write_files(
-        kept, run.snapshot.table_path, run.snapshot.partition_columns, run.snapshot.metadata.configuration
-    )
+    what = f"merge of model '{run.spec.model}'"
+    table = run.snapshot
+    change_files: list[ChangeFile] = []
+    if changes:
+        frame = output_with_changes(
+            observed,
+            outputs=outputs,
+            target_alias=run.spec.target_alias,
+            schema=table.schema,
+            codes=codes,
+            what=what,
+        )
+        written, change_files = write_files_and_changes(
+            frame, table.table_path, table.partition_columns, table.metadata.configuration
+        )
+    else:
+        kept = observed.where(~F.col(ACTION).isin(*dropped)).select(
+            *[F.expr(sql).alias(c) for c, sql in outputs]
+        )
+        # A clause's expression must fit its column's type, or the file would contradict the schema.
+        kept = align_to_schema(kept, table.schema, what=what)
+        written = write_files(kept, table.table_path, table.partition_columns, table.metadata.configuration)
     observed_counts = {k: int(v or 0) for k, v in observation.get.items()}
     counts = _zero_counts()
     counts.update(observed_counts)
@@ -211,7 +252,7 @@ def _write_outputs(run: _Run, rows: DataFrame, *, copy: bool) -> tuple[list[Writ
     counts["numTargetRowsDeleted"] = (
         counts["numTargetRowsMatchedDeleted"] + counts["numTargetRowsNotMatchedBySourceDeleted"]
     )
-    return written, counts
+    return written, change_files, counts
 
 
 def _zero_counts() -> dict[str, int]:
@@ -228,6 +269,6 @@ def _zero_counts() -> dict[str, int]:
     return dict.fromkeys(names, 0)
 
 
-def _discard(table_path: str, written: list[WrittenFile]) -> None:
-    for file in written:
-        os.unlink(local_path(table_path, file.path))
+def _discard(table_path: str, paths: list[str]) -> None:
+    for path in paths:
+        os.unlink(local_path(table_path, path))

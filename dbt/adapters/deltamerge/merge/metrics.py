@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from dbt.adapters.deltamerge.delta.files import WrittenFile
+from dbt.adapters.deltamerge.delta.files import ChangeFile, WrittenFile
 from dbt.adapters.deltamerge.delta.snapshot import AddFile, Snapshot
 from dbt.adapters.deltamerge.merge.clauses import MergeClause, MergeSpec
 
@@ -19,6 +19,7 @@ def merge_metrics(
     candidates: list[AddFile],
     removed: list[AddFile],
     written: list[WrittenFile],
+    changes: Sequence[ChangeFile] = (),
     counts: dict[str, int],
     num_source_rows: int,
     timings: tuple[int, int, int],
@@ -33,8 +34,8 @@ def merge_metrics(
         "numTargetFilesAfterSkipping": len(candidates),
         "numTargetFilesRemoved": len(removed),
         "numTargetFilesAdded": len(written),
-        "numTargetChangeFilesAdded": 0,
-        "numTargetChangeFileBytes": 0,
+        "numTargetChangeFilesAdded": len(changes),
+        "numTargetChangeFileBytes": sum(c.size for c in changes),
         "numTargetBytesBeforeSkipping": snapshot.size_bytes,
         "numTargetBytesAfterSkipping": sum(f.size for f in candidates),
         "numTargetBytesRemoved": sum(f.size for f in removed),
