@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 from dbt.cli.main import dbtRunner
+import pyarrow as pa
 from deltalake import DeltaTable
 
 HERE = Path(__file__).resolve().parent
@@ -50,6 +51,14 @@ def main() -> None:
     for path in sorted((WAREHOUSE / "shop.db").iterdir()):
         if (path / "_delta_log").is_dir():
             show_history(path)
+    show_changes(WAREHOUSE / "shop.db" / "orders")
+
+
+def show_changes(path: Path) -> None:
+    feed = pa.table(DeltaTable(str(path)).load_cdf(starting_version=1).read_all())
+    print(f"\n=== {path.name}: change data feed of the merge (version 1), read with deltalake ===")
+    for row in sorted(feed.to_pylist(), key=lambda r: (r["order_id"], r["_change_type"])):
+        print(f"  order {row['order_id']:>3}  {row['_change_type']:<17} status={row['status']}")
 
 
 if __name__ == "__main__":

@@ -2,6 +2,7 @@
     materialized='incremental',
     incremental_strategy='delta_merge',
     unique_key='order_id',
+    change_data_feed=True,
     when_matched=[
         {'condition': "DBT_INTERNAL_SOURCE.status = 'cancelled'", 'action': 'delete'},
         {'condition': "DBT_INTERNAL_SOURCE.status != DBT_INTERNAL_DEST.status", 'action': 'update', 'set': '*'},
