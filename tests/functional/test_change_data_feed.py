@@ -218,3 +218,40 @@ def test_appends_and_replace_where_on_a_feed_table(spark, tmp_path):
     in_spark = read_changes(spark, path, 1).collect()
     assert sorted((r.id, r.v, r._change_type, r._commit_version) for r in in_spark) == expected
     assert sorted(r["id"] for r in rows(path)) == [2, 4, 5]
+
+
+def test_partitioned_merge_change_files_follow_the_partition_layout(spark, tmp_path):
+    from dbt.adapters.deltamerge.delta.changes import read_changes
+    from dbt.adapters.deltamerge.delta.snapshot import load_snapshot
+    from dbt.adapters.deltamerge.delta.write import WriteRequest, write_dataframe
+    from dbt.adapters.deltamerge.merge.clauses import MergeSpec
+    from dbt.adapters.deltamerge.merge.executor import merge_into
+
+    path = str(tmp_path / "p")
+    target = spark.createDataFrame(
+        [(1, "a", "x"), (2, "b", "x"), (3, "c", "y")], "id int, v string, p string"
+    )
+    request = WriteRequest(
+        path, "create_or_replace", partition_by=("p",), properties={"delta.enableChangeDataFeed": "true"}
+    )
+    write_dataframe(spark, target, request)
+    source = spark.createDataFrame(
+        [(1, "A", "x"), (3, "C", "y"), (4, "d", "y")], "id int, v string, p string"
+    )
+    snapshot = load_snapshot(path)
+    assert snapshot is not None
+    merge_into(spark, source, snapshot, MergeSpec.from_config("p", {"unique_key": "id"}))
+    cdc = change_files(path, 1)
+    assert sorted(c["partitionValues"]["p"] for c in cdc) == ["x", "y"]
+    assert all(c["path"].startswith(f"_change_data/p={c['partitionValues']['p']}/") for c in cdc)
+    expected = [
+        (1, "A", "x", "update_postimage"),
+        (1, "a", "x", "update_preimage"),
+        (3, "C", "y", "update_postimage"),
+        (3, "c", "y", "update_preimage"),
+        (4, "d", "y", "insert"),
+    ]
+    got = pa.table(DeltaTable(path).load_cdf(starting_version=1).read_all()).to_pylist()
+    assert sorted((r["id"], r["v"], r["p"], r["_change_type"]) for r in got) == expected
+    in_spark = read_changes(spark, path, 1).collect()
+    assert sorted((r.id, r.v, r.p, r._change_type) for r in in_spark) == expected
