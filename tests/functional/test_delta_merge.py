@@ -186,11 +186,6 @@ class TestWorkAvoidedAndErrors:
         assert DeltaTable(path).version() == version
         assert _data_files(path) == before  # nothing written, nothing left behind
 
-    def test_unimplemented_settings_are_refused_not_ignored(self, project):
-        put(project, "dupes", model(rows_sql((1, "a", "U")), unique_key="id", change_data_feed=True))
-        _, out = run_dbt_and_capture(["run", "--select", "dupes"], expect_pass=False)
-        assert "change_data_feed: true is not implemented yet" in out
-
     def test_bad_config_is_reported_before_anything_runs(self, project):
         put(project, "dupes", model(rows_sql((1, "a", "U")), when_matched=[{"action": "upsert"}]))
         _, out = run_dbt_and_capture(["run", "--select", "dupes"], expect_pass=False)

@@ -27,7 +27,7 @@ from dbt.adapters.deltamerge.delta.changes import read_changes
 from dbt.adapters.deltamerge.delta.paths import table_path_of
 from dbt.adapters.deltamerge.delta.snapshot import load_snapshot
 from dbt.adapters.deltamerge.delta.write import WriteResult, write_dataframe
-from dbt.adapters.deltamerge.errors import ConfigError, ModelWriteError, model_errors, named_errors
+from dbt.adapters.deltamerge.errors import ModelWriteError, model_errors, named_errors
 from dbt.adapters.deltamerge.materialize import (
     MERGE_STRATEGIES,
     WriteSpec,
@@ -37,6 +37,7 @@ from dbt.adapters.deltamerge.materialize import (
 )
 from dbt.adapters.deltamerge.merge.clauses import MergeSpec
 from dbt.adapters.deltamerge.merge.executor import merge_into
+from dbt.adapters.deltamerge.schema_change import planned_schema
 from dbt.adapters.deltamerge.sql import quote_identifier
 
 
@@ -104,7 +105,6 @@ class DeltaMergeAdapter(SparkAdapter):
         # A project-wide strategy also reaches table models; only incremental ones merge.
         merging = materialization == "incremental" and spec.strategy in MERGE_STRATEGIES
         merge_spec = MergeSpec.from_config(model, config) if merging else None
-        _refuse_unimplemented(model, merge_spec)
         with model_errors(model):
             spark = self.spark_session()
             schema, identifier = str(relation.schema), str(relation.identifier)
@@ -223,7 +223,15 @@ class DeltaMergeAdapter(SparkAdapter):
                 raise ModelWriteError(f"Model '{spec.model}': no Delta table at {path} to merge into")
             if spec.change_data_feed and not merge_spec.change_data_feed:
                 merge_spec = dataclasses.replace(merge_spec, change_data_feed=True)
-            result = merge_into(spark, df, snapshot, merge_spec)
+            evolved = planned_schema(
+                model=spec.model,
+                on_schema_change=spec.on_schema_change,
+                merge_spec=merge_spec,
+                table=snapshot.schema,
+                result=df.schema,
+                partition_columns=snapshot.partition_columns,
+            )
+            result = merge_into(spark, df, snapshot, merge_spec, schema=evolved)
             if result.version is not None:
                 catalog.bind(spark, schema=schema, identifier=identifier, snapshot=result.snapshot)
             return _response(result)
@@ -235,29 +243,26 @@ class DeltaMergeAdapter(SparkAdapter):
             full_refresh=full_refresh,
             batch=batch,
         )
-        if request.mode != "create_or_replace" and spec.on_schema_change == "ignore":
-            df = _drop_new_columns(df, spark, schema, identifier)
+        current = load_snapshot(request.table_path) if request.mode != "create_or_replace" else None
+        if current is not None:
+            evolved = planned_schema(
+                model=spec.model,
+                on_schema_change=spec.on_schema_change,
+                merge_spec=None,
+                table=current.schema,
+                result=df.schema,
+                partition_columns=current.partition_columns,
+            )
+            request = dataclasses.replace(request, schema=evolved)
+            df = _only_columns_of(df, evolved or current.schema)
         result = write_dataframe(spark, df, request)
         catalog.bind(spark, schema=schema, identifier=identifier, snapshot=result.snapshot)
         return _response(result)
 
 
-def _refuse_unimplemented(model: str, merge_spec: Optional[MergeSpec]) -> None:
-    """Settings of the contract this version cannot honour yet: an error, never silence."""
-    if merge_spec is None:
-        return
-    missing = [
-        f"{key}: true is not implemented yet in this version; remove it (nothing was written)"
-        for key, wanted in (("merge_with_schema_evolution", merge_spec.schema_evolution),)
-        if wanted
-    ]
-    if missing:
-        raise ConfigError(model, missing)
-
-
-def _drop_new_columns(df: DataFrame, spark: SparkSession, schema: str, identifier: str) -> DataFrame:
-    """dbt's ``on_schema_change: ignore``: columns the table lacks are not written."""
-    existing = {f.name.lower() for f in spark.table(catalog.table_name(schema, identifier)).schema.fields}
+def _only_columns_of(df: DataFrame, schema: T.StructType) -> DataFrame:
+    """The result's columns the table has (dbt's ``ignore``: new columns are not written)."""
+    existing = {f.name.lower() for f in schema.fields}
     return df.select(
         *[F.col(quote_identifier(f.name)) for f in df.schema.fields if f.name.lower() in existing]
     )

@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Literal
 
 from pyspark.sql import DataFrame, SparkSession
@@ -26,6 +26,7 @@ from dbt.adapters.deltamerge.delta.commit import (
     maybe_checkpoint,
     now_ms,
 )
+from dbt.adapters.deltamerge.delta.definition import definition_actions, with_change_data_feed, with_schema
 from dbt.adapters.deltamerge.delta.errors import DeltaError, DeltaSchemaError
 from dbt.adapters.deltamerge.delta.files import (
     CHANGE_TYPE,
@@ -37,7 +38,6 @@ from dbt.adapters.deltamerge.delta.files import (
 )
 from dbt.adapters.deltamerge.delta.paths import local_path, table_path_of
 from dbt.adapters.deltamerge.delta.protocol import (
-    CDF_PROPERTY,
     TableMetadata,
     change_data_feed_enabled,
     check_writable,
@@ -56,6 +56,7 @@ from dbt.adapters.deltamerge.delta.snapshot import AddFile, Snapshot, load_snaps
 from dbt.adapters.deltamerge.delta.stats import DEFAULT_NUM_INDEXED_COLS
 from dbt.adapters.deltamerge.sql import quote_identifier
 
+Action = dict[str, object]
 WriteMode = Literal["create_or_replace", "append", "replace_partitions", "replace_where"]
 
 
@@ -68,6 +69,8 @@ class WriteRequest:
     partition_by: tuple[str, ...] = ()
     properties: Mapping[str, str] = field(default_factory=dict)
     replace_where: str | None = None
+    # The table schema this write leaves (schema evolution); None keeps the current one.
+    schema: T.StructType | None = None
 
 
 @dataclass(frozen=True)
@@ -93,12 +96,17 @@ def write_dataframe(spark: SparkSession, df: DataFrame, request: WriteRequest) -
         )
     if current is None or request.mode == "create_or_replace":
         result = _create_or_replace(df, request, current)
-    elif request.mode == "append":
-        result = _append(df, request, current)
-    elif request.mode == "replace_partitions":
-        result = _replace_partitions(df, request, current)
     else:
-        result = _replace_where(spark, df, request, current)
+        target = with_schema(current, request.schema) if request.schema is not None else current
+        if change_data_feed_enabled(request.properties):
+            target = with_change_data_feed(target)
+        leading = definition_actions(current, target)
+        if request.mode == "append":
+            result = _append(df, request, target, leading)
+        elif request.mode == "replace_partitions":
+            result = _replace_partitions(df, request, target, leading)
+        else:
+            result = _replace_where(spark, df, request, target, leading)
     result.metrics["executionTimeMs"] = int((time.monotonic() - started) * 1000)
     return result
 
@@ -145,23 +153,19 @@ def _create_or_replace(df: DataFrame, request: WriteRequest, current: Snapshot |
     return _commit(request, current, operation, params, actions, written, removed, blind=False)
 
 
-def _append(df: DataFrame, request: WriteRequest, current: Snapshot) -> WriteResult:
+def _append(df: DataFrame, request: WriteRequest, current: Snapshot, leading: list[Action]) -> WriteResult:
     aligned = align_to_schema(df, current.schema, what=f"append to {request.table_path}")
     written = write_files(
         aligned, request.table_path, current.partition_columns, current.metadata.configuration
     )
     params: dict[str, object] = {"mode": "Append", "partitionBy": current.partition_columns}
     # Readers infer an append's changes from its adds: no change data files.
-    leading = _definition_changes(request, current)
     return _commit(request, current, "WRITE", params, leading, written, [], blind=not leading)
 
 
-def _definition_changes(request: WriteRequest, current: Snapshot) -> list[dict[str, object]]:
-    """Actions for table properties a write to an existing table switches on (the change data feed)."""
-    return enable_change_data_feed(current) if change_data_feed_enabled(request.properties) else []
-
-
-def _replace_partitions(df: DataFrame, request: WriteRequest, current: Snapshot) -> WriteResult:
+def _replace_partitions(
+    df: DataFrame, request: WriteRequest, current: Snapshot, leading: list[Action]
+) -> WriteResult:
     aligned = align_to_schema(df, current.schema, what=f"insert_overwrite into {request.table_path}")
     written = write_files(
         aligned, request.table_path, current.partition_columns, current.metadata.configuration
@@ -173,17 +177,15 @@ def _replace_partitions(df: DataFrame, request: WriteRequest, current: Snapshot)
         params["partitionOverwriteMode"] = "DYNAMIC"
     else:
         removed = list(current.files)
-    leading = _definition_changes(request, current)
     return _commit(request, current, "WRITE", params, leading, written, removed, blind=False)
 
 
 def _replace_where(
-    spark: SparkSession, df: DataFrame, request: WriteRequest, current: Snapshot
+    spark: SparkSession, df: DataFrame, request: WriteRequest, current: Snapshot, leading: list[Action]
 ) -> WriteResult:
     predicate = request.replace_where or "true"
     aligned = align_to_schema(df, current.schema, what=f"replace where into {request.table_path}")
     touched = _files_matching(spark, current, predicate)
-    leading = _definition_changes(request, current)
     configuration = current.metadata.configuration
     params: dict[str, object] = {"mode": "Overwrite", "predicate": [predicate]}
     if leading or change_data_feed_enabled(configuration):
@@ -238,24 +240,6 @@ def write_files_and_changes(
     return write_data_and_changes(
         df, table_path, partition_columns=partition_columns, num_indexed_cols=num_indexed
     )
-
-
-def enable_change_data_feed(current: Snapshot) -> list[dict[str, object]]:
-    """The actions switching the feed on for ``current`` (none if it is on already).
-
-    The new ``metaData`` (and a protocol raised to declare ``changeDataFeed``) go in the
-    same commit as the data, so readers see the feed from that version on.
-    """
-    configuration = dict(current.metadata.configuration)
-    if change_data_feed_enabled(configuration):
-        return []
-    configuration[CDF_PROPERTY] = "true"
-    actions: list[dict[str, object]] = []
-    protocol = upgraded(current.protocol, table_features(configuration, required_features(current.schema)))
-    if protocol != current.protocol:
-        actions.append(protocol.to_action())
-    actions.append(replace(current.metadata, configuration=configuration).to_action())
-    return actions
 
 
 def write_metrics(written: list[WrittenFile], removed: list[AddFile]) -> dict[str, int]:

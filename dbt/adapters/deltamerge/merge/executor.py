@@ -16,9 +16,11 @@ from dataclasses import dataclass
 
 from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
 
 from dbt.adapters.deltamerge.delta.align import align_to_schema
 from dbt.adapters.deltamerge.delta.commit import CommitInfo
+from dbt.adapters.deltamerge.delta.definition import definition_actions, with_change_data_feed, with_schema
 from dbt.adapters.deltamerge.delta.errors import DeltaError
 from dbt.adapters.deltamerge.delta.files import ChangeFile, WrittenFile
 from dbt.adapters.deltamerge.delta.paths import local_path, table_path_of
@@ -28,7 +30,6 @@ from dbt.adapters.deltamerge.delta.snapshot import AddFile, Snapshot
 from dbt.adapters.deltamerge.delta.write import (
     WriteResult,
     commit_files,
-    enable_change_data_feed,
     write_files,
     write_files_and_changes,
 )
@@ -75,8 +76,20 @@ class _Run:
     change_data: bool = False
 
 
-def merge_into(spark: SparkSession, source_df: DataFrame, snapshot: Snapshot, spec: MergeSpec) -> WriteResult:
-    """Merge ``source_df`` into the table at ``snapshot`` as one MERGE commit."""
+def merge_into(
+    spark: SparkSession,
+    source_df: DataFrame,
+    snapshot: Snapshot,
+    spec: MergeSpec,
+    *,
+    schema: T.StructType | None = None,
+) -> WriteResult:
+    """Merge ``source_df`` into the table at ``snapshot`` as one MERGE commit.
+
+    ``schema`` is the table schema the merge leaves (schema evolution): the new
+    ``metaData`` is part of the merge's commit, and ``*`` actions then take only the
+    columns the source has (an update keeps the others, an insert writes null).
+    """
     started = time.monotonic()
     check_writable(
         snapshot.protocol,
@@ -84,11 +97,16 @@ def merge_into(spark: SparkSession, source_df: DataFrame, snapshot: Snapshot, sp
         snapshot.metadata.schema_string,
         table=snapshot.table_path,
     )
-    merge = resolve(spec, target=snapshot.schema, source=source_df.schema)
+    current = snapshot
+    if schema is not None:
+        snapshot = with_schema(snapshot, schema)
+    if spec.change_data_feed:
+        snapshot = with_change_data_feed(snapshot)
+    leading = definition_actions(current, snapshot)
+    merge = resolve(spec, target=snapshot.schema, source=source_df.schema, lenient_star=schema is not None)
     source = source_df.localCheckpoint(eager=True)
     candidates, num_source_rows = files_to_read(spark, spec, snapshot, source)
-    leading = enable_change_data_feed(snapshot) if spec.change_data_feed else []
-    change_data = spec.change_data_feed or change_data_feed_enabled(snapshot.metadata.configuration)
+    change_data = change_data_feed_enabled(snapshot.metadata.configuration)
     run = _Run(spark, spec, merge, snapshot, source, candidates, num_source_rows, change_data=change_data)
     scan_started = time.monotonic()
     touched = [] if spec.is_insert_only else _find_touched_files(run)

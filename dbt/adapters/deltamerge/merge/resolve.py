@@ -39,8 +39,14 @@ class ResolvedMerge:
     not_matched_by_source: tuple[ResolvedClause, ...]
 
 
-def resolve(spec: MergeSpec, *, target: T.StructType, source: T.StructType) -> ResolvedMerge:
-    """Resolve ``spec``; raise one ConfigError naming every column problem."""
+def resolve(
+    spec: MergeSpec, *, target: T.StructType, source: T.StructType, lenient_star: bool = False
+) -> ResolvedMerge:
+    """Resolve ``spec``; raise one ConfigError naming every column problem.
+
+    ``lenient_star`` (schema evolution): a ``*`` action leaves target columns the source
+    lacks as they are (update) or null (insert), as Delta's auto-merge does.
+    """
     problems: list[str] = []
     columns = tuple(f.name for f in target.fields)
     source_names = {f.name.lower(): f.name for f in source.fields}
@@ -49,7 +55,7 @@ def resolve(spec: MergeSpec, *, target: T.StructType, source: T.StructType) -> R
         outputs = (
             ()
             if clause.action == "delete"
-            else _outputs(spec, clause, columns, source_names, where, problems)
+            else _outputs(spec, clause, columns, source_names, where, problems, lenient_star)
         )
         return ResolvedClause(clause.kind, clause.action, clause.condition, outputs)
 
@@ -84,6 +90,7 @@ def _outputs(
     source_names: dict[str, str],
     where: str,
     problems: list[str],
+    lenient_star: bool = False,
 ) -> tuple[tuple[str, str], ...]:
     by_lower = {c.lower(): c for c in columns}
     assigned: dict[str, str] = {}
@@ -93,10 +100,11 @@ def _outputs(
         if unknown:
             problems.append(f"{where}: merge_exclude_columns {unknown} are not target columns")
         missing = [c for c in columns if c.lower() not in source_names and c.lower() not in excluded]
-        if missing:
+        if missing and not lenient_star:
             problems.append(
                 f"{where}: `*` needs every target column in the model's result; missing {missing} "
-                "(select them, list the columns to assign, or enable merge_with_schema_evolution)"
+                "(select them, list the columns to assign, set on_schema_change to append_new_columns "
+                "or sync_all_columns, or enable merge_with_schema_evolution)"
             )
         for column in columns:
             if column.lower() in source_names and column.lower() not in excluded:

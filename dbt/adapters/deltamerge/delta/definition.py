@@ -1,0 +1,59 @@
+"""Changes to a table's definition that ride in the same commit as a write's data.
+
+A write may switch the change data feed on or evolve the schema. Each is applied to
+the snapshot the write works against (so it reads, aligns and writes with the new
+definition), and ``definition_actions`` gives the ``protocol`` / ``metaData`` actions
+that record the difference in the write's own commit: a failed write changes nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from pyspark.sql import types as T
+
+from dbt.adapters.deltamerge.delta.protocol import (
+    CDF_PROPERTY,
+    TableMetadata,
+    change_data_feed_enabled,
+    table_features,
+    upgraded,
+)
+from dbt.adapters.deltamerge.delta.schema import (
+    required_features,
+    schema_from_json,
+    schema_to_json,
+    to_delta_schema,
+)
+from dbt.adapters.deltamerge.delta.snapshot import Snapshot
+
+
+def with_change_data_feed(current: Snapshot) -> Snapshot:
+    """``current`` with the feed switched on (and the protocol raised to declare it)."""
+    if change_data_feed_enabled(current.metadata.configuration):
+        return current
+    configuration = {**current.metadata.configuration, CDF_PROPERTY: "true"}
+    return _with(current, replace(current.metadata, configuration=configuration))
+
+
+def with_schema(current: Snapshot, schema: T.StructType) -> Snapshot:
+    """``current`` with ``schema`` as its table schema."""
+    if schema == current.schema:
+        return current
+    return _with(current, replace(current.metadata, schema_string=schema_to_json(to_delta_schema(schema))))
+
+
+def definition_actions(original: Snapshot, changed: Snapshot) -> list[dict[str, object]]:
+    """The ``protocol`` and ``metaData`` actions turning ``original``'s definition into ``changed``'s."""
+    actions: list[dict[str, object]] = []
+    if changed.protocol != original.protocol:
+        actions.append(changed.protocol.to_action())
+    if changed.metadata != original.metadata:
+        actions.append(changed.metadata.to_action())
+    return actions
+
+
+def _with(current: Snapshot, metadata: TableMetadata) -> Snapshot:
+    schema = schema_from_json(metadata.schema_string)
+    features = table_features(metadata.configuration, required_features(schema))
+    return replace(current, metadata=metadata, protocol=upgraded(current.protocol, features))

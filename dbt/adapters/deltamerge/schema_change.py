@@ -1,0 +1,75 @@
+"""dbt's ``on_schema_change`` and Delta's merge schema evolution: the schema a run leaves.
+
+Decided once per run, before anything is written, from the table's current schema and
+the model's result: ``ignore`` keeps the table's schema (new columns are not written),
+``fail`` stops with dbt's message, ``append_new_columns`` adds the new columns,
+``sync_all_columns`` also drops the columns the result no longer has (a metadata
+change: old files keep them, readers skip them). ``merge_with_schema_evolution`` adds
+the source columns that a ``*`` action or an assignment of a merge references, as
+Delta's ``filterSchema`` does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from dbt_common.exceptions import CompilationError
+from pyspark.sql import types as T
+
+from dbt.adapters.deltamerge.delta.evolution import evolved_schema, schema_changes
+from dbt.adapters.deltamerge.merge.clauses import MergeSpec
+
+
+def planned_schema(
+    *,
+    model: str,
+    on_schema_change: str,
+    merge_spec: MergeSpec | None,
+    table: T.StructType,
+    result: T.StructType,
+    partition_columns: Sequence[str],
+) -> T.StructType | None:
+    """The table schema the run leaves, or None when it keeps the current one."""
+    what = f"Model '{model}'"
+    if merge_spec is not None and merge_spec.schema_evolution:
+        referenced = _referenced_by_merge(merge_spec, result)
+        schema = evolved_schema(table, result, add=referenced, partition_columns=partition_columns, what=what)
+        return None if schema == table else schema
+    changes = schema_changes(table, result)
+    if not changes.any or on_schema_change == "ignore":
+        return None
+    if on_schema_change == "fail":
+        raise CompilationError(
+            f"{what}: The source and target schemas on this incremental model are out of sync!\n"
+            "They can be reconciled in several ways:\n"
+            "  - set the `on_schema_change` config to either append_new_columns or sync_all_columns, "
+            "depending on your situation.\n"
+            "  - Re-run the incremental model with `full_refresh: True` to update the target schema.\n"
+            "  - update the schema manually and re-run the process.\n\n"
+            "Additional troubleshooting context:\n"
+            f"   Source columns not in target: {list(changes.source_not_in_target)}\n"
+            f"   Target columns not in source: {list(changes.target_not_in_source)}\n"
+            f"   New column types: {[f'{c}: {a} -> {b}' for c, a, b in changes.new_target_types]}"
+        )
+    schema = evolved_schema(
+        table,
+        result,
+        drop_missing=on_schema_change == "sync_all_columns",
+        partition_columns=partition_columns,
+        what=what,
+    )
+    return None if schema == table else schema
+
+
+def _referenced_by_merge(spec: MergeSpec, result: T.StructType) -> set[str]:
+    """Source columns a ``*`` action or an assignment refers to (by target column name)."""
+    names: set[str] = set()
+    for clause in (*spec.matched, *spec.not_matched, *spec.not_matched_by_source):
+        if clause.action == "delete":
+            continue
+        if clause.assignments is None:
+            excluded = {e.lower() for e in clause.exclude}
+            names |= {f.name.lower() for f in result.fields if f.name.lower() not in excluded}
+        else:
+            names |= {a.column.lower() for a in clause.assignments}
+    return names
