@@ -255,3 +255,20 @@ def test_partitioned_merge_change_files_follow_the_partition_layout(spark, tmp_p
     assert sorted((r["id"], r["v"], r["p"], r["_change_type"]) for r in got) == expected
     in_spark = read_changes(spark, path, 1).collect()
     assert sorted((r.id, r.v, r.p, r._change_type) for r in in_spark) == expected
+
+
+def test_a_full_overwrite_on_a_feed_table_reads_as_deletes_and_inserts(spark, tmp_path):
+    from dbt.adapters.deltamerge.delta.changes import read_changes
+    from dbt.adapters.deltamerge.delta.write import WriteRequest, write_dataframe
+
+    path = str(tmp_path / "o")
+    feed_on = {"delta.enableChangeDataFeed": "true"}
+    first = spark.createDataFrame([(1, "a"), (2, "b")], "id int, v string")
+    write_dataframe(spark, first, WriteRequest(path, "create_or_replace", properties=feed_on))
+    second = spark.createDataFrame([(2, "b"), (3, "c")], "id int, v string")
+    write_dataframe(spark, second, WriteRequest(path, "create_or_replace", properties=feed_on))
+    assert change_files(path, 1) == []  # readers infer a rewrite's changes from its removes and adds
+    expected = [(1, "a", "delete"), (2, "b", "delete"), (2, "b", "insert"), (3, "c", "insert")]
+    got = pa.table(DeltaTable(path).load_cdf(starting_version=1).read_all()).to_pylist()
+    assert sorted((r["id"], r["v"], r["_change_type"]) for r in got) == expected
+    assert sorted((r.id, r.v, r._change_type) for r in read_changes(spark, path, 1).collect()) == expected

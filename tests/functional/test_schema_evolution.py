@@ -164,3 +164,17 @@ class TestOnSchemaChange:
         write_file(header + "select 3 as id, 'c' as keep_me", project.project_root, "models", "osc.sql")
         _, out = run_dbt_and_capture(["run", "--select", "osc"], expect_pass=False)
         assert "partition column `day` cannot be removed" in out
+
+
+def test_a_partition_column_cannot_change_type():
+    from pyspark.sql import types as T
+
+    from dbt.adapters.deltamerge.delta.errors import DeltaSchemaError
+    from dbt.adapters.deltamerge.delta.evolution import evolved_schema
+
+    table = T.StructType([T.StructField("id", T.IntegerType()), T.StructField("day", T.IntegerType())])
+    result = T.StructType([T.StructField("id", T.IntegerType()), T.StructField("day", T.StringType())])
+    with pytest.raises(DeltaSchemaError, match="column `day` is int in the table and string"):
+        evolved_schema(table, result, partition_columns=["day"], what="m")
+    wider = T.StructType([T.StructField("id", T.IntegerType()), T.StructField("day", T.ShortType())])
+    assert evolved_schema(table, wider, partition_columns=["day"], what="m") == table
