@@ -18,12 +18,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dbt.adapters.deltamerge.__version__ import version as _VERSION
+from dbt.adapters.deltamerge.delta.conflicts import ReadSet, check_winner
 from dbt.adapters.deltamerge.delta.errors import ConcurrentModification
 from dbt.adapters.deltamerge.delta.stats import stats_to_json
 
 DEFAULT_CHECKPOINT_INTERVAL = 10
 # Delta retries a conflict-free commit practically forever; lost races here are rare and cheap.
-MAX_BLIND_APPEND_RETRIES = 1000
+MAX_COMMIT_ATTEMPTS = 1000
 
 
 def log_dir(table_path: str) -> str:
@@ -116,37 +117,43 @@ def commit(
     read_version: int,
     actions: Sequence[dict[str, Any]],
     info: CommitInfo,
+    read: ReadSet | None = None,
 ) -> int:
-    """Commit ``actions`` as version ``read_version + 1``; return the version committed.
+    """Commit ``actions`` as version ``read_version + 1`` or later; return the version committed.
 
-    ``read_version`` is -1 for a new table. A blind append that loses the race retries at
-    later versions while the winners changed neither protocol nor metadata; any other
-    lost race raises ConcurrentModification, naming the winning operation.
+    ``read_version`` is -1 for a new table. When another writer won the version, every
+    commit since is checked with Delta's conflict rules (``conflicts.check_winner``,
+    given what this transaction read); without conflict the same actions are committed
+    at the next free version. Without a ``read`` set, only a blind append may retry.
     """
     os.makedirs(log_dir(table_path), exist_ok=True)
     attempt = read_version + 1
-    for _ in range(MAX_BLIND_APPEND_RETRIES + 1):
+    for _ in range(MAX_COMMIT_ATTEMPTS):
         timestamp = now_ms()
         head = info.to_action(timestamp=timestamp, read_version=read_version if read_version >= 0 else None)
         if put_if_absent(version_file(table_path, attempt), encode_actions([head, *actions])):
             return attempt
-        # Every version committed since is checked, then the next free one is tried.
         for version in range(attempt, max(latest_version(table_path), attempt) + 1):
             winner = read_commit(table_path, version)
-            if not info.is_blind_append or _changes_table_definition(winner):
+            if read is None and not info.is_blind_append:
                 raise ConcurrentModification(
                     f"Delta table at {table_path}: version {version} was committed by another writer "
                     f"({_operation_of(winner)}) after this write read version {read_version}. "
                     "Nothing was committed; re-run the model."
                 )
+            check_winner(
+                table=table_path,
+                read_version=read_version,
+                version=version,
+                winner=winner,
+                read=read,
+                blind_append=info.is_blind_append,
+                operation=info.operation,
+            )
             attempt = version + 1
     raise ConcurrentModification(
-        f"Delta table at {table_path}: gave up after {MAX_BLIND_APPEND_RETRIES} concurrent commits."
+        f"Delta table at {table_path}: gave up after {MAX_COMMIT_ATTEMPTS} concurrent commits."
     )
-
-
-def _changes_table_definition(actions: list[dict[str, Any]]) -> bool:
-    return any("metaData" in a or "protocol" in a for a in actions)
 
 
 def _operation_of(actions: list[dict[str, Any]]) -> str:

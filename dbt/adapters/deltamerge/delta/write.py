@@ -26,6 +26,7 @@ from dbt.adapters.deltamerge.delta.commit import (
     maybe_checkpoint,
     now_ms,
 )
+from dbt.adapters.deltamerge.delta.conflicts import ReadSet
 from dbt.adapters.deltamerge.delta.definition import definition_actions, with_change_data_feed, with_schema
 from dbt.adapters.deltamerge.delta.errors import DeltaError, DeltaSchemaError
 from dbt.adapters.deltamerge.delta.files import (
@@ -279,6 +280,7 @@ def commit_files(
     removed: list[AddFile],
     configuration: Mapping[str, str],
     changes: Sequence[ChangeFile] = (),
+    read: ReadSet | None = None,
 ) -> WriteResult:
     """Commit removes of ``removed``, adds of ``written`` and ``changes`` (after ``leading`` actions)."""
     stamp = now_ms()
@@ -288,7 +290,14 @@ def commit_files(
         *add_actions(written),
         *[c.cdc_action() for c in changes],
     ]
-    version = commit(table_path, read_version=current.version if current else -1, actions=actions, info=info)
+    if read is None and current is not None and not info.is_blind_append:
+        # Without a narrower read set, a rewrite read the whole table (Delta's `true` read predicate).
+        read = ReadSet(
+            files_read=frozenset(f.path for f in current.files), removed=frozenset(f.path for f in removed)
+        )
+    version = commit(
+        table_path, read_version=current.version if current else -1, actions=actions, info=info, read=read
+    )
     interval = int(configuration.get("delta.checkpointInterval", DEFAULT_CHECKPOINT_INTERVAL))
     maybe_checkpoint(table_path, version, interval)
     snapshot = load_snapshot(table_path, version)

@@ -10,6 +10,7 @@ takes the row. Row counts come from ``observe`` on the rewrite itself, not extra
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
 from dataclasses import dataclass
@@ -20,6 +21,7 @@ from pyspark.sql import types as T
 
 from dbt.adapters.deltamerge.delta.align import align_to_schema
 from dbt.adapters.deltamerge.delta.commit import CommitInfo
+from dbt.adapters.deltamerge.delta.conflicts import ReadSet
 from dbt.adapters.deltamerge.delta.definition import definition_actions, with_change_data_feed, with_schema
 from dbt.adapters.deltamerge.delta.errors import DeltaError
 from dbt.adapters.deltamerge.delta.files import ChangeFile, WrittenFile
@@ -105,7 +107,11 @@ def merge_into(
     leading = definition_actions(current, snapshot)
     merge = resolve(spec, target=snapshot.schema, source=source_df.schema, lenient_star=schema is not None)
     source = source_df.localCheckpoint(eager=True)
-    candidates, num_source_rows = files_to_read(spark, spec, snapshot, source)
+    candidates, num_source_rows, skipping = files_to_read(spark, spec, snapshot, source)
+    read = ReadSet(
+        files_read=frozenset(f.path for f in candidates),
+        reads=lambda added: bool(skipping.keep(added)),
+    )
     change_data = change_data_feed_enabled(snapshot.metadata.configuration)
     run = _Run(spark, spec, merge, snapshot, source, candidates, num_source_rows, change_data=change_data)
     scan_started = time.monotonic()
@@ -142,6 +148,7 @@ def merge_into(
         touched,
         snapshot.metadata.configuration,
         changes,
+        dataclasses.replace(read, removed=frozenset(f.path for f in touched)),
     )
 
 

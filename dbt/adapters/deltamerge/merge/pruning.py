@@ -11,6 +11,8 @@ BY SOURCE clauses the ON condition cannot skip: unmatched rows may be changed.
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Sequence
+from dataclasses import dataclass
 
 from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame, SparkSession
@@ -24,20 +26,37 @@ from dbt.adapters.deltamerge.merge.skipping import KeyRange, may_match
 from dbt.adapters.deltamerge.sql import quote_identifier
 
 
+@dataclass(frozen=True)
+class FileFilter:
+    """The data skipping of one merge, applicable to any list of files (also files added later)."""
+
+    spark: SparkSession
+    spec: MergeSpec
+    snapshot: Snapshot
+    ranges: list[KeyRange] | None
+
+    def keep(self, files: Sequence[AddFile]) -> list[AddFile]:
+        """The files this merge must read: those no skipping rule proves irrelevant."""
+        kinds = _partition_types(self.snapshot)
+        kept = [f for f in files if self.ranges is None or may_match(f, self.ranges, kinds)]
+        kept = _prune_by_partition_predicates(self.spark, self.spec, self.snapshot, kept)
+        conditions = skipping_conditions(self.spec)
+        if conditions and kept:
+            columns = [f.name for f in self.snapshot.schema.fields]
+            node, constants = target_predicate(
+                self.spark, conditions, target_alias=self.spec.target_alias, columns=columns
+            )
+            kept = [f for f in kept if may_satisfy(node, f, constants, kinds)]
+        return kept
+
+
 def files_to_read(
     spark: SparkSession, spec: MergeSpec, snapshot: Snapshot, source: DataFrame
-) -> tuple[list[AddFile], int]:
-    """The files left after data skipping, and the source's row count (one pass over the source)."""
+) -> tuple[list[AddFile], int, FileFilter]:
+    """The files left after data skipping, the source's row count (one pass), and the filter used."""
     ranges, num_source_rows = _profile_source(source, spec, snapshot)
-    kinds = _partition_types(snapshot)
-    candidates = [f for f in snapshot.files if ranges is None or may_match(f, ranges, kinds)]
-    candidates = _prune_by_partition_predicates(spark, spec, snapshot, candidates)
-    conditions = skipping_conditions(spec)
-    if conditions and candidates:
-        columns = [f.name for f in snapshot.schema.fields]
-        node, constants = target_predicate(spark, conditions, target_alias=spec.target_alias, columns=columns)
-        candidates = [f for f in candidates if may_satisfy(node, f, constants, kinds)]
-    return candidates, num_source_rows
+    skipping = FileFilter(spark, spec, snapshot, ranges)
+    return skipping.keep(snapshot.files), num_source_rows, skipping
 
 
 def skipping_conditions(spec: MergeSpec) -> list[str]:
