@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import threading
 from dataclasses import dataclass, field
 from typing import Any, Dict, Optional
 
@@ -231,7 +232,9 @@ class DeltaMergeAdapter(SparkAdapter):
                 result=df.schema,
                 partition_columns=snapshot.partition_columns,
             )
-            result = merge_into(spark, df, snapshot, merge_spec, schema=evolved)
+            result = merge_into(
+                spark, df, snapshot, merge_spec, schema=evolved, txn=_run_txn(schema, identifier)
+            )
             if result.version is not None:
                 catalog.bind(spark, schema=schema, identifier=identifier, snapshot=result.snapshot)
             return _response(result)
@@ -243,6 +246,7 @@ class DeltaMergeAdapter(SparkAdapter):
             full_refresh=full_refresh,
             batch=batch,
         )
+        request = dataclasses.replace(request, txn=_run_txn(schema, identifier))
         current = load_snapshot(request.table_path) if request.mode != "create_or_replace" else None
         if current is not None:
             evolved = planned_schema(
@@ -258,6 +262,25 @@ class DeltaMergeAdapter(SparkAdapter):
         result = write_dataframe(spark, df, request)
         catalog.bind(spark, schema=schema, identifier=identifier, snapshot=result.snapshot)
         return _response(result)
+
+
+_WRITES_PER_MODEL: Dict[str, int] = {}
+_WRITES_LOCK = threading.Lock()
+
+
+def _run_txn(schema: str, identifier: str) -> tuple[str, int]:
+    """The ``txn`` of a write to a model: one appId per model, a growing version per write.
+
+    Versions come from the invocation's start (microseconds) plus the write's number in
+    this invocation (microbatch writes a model once per batch), so a later run always
+    has a higher version, and a retried commit of the same write is recognised.
+    """
+    from dbt_common.invocation import get_invocation_started_at
+
+    app_id = f"dbt-deltamerge:{schema}.{identifier}"
+    with _WRITES_LOCK:
+        count = _WRITES_PER_MODEL[app_id] = _WRITES_PER_MODEL.get(app_id, -1) + 1
+    return app_id, int(get_invocation_started_at().timestamp() * 1_000_000) + count
 
 
 def _only_columns_of(df: DataFrame, schema: T.StructType) -> DataFrame:

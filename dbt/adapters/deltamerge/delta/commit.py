@@ -14,7 +14,7 @@ import os
 import time
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from dbt.adapters.deltamerge.__version__ import version as _VERSION
@@ -54,6 +54,8 @@ class CommitInfo:
     operation_parameters: dict[str, Any] = field(default_factory=dict)
     operation_metrics: dict[str, int] = field(default_factory=dict)
     is_blind_append: bool = False
+    # (appId, version) of the application transaction (a dbt model's run) this commit completes.
+    txn: tuple[str, int] | None = None
 
     def to_action(self, *, timestamp: int, read_version: int | None) -> dict[str, object]:
         """The JSON object; Delta records parameters and metrics as strings."""
@@ -63,7 +65,7 @@ class CommitInfo:
             "operationParameters": {
                 k: v if isinstance(v, str) else json.dumps(v) for k, v in self.operation_parameters.items()
             },
-            "isolationLevel": "Serializable",
+            "isolationLevel": "WriteSerializable",
             "isBlindAppend": self.is_blind_append,
             "operationMetrics": {k: str(v) for k, v in self.operation_metrics.items()},
             "engineInfo": f"dbt-deltamerge/{_VERSION}",
@@ -127,6 +129,17 @@ def commit(
     at the next free version. Without a ``read`` set, only a blind append may retry.
     """
     os.makedirs(log_dir(table_path), exist_ok=True)
+    if info.txn is not None:
+        app_id, txn_version = info.txn
+        applied = _transaction_version(table_path, app_id) if read_version >= 0 else None
+        if applied is not None and applied >= txn_version:
+            # This run of the model already committed (a retried or duplicated commit): not twice.
+            return latest_version(table_path)
+        actions = [{"txn": {"appId": app_id, "version": txn_version, "lastUpdated": now_ms()}}, *actions]
+        if read is not None:
+            read = replace(read, app_ids=read.app_ids | {app_id})
+        elif info.is_blind_append:
+            read = ReadSet(app_ids=frozenset({app_id}))
     attempt = read_version + 1
     for _ in range(MAX_COMMIT_ATTEMPTS):
         timestamp = now_ms()
@@ -154,6 +167,13 @@ def commit(
     raise ConcurrentModification(
         f"Delta table at {table_path}: gave up after {MAX_COMMIT_ATTEMPTS} concurrent commits."
     )
+
+
+def _transaction_version(table_path: str, app_id: str) -> int | None:
+    from deltalake import DeltaTable
+
+    version = DeltaTable(table_path).transaction_version(app_id)
+    return None if version is None else int(version)
 
 
 def _operation_of(actions: list[dict[str, Any]]) -> str:

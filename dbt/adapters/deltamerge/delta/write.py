@@ -72,6 +72,8 @@ class WriteRequest:
     replace_where: str | None = None
     # The table schema this write leaves (schema evolution); None keeps the current one.
     schema: T.StructType | None = None
+    # (appId, version) of the run this write belongs to: recorded as a `txn` action.
+    txn: tuple[str, int] | None = None
 
 
 @dataclass(frozen=True)
@@ -200,7 +202,7 @@ def _replace_where(
         written, changes = write_files_and_changes(
             rows, request.table_path, current.partition_columns, configuration
         )
-        info = CommitInfo("WRITE", params, write_metrics(written, touched))
+        info = CommitInfo("WRITE", params, write_metrics(written, touched), txn=request.txn)
         return commit_files(
             request.table_path, current, info, leading, written, touched, configuration, changes
         )
@@ -266,7 +268,7 @@ def _commit(
     blind: bool,
 ) -> WriteResult:
     metrics = write_metrics(written, removed)
-    info = CommitInfo(operation, params, metrics, is_blind_append=blind)
+    info = CommitInfo(operation, params, metrics, is_blind_append=blind, txn=request.txn)
     properties = current.metadata.configuration if current else request.properties
     return commit_files(request.table_path, current, info, leading, written, removed, properties)
 

@@ -85,6 +85,7 @@ def merge_into(
     spec: MergeSpec,
     *,
     schema: T.StructType | None = None,
+    txn: tuple[str, int] | None = None,
 ) -> WriteResult:
     """Merge ``source_df`` into the table at ``snapshot`` as one MERGE commit.
 
@@ -138,7 +139,7 @@ def merge_into(
     if not changed and not leading:
         _discard(snapshot.table_path, [f.path for f in written] + [c.path for c in changes])
         return WriteResult(None, "MERGE", metrics, snapshot)
-    info = CommitInfo("MERGE", merge_parameters(spec), metrics)
+    info = CommitInfo("MERGE", merge_parameters(spec), metrics, txn=txn)
     return commit_files(
         snapshot.table_path,
         snapshot,
