@@ -19,7 +19,14 @@ setup(
     python_requires=">=3.10",
     packages=find_namespace_packages(include=["dbt", "dbt.*"]),
     include_package_data=True,
-    package_data={"dbt.include.deltamerge": ["dbt_project.yml", "profile_template.yml", "macros/**/*.sql", "macros/*.sql"]},
+    package_data={
+        "dbt.include.deltamerge": [
+            "dbt_project.yml",
+            "profile_template.yml",
+            "macros/**/*.sql",
+            "macros/*.sql",
+        ]
+    },
     install_requires=[
         "dbt-core>=1.11,<1.12",
         "dbt-adapters>=1.16,<2",
@@ -31,6 +38,12 @@ setup(
         "pyarrow>=18",
     ],
     extras_require={
-        "test": ["pytest>=8", "dbt-tests-adapter>=1.19,<2", "mypy>=1.10", "ruff>=0.6"],
+        "test": [
+            "pytest>=8",
+            "dbt-tests-adapter>=1.19,<2",
+            "hypothesis>=6.100,<7",
+            "mypy>=1.10",
+            "ruff>=0.6",
+        ],
     },
 )

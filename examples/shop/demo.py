@@ -12,8 +12,8 @@ import shutil
 import sys
 from pathlib import Path
 
-from dbt.cli.main import dbtRunner
 import pyarrow as pa
+from dbt.cli.main import dbtRunner
 from deltalake import DeltaTable
 
 HERE = Path(__file__).resolve().parent
