@@ -27,6 +27,7 @@ from dbt.adapters.deltamerge.connections import DeltaMergeConnectionManager, emb
 from dbt.adapters.deltamerge.delta.changes import read_changes
 from dbt.adapters.deltamerge.delta.paths import table_path_of
 from dbt.adapters.deltamerge.delta.snapshot import load_snapshot
+from dbt.adapters.deltamerge.delta.vacuum import DEFAULT_RETENTION_HOURS, vacuum
 from dbt.adapters.deltamerge.delta.write import WriteResult, write_dataframe
 from dbt.adapters.deltamerge.errors import ModelWriteError, model_errors, named_errors
 from dbt.adapters.deltamerge.materialize import (
@@ -187,6 +188,40 @@ class DeltaMergeAdapter(SparkAdapter):
             view = f"deltamerge_changes_{schema}_{identifier}_{int(starting_version)}_{upto}"
             changes.createOrReplaceTempView(view)
         return quote_identifier(view)
+
+    @available
+    def delta_vacuum(
+        self,
+        relation: Any,
+        retain_hours: float = DEFAULT_RETENTION_HOURS,
+        dry_run: bool = False,
+        enforce_retention: bool = True,
+    ) -> Dict[str, Any]:
+        """VACUUM of a model's Delta table (a relation, or ``"schema.table"``)."""
+        with named_errors(f"vacuum of {relation}"):
+            spark = self.spark_session()
+            if isinstance(relation, str):
+                schema, _, identifier = relation.rpartition(".")
+                schema = schema or spark.catalog.currentDatabase()
+            else:
+                schema, identifier = str(relation.schema), str(relation.identifier)
+            found = catalog.binding(spark, schema, identifier)
+            if found is None:
+                raise ModelWriteError(f"vacuum: {schema}.{identifier} is not a Delta table of this adapter")
+            result = vacuum(
+                found[0],
+                retain_hours=float(retain_hours),
+                dry_run=bool(dry_run),
+                enforce_retention=bool(enforce_retention),
+            )
+        return {
+            "table_path": result.table_path,
+            "files": list(result.files),
+            "num_files": len(result.files),
+            "bytes": result.bytes,
+            "oldest_retained_version": result.oldest_retained_version,
+            "dry_run": result.dry_run,
+        }
 
     def _seed_types(self, agate_table: Any, config: Dict[str, Any]) -> list[str]:
         overrides = {k.lower(): v for k, v in (config.get("column_types") or {}).items()}
