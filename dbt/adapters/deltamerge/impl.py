@@ -22,12 +22,11 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from dbt.adapters.deltamerge import catalog, conversion
+from dbt.adapters.deltamerge import catalog, operations
 from dbt.adapters.deltamerge.connections import DeltaMergeConnectionManager, embedded_session
-from dbt.adapters.deltamerge.delta.changes import read_changes
 from dbt.adapters.deltamerge.delta.paths import table_path_of
 from dbt.adapters.deltamerge.delta.snapshot import load_snapshot
-from dbt.adapters.deltamerge.delta.vacuum import DEFAULT_RETENTION_HOURS, vacuum
+from dbt.adapters.deltamerge.delta.vacuum import DEFAULT_RETENTION_HOURS
 from dbt.adapters.deltamerge.delta.write import WriteResult, write_dataframe
 from dbt.adapters.deltamerge.errors import ModelWriteError, model_errors, named_errors
 from dbt.adapters.deltamerge.materialize import (
@@ -152,42 +151,19 @@ class DeltaMergeAdapter(SparkAdapter):
         relation_name: Optional[str] = None,
     ) -> Dict[str, Any]:
         """CONVERT TO DELTA of a parquet folder or catalog table; the result as plain values."""
-        subject = f"convert_to_delta of {relation or path}"
-        with named_errors(subject):
-            result = conversion.convert(
-                self.spark_session(),
-                path=path,
-                relation=relation,
-                partition_by=partition_by,
-                statistics=bool(statistics),
-                relation_name=relation_name,
+        with named_errors(f"convert_to_delta of {relation or path}"):
+            return operations.convert(
+                self.spark_session(), path, relation, partition_by, bool(statistics), relation_name
             )
-        return {
-            "message": result.message,
-            "table_path": result.table_path,
-            "version": result.version,
-            "num_files": result.num_files,
-        }
 
     @available
     def delta_table_changes(
         self, relation: BaseRelation, starting_version: int, ending_version: Optional[int] = None
     ) -> str:
         """A temporary view of ``relation``'s change data feed; its name, for a model's SQL."""
-        schema, identifier = str(relation.schema), str(relation.identifier)
-        with named_errors(f"table_changes({schema}.{identifier}, {starting_version}, {ending_version})"):
-            spark = self.spark_session()
-            found = catalog.binding(spark, schema, identifier)
-            if found is None:
-                raise ModelWriteError(
-                    f"table_changes: {schema}.{identifier} is not a Delta table of this adapter"
-                )
-            end = None if ending_version is None else int(ending_version)
-            changes = read_changes(spark, found[0], int(starting_version), end)
-            upto = "latest" if end is None else str(end)
-            view = f"deltamerge_changes_{schema}_{identifier}_{int(starting_version)}_{upto}"
-            changes.createOrReplaceTempView(view)
-        return quote_identifier(view)
+        subject = f"table_changes({relation}, {starting_version}, {ending_version})"
+        with named_errors(subject):
+            return operations.table_changes(self.spark_session(), relation, starting_version, ending_version)
 
     @available
     def delta_vacuum(
@@ -199,29 +175,9 @@ class DeltaMergeAdapter(SparkAdapter):
     ) -> Dict[str, Any]:
         """VACUUM of a model's Delta table (a relation, or ``"schema.table"``)."""
         with named_errors(f"vacuum of {relation}"):
-            spark = self.spark_session()
-            if isinstance(relation, str):
-                schema, _, identifier = relation.rpartition(".")
-                schema = schema or spark.catalog.currentDatabase()
-            else:
-                schema, identifier = str(relation.schema), str(relation.identifier)
-            found = catalog.binding(spark, schema, identifier)
-            if found is None:
-                raise ModelWriteError(f"vacuum: {schema}.{identifier} is not a Delta table of this adapter")
-            result = vacuum(
-                found[0],
-                retain_hours=float(retain_hours),
-                dry_run=bool(dry_run),
-                enforce_retention=bool(enforce_retention),
+            return operations.vacuum_table(
+                self.spark_session(), relation, float(retain_hours), bool(dry_run), bool(enforce_retention)
             )
-        return {
-            "table_path": result.table_path,
-            "files": list(result.files),
-            "num_files": len(result.files),
-            "bytes": result.bytes,
-            "oldest_retained_version": result.oldest_retained_version,
-            "dry_run": result.dry_run,
-        }
 
     def _seed_types(self, agate_table: Any, config: Dict[str, Any]) -> list[str]:
         overrides = {k.lower(): v for k, v in (config.get("column_types") or {}).items()}
