@@ -16,6 +16,7 @@ from collections.abc import Iterable
 
 from pyspark.sql import SparkSession
 
+from dbt.adapters.deltamerge.delta.faults import crash_point
 from dbt.adapters.deltamerge.delta.paths import local_path, partition_folder
 from dbt.adapters.deltamerge.delta.snapshot import Snapshot
 from dbt.adapters.deltamerge.sql import quote_identifier
@@ -68,16 +69,19 @@ def refresh(
 
 def bind(spark: SparkSession, *, schema: str, identifier: str, snapshot: Snapshot) -> None:
     """Point ``schema.identifier`` at ``snapshot``'s version, replacing an earlier binding."""
+    crash_point("before_catalog_bind")
     name = table_name(schema, identifier)
     props = (
         f"TBLPROPERTIES ('{LOCATION_PROPERTY}' = '{_sql_string(snapshot.table_path)}', "
         f"'{VERSION_PROPERTY}' = '{snapshot.version}')"
     )
+    # Links first: the entry is missing only for the two statements that replace it.
+    folder = None if delta_jars_available(spark) else link_version(snapshot)
     spark.sql(f"DROP TABLE IF EXISTS {name}")
-    if delta_jars_available(spark):
+    crash_point("mid_catalog_bind")
+    if folder is None:
         spark.sql(f"CREATE TABLE {name} USING delta LOCATION '{_sql_string(snapshot.table_path)}' {props}")
         return
-    folder = link_version(snapshot)
     columns = spark._jvm.org.apache.spark.sql.types.DataType.fromJson(  # type: ignore[union-attr]
         snapshot.metadata.schema_string
     ).toDDL()

@@ -25,7 +25,7 @@ from pyspark.sql import types as T
 from dbt.adapters.deltamerge import catalog, operations
 from dbt.adapters.deltamerge.connections import DeltaMergeConnectionManager, embedded_session
 from dbt.adapters.deltamerge.delta.paths import table_path_of
-from dbt.adapters.deltamerge.delta.snapshot import load_snapshot
+from dbt.adapters.deltamerge.delta.snapshot import has_delta_log, load_snapshot
 from dbt.adapters.deltamerge.delta.vacuum import DEFAULT_RETENTION_HOURS
 from dbt.adapters.deltamerge.delta.write import WriteResult, write_dataframe
 from dbt.adapters.deltamerge.errors import ModelWriteError, model_errors, named_errors
@@ -207,8 +207,13 @@ class DeltaMergeAdapter(SparkAdapter):
             bound=bound,
             schema_location=spark.catalog.getDatabase(schema).locationUri,
         )
+        # A run killed after its commit but before re-binding leaves the table without its
+        # catalog entry: an incremental model continues the Delta table at its location.
+        exists = bound is not None or (
+            materialization == "incremental" and has_delta_log(table_path_of(path))
+        )
         if merge_spec is not None and is_merge(
-            spec, materialization=materialization, exists=bound is not None, full_refresh=full_refresh
+            spec, materialization=materialization, exists=exists, full_refresh=full_refresh
         ):
             snapshot = load_snapshot(table_path_of(path))
             if snapshot is None:
@@ -233,7 +238,7 @@ class DeltaMergeAdapter(SparkAdapter):
             spec,
             materialization=materialization,
             table_path=table_path_of(path),
-            exists=bound is not None,
+            exists=exists,
             full_refresh=full_refresh,
             batch=batch,
         )

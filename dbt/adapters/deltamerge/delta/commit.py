@@ -20,6 +20,7 @@ from typing import Any
 from dbt.adapters.deltamerge.__version__ import version as _VERSION
 from dbt.adapters.deltamerge.delta.conflicts import ReadSet, check_winner
 from dbt.adapters.deltamerge.delta.errors import ConcurrentModification
+from dbt.adapters.deltamerge.delta.faults import crash_point
 from dbt.adapters.deltamerge.delta.stats import stats_to_json
 
 DEFAULT_CHECKPOINT_INTERVAL = 10
@@ -88,6 +89,7 @@ def put_if_absent(path: str, data: bytes) -> bool:
         handle.write(data)
         handle.flush()
         os.fsync(handle.fileno())
+    crash_point("commit_file_written")
     try:
         os.link(tmp, path)
         return True
@@ -128,6 +130,7 @@ def commit(
     given what this transaction read); without conflict the same actions are committed
     at the next free version. Without a ``read`` set, only a blind append may retry.
     """
+    crash_point("before_commit")
     os.makedirs(log_dir(table_path), exist_ok=True)
     if info.txn is not None:
         app_id, txn_version = info.txn
@@ -145,6 +148,7 @@ def commit(
         timestamp = now_ms()
         head = info.to_action(timestamp=timestamp, read_version=read_version if read_version >= 0 else None)
         if put_if_absent(version_file(table_path, attempt), encode_actions([head, *actions])):
+            crash_point("after_commit")
             return attempt
         for version in range(attempt, max(latest_version(table_path), attempt) + 1):
             winner = read_commit(table_path, version)

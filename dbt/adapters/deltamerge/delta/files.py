@@ -21,6 +21,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from dbt.adapters.deltamerge.delta.commit import now_ms
+from dbt.adapters.deltamerge.delta.faults import crash_point
 from dbt.adapters.deltamerge.delta.paths import encode_add_path, parse_partition_folder
 from dbt.adapters.deltamerge.delta.stats import file_stats, stats_to_json
 
@@ -91,7 +92,9 @@ def write_data_and_changes(
     staging = os.path.join(table_path, STAGING_DIR, uuid.uuid4().hex)
     writer = flagged.write.mode("errorifexists").option("compression", "snappy")
     try:
+        crash_point("before_data_files")
         writer.partitionBy(_CDC_PARTITION, *partition_columns).parquet(staging)
+        crash_point("after_staging")
         skip = {*partition_columns, CHANGE_TYPE, _CDC_PARTITION}
         data_schema = T.StructType([f for f in df.schema.fields if f.name not in skip])
         data: list[WrittenFile] = []
@@ -143,7 +146,9 @@ def write_data_files(
     if partition_columns:
         writer = writer.partitionBy(*partition_columns)
     try:
+        crash_point("before_data_files")
         writer.parquet(staging)
+        crash_point("after_staging")
         data_schema = T.StructType([f for f in df.schema.fields if f.name not in set(partition_columns)])
         placed = [
             _place(staging, table_path, rel, partition_columns, data_schema, num_indexed_cols)
@@ -176,6 +181,7 @@ def _place(
     final = os.path.join(table_path, relative)
     os.makedirs(os.path.dirname(final), exist_ok=True)
     os.rename(os.path.join(staging, staged or relative), final)
+    crash_point("mid_placement")
     stats = file_stats(final, data_schema, num_indexed_cols)
     folder = os.path.dirname(relative)
     values = parse_partition_folder(folder, partition_columns) if partition_columns else {}
