@@ -105,3 +105,26 @@ class TestSkippingInDbt:
         assert (m["numTargetFilesBeforeSkipping"], m["numTargetFilesAfterSkipping"]) == (20, 2)
         assert m["numTargetRowsDeleted"] == 2 and m["numTargetFilesRemoved"] == 2
         assert len(rows(path)) == 1998
+
+
+@pytest.mark.parametrize("kind", ["timestamp", "timestamp_ntz"])
+def test_timestamp_keys_skip_files_by_range(spark, tmp_path, kind):
+    from dbt.adapters.deltamerge.delta.snapshot import load_snapshot
+    from dbt.adapters.deltamerge.delta.write import WriteRequest, write_dataframe
+    from dbt.adapters.deltamerge.merge.clauses import MergeSpec
+    from dbt.adapters.deltamerge.merge.executor import merge_into
+
+    path = str(tmp_path / kind)
+    rows = spark.range(1000).selectExpr(
+        f"cast(timestamp_seconds(1767225600 + id * 3600) as {kind}) as ts", "'v' as v"
+    )
+    write_dataframe(spark, rows.repartitionByRange(10, "ts"), WriteRequest(path, "create_or_replace"))
+    source = spark.range(5).selectExpr(
+        f"cast(timestamp_seconds(1767225600 + (420 + id) * 3600) as {kind}) as ts", "'new' as v"
+    )
+    snapshot = load_snapshot(path)
+    assert snapshot is not None and len(snapshot.files) == 10
+    result = merge_into(spark, source, snapshot, MergeSpec.from_config("ts", {"unique_key": "ts"}))
+    m = result.metrics
+    assert (m["numTargetFilesBeforeSkipping"], m["numTargetFilesAfterSkipping"]) == (10, 1)
+    assert (m["numTargetRowsUpdated"], m["numTargetRowsInserted"], m["numTargetFilesRemoved"]) == (5, 0, 1)

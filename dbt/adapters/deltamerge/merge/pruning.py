@@ -92,11 +92,24 @@ def _profile_source(
     if not keys:
         return None, int(row["n"])
     names = {f.name.lower(): f.name for f in snapshot.schema.fields}
+    instants = {f.name.lower() for f in snapshot.schema.fields if isinstance(f.dataType, T.TimestampType)}
     ranges = [
-        KeyRange(names.get(k.lower(), k), row[f"lo{i}"], row[f"hi{i}"], bool(row[f"nulls{i}"]))
+        KeyRange(
+            names.get(k.lower(), k),
+            _instant(row[f"lo{i}"]) if k.lower() in instants else row[f"lo{i}"],
+            _instant(row[f"hi{i}"]) if k.lower() in instants else row[f"hi{i}"],
+            bool(row[f"nulls{i}"]),
+        )
         for i, k in enumerate(keys)
     ]
     return ranges, int(row["n"])
+
+
+def _instant(value: object) -> object:
+    """A ``timestamp`` from Spark (naive, in this process's time zone) as an aware UTC instant."""
+    if isinstance(value, dt.datetime) and value.tzinfo is None:
+        return value.astimezone(dt.timezone.utc)
+    return value
 
 
 def _prune_by_partition_predicates(

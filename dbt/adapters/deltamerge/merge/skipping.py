@@ -61,9 +61,22 @@ def _between(value: Any, low: Any, high: Any) -> bool:
 
 
 def comparable(a: Any, b: Any) -> bool:
-    """Whether ``a`` and ``b`` compare in Python as their SQL types do (no datetimes: time zones)."""
-    if a is None or b is None or isinstance(a, dt.datetime) or isinstance(b, dt.datetime):
+    """Whether ``a`` and ``b`` compare in Python as their SQL types do.
+
+    Datetimes compare only when both carry a time zone (instants) or neither does
+    (wall-clock ``timestamp_ntz``).
+
+    >>> utc = dt.timezone.utc
+    >>> comparable(dt.datetime(2026, 1, 1, tzinfo=utc), dt.datetime(2026, 1, 2, tzinfo=utc))
+    True
+    >>> comparable(dt.datetime(2026, 1, 1), dt.datetime(2026, 1, 2, tzinfo=utc)), comparable(1, "1")
+    (False, False)
+    """
+    if a is None or b is None:
         return False
+    if isinstance(a, dt.datetime) or isinstance(b, dt.datetime):
+        both = isinstance(a, dt.datetime) and isinstance(b, dt.datetime)
+        return both and (a.tzinfo is None) == (b.tzinfo is None)
     if isinstance(a, bool) or isinstance(b, bool):
         return False
     numeric = (int, float, decimal.Decimal)
