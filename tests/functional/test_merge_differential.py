@@ -225,6 +225,7 @@ def evolving_case(rng: random.Random) -> tuple[pa.Table, pa.Table, dict, list]:
 
 @pytest.mark.parametrize("seed", range(CASES // 2))
 def test_same_schema_evolution_as_delta_rs(spark, tmp_path, seed):
+    from dbt.adapters.deltamerge.materialize import WriteSpec
     from dbt.adapters.deltamerge.schema_change import planned_schema
 
     target, source, config, builder = evolving_case(random.Random(seed))
@@ -237,14 +238,7 @@ def test_same_schema_evolution_as_delta_rs(spark, tmp_path, seed):
     snapshot = load_snapshot(ours)
     assert snapshot is not None
     source_df = spark.createDataFrame(source.to_pylist(), schema=_spark_schema(source))
-    schema = planned_schema(
-        model=spec.model,
-        on_schema_change="ignore",
-        merge_spec=spec,
-        table=snapshot.schema,
-        result=source_df.schema,
-        partition_columns=[],
-    )
+    schema = planned_schema(WriteSpec(model=spec.model), spec, snapshot, source_df.schema)
     merge_into(spark, source_df, snapshot, spec, schema=schema)
     merger = DeltaTable(theirs).merge(
         source=source, predicate="t.k = s.k", source_alias="s", target_alias="t", merge_schema=True

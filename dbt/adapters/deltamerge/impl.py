@@ -220,14 +220,7 @@ class DeltaMergeAdapter(SparkAdapter):
                 raise ModelWriteError(f"Model '{spec.model}': no Delta table at {path} to merge into")
             if spec.change_data_feed and not merge_spec.change_data_feed:
                 merge_spec = dataclasses.replace(merge_spec, change_data_feed=True)
-            evolved = planned_schema(
-                model=spec.model,
-                on_schema_change=spec.on_schema_change,
-                merge_spec=merge_spec,
-                table=snapshot.schema,
-                result=df.schema,
-                partition_columns=snapshot.partition_columns,
-            )
+            evolved = planned_schema(spec, merge_spec, snapshot, df.schema)
             result = merge_into(
                 spark, df, snapshot, merge_spec, schema=evolved, txn=_run_txn(schema, identifier)
             )
@@ -245,14 +238,7 @@ class DeltaMergeAdapter(SparkAdapter):
         request = dataclasses.replace(request, txn=_run_txn(schema, identifier))
         current = load_snapshot(request.table_path) if request.mode != "create_or_replace" else None
         if current is not None:
-            evolved = planned_schema(
-                model=spec.model,
-                on_schema_change=spec.on_schema_change,
-                merge_spec=None,
-                table=current.schema,
-                result=df.schema,
-                partition_columns=current.partition_columns,
-            )
+            evolved = planned_schema(spec, None, current, df.schema)
             request = dataclasses.replace(request, schema=evolved)
             df = _only_columns_of(df, evolved or current.schema)
         result = write_dataframe(spark, df, request)

@@ -11,26 +11,25 @@ Delta's ``filterSchema`` does.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from dbt_common.exceptions import CompilationError
 from pyspark.sql import types as T
 
 from dbt.adapters.deltamerge.delta.evolution import evolved_schema, schema_changes
+from dbt.adapters.deltamerge.delta.snapshot import Snapshot
+from dbt.adapters.deltamerge.materialize import WriteSpec
 from dbt.adapters.deltamerge.merge.clauses import MergeSpec
 
 
 def planned_schema(
-    *,
-    model: str,
-    on_schema_change: str,
-    merge_spec: MergeSpec | None,
-    table: T.StructType,
-    result: T.StructType,
-    partition_columns: Sequence[str],
+    spec: WriteSpec, merge_spec: MergeSpec | None, snapshot: Snapshot, result: T.StructType
 ) -> T.StructType | None:
-    """The table schema the run leaves, or None when it keeps the current one."""
-    what = f"Model '{model}'"
+    """The schema the run of ``spec`` leaves on ``snapshot``'s table, or None when it keeps it."""
+    what = f"Model '{spec.model}'"
+    on_schema_change, table, partition_columns = (
+        spec.on_schema_change,
+        snapshot.schema,
+        snapshot.partition_columns,
+    )
     if merge_spec is not None and merge_spec.schema_evolution:
         referenced = _referenced_by_merge(merge_spec, result)
         schema = evolved_schema(table, result, add=referenced, partition_columns=partition_columns, what=what)
