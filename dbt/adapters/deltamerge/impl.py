@@ -22,7 +22,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from dbt.adapters.deltamerge import catalog, operations
+from dbt.adapters.deltamerge import catalog, conversion, operations
 from dbt.adapters.deltamerge.connections import DeltaMergeConnectionManager, embedded_session
 from dbt.adapters.deltamerge.delta.paths import table_path_of
 from dbt.adapters.deltamerge.delta.snapshot import has_delta_log, load_snapshot
@@ -152,9 +152,15 @@ class DeltaMergeAdapter(SparkAdapter):
     ) -> Dict[str, Any]:
         """CONVERT TO DELTA of a parquet folder or catalog table; the result as plain values."""
         with named_errors(f"convert_to_delta of {relation or path}"):
-            return operations.convert(
-                self.spark_session(), path, relation, partition_by, bool(statistics), relation_name
+            result = conversion.convert(
+                self.spark_session(),
+                path=path,
+                relation=relation,
+                partition_by=partition_by,
+                statistics=bool(statistics),
+                relation_name=relation_name,
             )
+        return dataclasses.asdict(result)
 
     @available
     def delta_table_changes(

@@ -1,4 +1,4 @@
-"""The adapter's operations besides materializing models: convert, change feed, vacuum.
+"""The adapter's operations besides materializing models: change feed and vacuum.
 
 Each takes the connection's Spark session and plain values, finds the Delta table of
 a catalog relation, runs the engine and returns plain values for Jinja.
@@ -10,36 +10,11 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
-from dbt.adapters.deltamerge import catalog, conversion
+from dbt.adapters.deltamerge import catalog
 from dbt.adapters.deltamerge.delta.changes import read_changes
 from dbt.adapters.deltamerge.delta.vacuum import vacuum
 from dbt.adapters.deltamerge.errors import ModelWriteError
 from dbt.adapters.deltamerge.sql import quote_identifier
-
-
-def convert(
-    spark: SparkSession,
-    path: str | None,
-    relation: str | None,
-    partition_by: str | None,
-    statistics: bool,
-    relation_name: str | None,
-) -> dict[str, Any]:
-    """CONVERT TO DELTA (see ``conversion.convert``)."""
-    result = conversion.convert(
-        spark,
-        path=path,
-        relation=relation,
-        partition_by=partition_by,
-        statistics=statistics,
-        relation_name=relation_name,
-    )
-    return {
-        "message": result.message,
-        "table_path": result.table_path,
-        "version": result.version,
-        "num_files": result.num_files,
-    }
 
 
 def table_changes(spark: SparkSession, relation: Any, start: Any, end: Any = None) -> str:
