@@ -25,7 +25,7 @@ unit: install
 	$(PY) -m pytest tests/unit dbt/adapters/deltamerge
 
 lint: install
-	$(VENV)/bin/ruff check dbt tests examples
+	$(VENV)/bin/ruff check dbt tests examples benchmarks
 	$(VENV)/bin/mypy dbt/adapters/deltamerge
 
 clean:

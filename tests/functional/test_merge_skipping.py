@@ -106,6 +106,43 @@ class TestSkippingInDbt:
         assert m["numTargetRowsDeleted"] == 2 and m["numTargetFilesRemoved"] == 2
         assert len(rows(path)) == 1998
 
+    def test_not_matched_by_source_condition_skips_files(self, project):
+        # Only rows with id < 200 can be deleted, and nothing else can change: 2 of 20 files.
+        path, m = self._merge(
+            project,
+            when_matched=[],
+            when_not_matched=[],
+            when_not_matched_by_source=[{"action": "delete", "condition": "DBT_INTERNAL_DEST.id < 200"}],
+        )
+        assert (m["numTargetFilesBeforeSkipping"], m["numTargetFilesAfterSkipping"]) == (20, 2)
+        assert m["numTargetRowsDeleted"] == 198 and m["numTargetFilesRemoved"] == 2
+        ids = sorted(r["id"] for r in rows(path))
+        assert len(ids) == 1802 and ids[:3] == [5, 105, 200]
+
+
+def test_not_matched_by_source_with_matches_reads_both_kinds_of_files(spark, tmp_path):
+    from dbt.adapters.deltamerge.delta.snapshot import load_snapshot
+    from dbt.adapters.deltamerge.delta.write import WriteRequest, write_dataframe
+    from dbt.adapters.deltamerge.merge.clauses import MergeSpec
+    from dbt.adapters.deltamerge.merge.executor import merge_into
+
+    path = str(tmp_path / "t")
+    table = spark.range(2000).selectExpr("cast(id as int) as id", "'v' as v")
+    write_dataframe(spark, table.repartitionByRange(20, "id"), WriteRequest(path, "create_or_replace"))
+    source = spark.range(1500, 1505).selectExpr("cast(id as int) as id", "'new' as v")
+    config = {
+        "unique_key": "id",
+        "when_matched": [{"action": "update", "set": "*"}],
+        "when_not_matched_by_source": [{"action": "delete", "condition": "DBT_INTERNAL_DEST.id < 150"}],
+    }
+    snapshot = load_snapshot(path)
+    assert snapshot is not None
+    m = merge_into(spark, source, snapshot, MergeSpec.from_config("m", config)).metrics
+    # Files 0 and 1 may hold rows to delete, file 15 holds the matches: the other 17 are skipped.
+    assert (m["numTargetFilesBeforeSkipping"], m["numTargetFilesAfterSkipping"]) == (20, 3)
+    assert (m["numTargetRowsUpdated"], m["numTargetRowsDeleted"], m["numTargetFilesRemoved"]) == (5, 150, 3)
+    assert len(DeltaTable(path).to_pyarrow_table()) == 1850
+
 
 @pytest.mark.parametrize("kind", ["timestamp", "timestamp_ntz"])
 def test_timestamp_keys_skip_files_by_range(spark, tmp_path, kind):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from dbt.adapters.deltamerge.errors import ConfigError
@@ -106,6 +106,27 @@ class MergeSpec:
             and self.matched[0].action == "delete"
             and self.matched[0].condition is None
         )
+
+    def without_null_safe_keys(self) -> MergeSpec:
+        """This merge with ``=`` instead of ``<=>`` between unique keys.
+
+        The same rows match when no source key is null, and Spark joins on ``=`` faster.
+
+        >>> config = {"unique_key": "id", "when_not_matched": [{"action": "insert"}]}
+        >>> spec = MergeSpec.from_config("m", config)
+        >>> spec.without_null_safe_keys().on_condition
+        '(`DBT_INTERNAL_DEST`.`id` = `DBT_INTERNAL_SOURCE`.`id`)'
+        """
+        if self.merge_condition is not None or not self.unique_key:
+            return self
+        on = conjunction(
+            [
+                f"{qualified(self.target_alias, k)} = {qualified(self.source_alias, k)}"
+                for k in self.unique_key
+            ]
+        )
+        predicates = self.incremental_predicates
+        return replace(self, on_condition=conjunction([on, *predicates]) if predicates else on)
 
     @classmethod
     def from_config(cls, model: str, config: Mapping[str, Any]) -> MergeSpec:

@@ -35,6 +35,7 @@ from dbt.adapters.deltamerge.delta.write import (
     write_files,
     write_files_and_changes,
 )
+from dbt.adapters.deltamerge.merge.broadcast import fits_in_broadcast
 from dbt.adapters.deltamerge.merge.changes import output_with_changes
 from dbt.adapters.deltamerge.merge.clauses import MergeSpec
 from dbt.adapters.deltamerge.merge.metrics import merge_metrics, merge_parameters
@@ -109,12 +110,15 @@ def merge_into(
     merge = resolve(spec, target=snapshot.schema, source=source_df.schema, lenient_star=schema is not None)
     source = source_df.localCheckpoint(eager=True)
     candidates, num_source_rows, skipping = files_to_read(spark, spec, snapshot, source)
+    joining = spec
+    if skipping.ranges is not None and not any(r.has_nulls for r in skipping.ranges):
+        joining = spec.without_null_safe_keys()
     read = ReadSet(
         files_read=frozenset(f.path for f in candidates),
         reads=lambda added: bool(skipping.keep(added)),
     )
     change_data = change_data_feed_enabled(snapshot.metadata.configuration)
-    run = _Run(spark, spec, merge, snapshot, source, candidates, num_source_rows, change_data=change_data)
+    run = _Run(spark, joining, merge, snapshot, source, candidates, num_source_rows, change_data=change_data)
     scan_started = time.monotonic()
     touched = [] if spec.is_insert_only else _find_touched_files(run)
     scan_ms = int((time.monotonic() - scan_started) * 1000)
@@ -224,8 +228,7 @@ def _write_all_changes(run: _Run, touched: list[AddFile]) -> _Written:
 def _write_inserts_only(run: _Run) -> _Written:
     source = _aliased_source(run)
     if run.candidates:
-        target = _aliased_target(run, run.candidates)
-        source = source.join(target, F.expr(run.spec.on_condition), "left_anti")
+        source = source.join(_matched_target(run), F.expr(run.spec.on_condition), "left_anti")
     whens = " ".join(
         f"WHEN ({c.condition or 'true'}) THEN 'not_matched_insert_{i}'"
         for i, c in enumerate(run.merge.not_matched)
@@ -234,6 +237,19 @@ def _write_inserts_only(run: _Run) -> _Written:
     return _write_outputs(
         run, source.withColumn(ACTION, F.expr(f"CASE {whens} ELSE '{DROP}' END")), copy=False, changes=False
     )
+
+
+def _matched_target(run: _Run) -> DataFrame:
+    """The candidate files' rows a source row matches (all of them when the source is too big to broadcast).
+
+    A small source is broadcast into a semi-join over the target, so the anti-join
+    that finds the new rows never shuffles the whole target.
+    """
+    target = read_files(run.spark, run.snapshot, run.candidates).alias(run.spec.target_alias)
+    if not fits_in_broadcast(run.source.schema, run.num_source_rows):
+        return target
+    source = F.broadcast(run.source.alias(run.spec.source_alias))
+    return target.join(source, F.expr(run.spec.on_condition), "left_semi").alias(run.spec.target_alias)
 
 
 _Written = tuple[list[WrittenFile], list[ChangeFile], dict[str, int]]

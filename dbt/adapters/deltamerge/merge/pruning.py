@@ -5,7 +5,8 @@ merge uses them: the source keys' range against the file's key statistics (ON bu
 from ``unique_key``); partition-only ``incremental_predicates`` evaluated by Spark on the
 partition values; and target-only predicates (ON conjuncts, and for a matched-only
 merge the matched clauses' conditions) against the file's statistics. With NOT MATCHED
-BY SOURCE clauses the ON condition cannot skip: unmatched rows may be changed.
+BY SOURCE clauses a file is read when it may match, or when it may hold a row one of
+those clauses' conditions selects (every such clause must have a condition).
 """
 
 from __future__ import annotations
@@ -37,17 +38,40 @@ class FileFilter:
 
     def keep(self, files: Sequence[AddFile]) -> list[AddFile]:
         """The files this merge must read: those no skipping rule proves irrelevant."""
-        kinds = _partition_types(self.snapshot)
-        kept = [f for f in files if self.ranges is None or may_match(f, self.ranges, kinds)]
+        if self.spec.not_matched_by_source:
+            return self._keep_with_unmatched(files)
+        kept = [f for f in files if self._may_match(f)]
         kept = _prune_by_partition_predicates(self.spark, self.spec, self.snapshot, kept)
-        conditions = skipping_conditions(self.spec)
-        if conditions and kept:
-            columns = [f.name for f in self.snapshot.schema.fields]
-            node, constants = target_predicate(
-                self.spark, conditions, target_alias=self.spec.target_alias, columns=columns
-            )
-            kept = [f for f in kept if may_satisfy(node, f, constants, kinds)]
-        return kept
+        return self._satisfying(kept, skipping_conditions(self.spec))
+
+    def _keep_with_unmatched(self, files: Sequence[AddFile]) -> list[AddFile]:
+        """With NOT MATCHED BY SOURCE clauses: files that may match, or may hold a row such a clause changes.
+
+        Rows of a file that no NOT MATCHED BY SOURCE condition can select stay as they are
+        unless matched, so only the ON condition's skipping applies to them.
+        """
+        conditions = [c.condition for c in self.spec.not_matched_by_source]
+        if not all(conditions):
+            return list(files)
+        unmatched = set(map(id, self._satisfying(list(files), [" OR ".join(f"({c})" for c in conditions)])))
+        matchable: set[int] = set()
+        if self.spec.matched or self.spec.not_matched:
+            may = [f for f in files if self._may_match(f)]
+            matchable = set(map(id, self._satisfying(may, [self.spec.on_condition])))
+        return [f for f in files if id(f) in unmatched or id(f) in matchable]
+
+    def _may_match(self, file: AddFile) -> bool:
+        return self.ranges is None or may_match(file, self.ranges, _partition_types(self.snapshot))
+
+    def _satisfying(self, files: list[AddFile], conditions: list[str]) -> list[AddFile]:
+        if not (conditions and files):
+            return files
+        columns = [f.name for f in self.snapshot.schema.fields]
+        node, constants = target_predicate(
+            self.spark, conditions, target_alias=self.spec.target_alias, columns=columns
+        )
+        kinds = _partition_types(self.snapshot)
+        return [f for f in files if may_satisfy(node, f, constants, kinds)]
 
 
 def files_to_read(
@@ -79,7 +103,7 @@ def _profile_source(
     source: DataFrame, spec: MergeSpec, snapshot: Snapshot
 ) -> tuple[list[KeyRange] | None, int]:
     """Source row count and, when the ON condition is the unique key's, each key's range."""
-    keys = list(spec.unique_key) if spec.merge_condition is None and not spec.not_matched_by_source else []
+    keys = list(spec.unique_key) if spec.merge_condition is None else []
     aggregates = [F.count(F.lit(1)).alias("n")]
     for i, key in enumerate(keys):
         col = F.col(quote_identifier(key))
