@@ -1,0 +1,47 @@
+"""``python -m benchmarks``: run the harness and write BENCHMARKS.md, the chart and the raw results."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+
+from benchmarks.harness import Settings, run_benchmark
+from benchmarks.report import write_report
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__)
+    parser.add_argument("--rows", type=int, default=10_000_000, help="rows of the base tables (default 10M)")
+    parser.add_argument("--layouts", default="40,250", help="files per base table, comma-separated")
+    parser.add_argument("--runs", type=int, default=5, help="counted runs per workload and contestant")
+    parser.add_argument("--warmups", type=int, default=1, help="warm-up runs (not counted)")
+    parser.add_argument("--only", default="", help="comma-separated workload names (default: all)")
+    parser.add_argument("--workdir", default=os.path.join(tempfile.gettempdir(), "deltamerge-bench"))
+    parser.add_argument("--out", default=".", help="folder for BENCHMARKS.md (and benchmarks/ for the chart and raw results)")
+    parser.add_argument("--no-cold-dbt", action="store_true", help="skip the cold `dbt run`")
+    args = parser.parse_args(argv)
+    settings = Settings(
+        rows=args.rows,
+        layouts=[int(x) for x in args.layouts.split(",")],
+        runs=args.runs,
+        warmups=args.warmups,
+        workdir=os.path.join(os.path.abspath(args.workdir), f"rows{args.rows}"),
+        only=[x for x in args.only.split(",") if x],
+        cold_dbt=not args.no_cold_dbt,
+    )
+    results = run_benchmark(settings, log=lambda line: print(line, flush=True))
+    results["command"] = "python -m benchmarks " + " ".join(sys.argv[1:] if argv is None else argv)
+    os.makedirs(os.path.join(args.out, "benchmarks"), exist_ok=True)
+    with open(os.path.join(args.out, "benchmarks", "results.json"), "w") as f:
+        json.dump(results, f, indent=1, default=str)
+    failures = write_report(results, args.out)
+    for failure in failures:
+        print(f"result check failed: {failure}", file=sys.stderr)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
