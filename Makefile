@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 
-.PHONY: install demo test unit lint clean
+.PHONY: install demo test unit lint bench clean
 
 $(VENV)/.installed: setup.py
 	$(PYTHON) -m venv $(VENV)
@@ -20,6 +20,10 @@ demo: install
 ## Run the whole test suite (unit, then functional with real dbt + Spark + Delta).
 test: install
 	$(PY) -m pytest
+
+## The benchmark harness (not part of the tests): writes BENCHMARKS.md and benchmarks/*. About 70 min on 2 cores.
+bench: install
+	$(PY) -m benchmarks $(BENCH_ARGS)
 
 unit: install
 	$(PY) -m pytest tests/unit dbt/adapters/deltamerge

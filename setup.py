@@ -38,7 +38,11 @@ setup(
         "pyarrow>=18",
     ],
     extras_require={
+        # `python -m benchmarks`: process-tree memory and the chart.
+        "bench": ["psutil>=5.9", "matplotlib>=3.8"],
         "test": [
+            "psutil>=5.9",
+            "matplotlib>=3.8",
             "pytest>=8",
             "dbt-tests-adapter>=1.19,<2",
             "hypothesis>=6.100,<7",

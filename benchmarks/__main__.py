@@ -20,7 +20,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--warmups", type=int, default=1, help="warm-up runs (not counted)")
     parser.add_argument("--only", default="", help="comma-separated workload names (default: all)")
     parser.add_argument("--workdir", default=os.path.join(tempfile.gettempdir(), "deltamerge-bench"))
-    parser.add_argument("--out", default=".", help="folder for BENCHMARKS.md (and benchmarks/ for the chart and raw results)")
+    parser.add_argument("--out", default=".", help="where BENCHMARKS.md and benchmarks/ go")
     parser.add_argument("--no-cold-dbt", action="store_true", help="skip the cold `dbt run`")
     args = parser.parse_args(argv)
     settings = Settings(

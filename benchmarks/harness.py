@@ -17,9 +17,10 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+import psutil
 from deltalake import DeltaTable
 
-from benchmarks.measure import PeakMemory, commit_files, fresh_copy
+from benchmarks.measure import PeakMemory, commit_files, fresh_copy, tree_rss
 from benchmarks.workloads import Workload, workloads
 
 CONTESTANTS = ("ours", "ours_feed_off", "deltars", "rewrite", "append", "floor")
@@ -108,7 +109,8 @@ def run_benchmark(settings: Settings, log: Any = print) -> dict[str, Any]:
     chosen = [w for w in workloads(settings.rows) if not settings.only or w.name in settings.only]
     started = time.monotonic()
     spark = SparkWorker(settings.rows)
-    log(f"JVM + Spark session start: {spark.startup_seconds:.1f} s")
+    idle_bytes = tree_rss(psutil.Process(spark.pid))
+    log(f"JVM + Spark session start: {spark.startup_seconds:.1f} s, idle worker {idle_bytes / 2**20:.0f} MB")
     generated = spark.call("generate", root=settings.workdir, layouts=settings.layouts)
     log(f"data generated in {generated['seconds']:.1f} s")
     totals = {
@@ -128,6 +130,7 @@ def run_benchmark(settings: Settings, log: Any = print) -> dict[str, Any]:
     return {
         "settings": settings.__dict__,
         "startup_seconds": spark.startup_seconds,
+        "idle_bytes": idle_bytes,
         "generate_seconds": generated["seconds"],
         "file_totals": totals,
         "records": records,

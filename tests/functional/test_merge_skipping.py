@@ -165,3 +165,35 @@ def test_timestamp_keys_skip_files_by_range(spark, tmp_path, kind):
     m = result.metrics
     assert (m["numTargetFilesBeforeSkipping"], m["numTargetFilesAfterSkipping"]) == (10, 1)
     assert (m["numTargetRowsUpdated"], m["numTargetRowsInserted"], m["numTargetFilesRemoved"]) == (5, 0, 1)
+
+
+@pytest.mark.parametrize(("first", "inserted", "read"), [(1000, 5, 0), (995, 0, 1), (998, 3, 1)])
+def test_insert_only_writes_in_one_pass_only_when_no_file_can_match(spark, tmp_path, first, inserted, read):
+    """Keys past the table's are written in one pass; otherwise that pass's files are discarded."""
+    import os
+
+    from dbt.adapters.deltamerge.delta.snapshot import load_snapshot
+    from dbt.adapters.deltamerge.delta.write import WriteRequest, write_dataframe
+    from dbt.adapters.deltamerge.merge.clauses import MergeSpec
+    from dbt.adapters.deltamerge.merge.executor import merge_into
+
+    path = str(tmp_path / "t")
+    table = spark.range(1000).selectExpr("cast(id as int) as id", "'v' as v")
+    write_dataframe(spark, table.repartitionByRange(4, "id"), WriteRequest(path, "create_or_replace"))
+    source = spark.range(first, first + 5).selectExpr("cast(id as int) as id", "'new' as v")
+    config = {"unique_key": "id", "when_matched": [], "when_not_matched": [{"action": "insert"}]}
+    spec = MergeSpec.from_config("m", config)
+    assert spec.is_insert_only
+    snapshot = load_snapshot(path)
+    assert snapshot is not None
+    result = merge_into(spark, source, snapshot, spec)
+    m = result.metrics
+    assert (m["numTargetFilesAfterSkipping"], m["numTargetRowsInserted"], m["numTargetFilesRemoved"]) == (
+        read,
+        inserted,
+        0,
+    )
+    ids = sorted(r["id"] for r in DeltaTable(path).to_pyarrow_table().to_pylist())
+    assert ids == sorted({*range(1000), *range(first, first + 5)})
+    on_disk = [n for n in os.listdir(path) if n.endswith(".parquet")]
+    assert sorted(on_disk) == sorted(os.path.basename(u) for u in DeltaTable(path).file_uris())

@@ -49,7 +49,13 @@ from dbt.adapters.deltamerge.merge.output import (
     counted_actions,
     output_expressions,
 )
-from dbt.adapters.deltamerge.merge.pruning import files_to_read
+from dbt.adapters.deltamerge.merge.pruning import (
+    FileFilter,
+    files_from_profile,
+    files_to_read,
+    profile_aggregates,
+    skips_by_key_range,
+)
 from dbt.adapters.deltamerge.merge.resolve import ResolvedMerge, resolve
 from dbt.adapters.deltamerge.sql import quote_identifier
 
@@ -108,25 +114,18 @@ def merge_into(
         snapshot = with_change_data_feed(snapshot)
     leading = definition_actions(current, snapshot)
     merge = resolve(spec, target=snapshot.schema, source=source_df.schema, lenient_star=schema is not None)
-    source = source_df.localCheckpoint(eager=True)
-    candidates, num_source_rows, skipping = files_to_read(spark, spec, snapshot, source)
-    joining = spec
-    if skipping.ranges is not None and not any(r.has_nulls for r in skipping.ranges):
-        joining = spec.without_null_safe_keys()
+    done = _insert_past_target(spark, spec, merge, snapshot, source_df) if spec.is_insert_only else None
+    done = done or _execute(spark, spec, merge, snapshot, source_df)
+    candidates, skipping, touched, (written, changes, counts) = (
+        done.files,
+        done.skipping,
+        done.touched,
+        done.out,
+    )
     read = ReadSet(
         files_read=frozenset(f.path for f in candidates),
         reads=lambda added: bool(skipping.keep(added)),
     )
-    change_data = change_data_feed_enabled(snapshot.metadata.configuration)
-    run = _Run(spark, joining, merge, snapshot, source, candidates, num_source_rows, change_data=change_data)
-    scan_started = time.monotonic()
-    touched = [] if spec.is_insert_only else _find_touched_files(run)
-    scan_ms = int((time.monotonic() - scan_started) * 1000)
-    rewrite_started = time.monotonic()
-    written, changes, counts = (
-        _write_inserts_only(run) if spec.is_insert_only else _write_all_changes(run, touched)
-    )
-    rewrite_ms = int((time.monotonic() - rewrite_started) * 1000)
     metrics = merge_metrics(
         snapshot=snapshot,
         candidates=candidates,
@@ -134,8 +133,8 @@ def merge_into(
         written=written,
         counts=counts,
         changes=changes,
-        num_source_rows=num_source_rows,
-        timings=(int((time.monotonic() - started) * 1000), scan_ms, rewrite_ms),
+        num_source_rows=done.num_source_rows,
+        timings=(int((time.monotonic() - started) * 1000), done.scan_ms, done.rewrite_ms),
     )
     changed = (
         counts["numTargetRowsInserted"] + counts["numTargetRowsUpdated"] + counts["numTargetRowsDeleted"]
@@ -155,6 +154,64 @@ def merge_into(
         changes,
         dataclasses.replace(read, removed=frozenset(f.path for f in touched)),
     )
+
+
+@dataclass(frozen=True)
+class _Done:
+    """What an executor read, changed and wrote."""
+
+    files: list[AddFile]
+    num_source_rows: int
+    skipping: FileFilter
+    touched: list[AddFile]
+    out: _Written
+    scan_ms: int
+    rewrite_ms: int
+
+
+def _execute(
+    spark: SparkSession, spec: MergeSpec, merge: ResolvedMerge, snapshot: Snapshot, source_df: DataFrame
+) -> _Done:
+    """The source materialized once, data skipping, then the insert-only or the classic executor."""
+    source = source_df.localCheckpoint(eager=True)
+    candidates, num_source_rows, skipping = files_to_read(spark, spec, snapshot, source)
+    joining = spec
+    if skipping.ranges is not None and not any(r.has_nulls for r in skipping.ranges):
+        joining = spec.without_null_safe_keys()
+    change_data = change_data_feed_enabled(snapshot.metadata.configuration)
+    run = _Run(spark, joining, merge, snapshot, source, candidates, num_source_rows, change_data=change_data)
+    scan_started = time.monotonic()
+    touched = [] if spec.is_insert_only else _find_touched_files(run)
+    scan_ms = int((time.monotonic() - scan_started) * 1000)
+    rewrite_started = time.monotonic()
+    out = _write_inserts_only(run) if spec.is_insert_only else _write_all_changes(run, touched)
+    rewrite_ms = int((time.monotonic() - rewrite_started) * 1000)
+    return _Done(candidates, num_source_rows, skipping, touched, out, scan_ms, rewrite_ms)
+
+
+def _insert_past_target(
+    spark: SparkSession, spec: MergeSpec, merge: ResolvedMerge, snapshot: Snapshot, source_df: DataFrame
+) -> _Done | None:
+    """Insert-only in one pass over the source, when its keys turn out to match no target file.
+
+    The inserts are written while the same pass profiles the source keys; if data skipping
+    then proves no target file can hold a matching key (new keys past the table's, or an
+    empty table), those files are the result. Otherwise they are discarded (None) and the
+    merge runs the usual way. No second read, so no materialized source is needed.
+    """
+    if snapshot.files and not skips_by_key_range(spec):
+        return None  # no key range to skip by: every file would be read anyway
+    profile = Observation("merge_source")
+    observed = source_df.observe(profile, *profile_aggregates(spec))
+    run = _Run(spark, spec, merge, snapshot, observed, [], 0)
+    started = time.monotonic()
+    written, changes, counts = _write_inserts_only(run)
+    candidates, num_source_rows, skipping = files_from_profile(spark, spec, snapshot, profile.get)
+    if candidates:
+        _discard(snapshot.table_path, [f.path for f in written])
+        return None
+    rewrite_ms = int((time.monotonic() - started) * 1000)
+    return _Done([], num_source_rows, skipping, [], (written, changes, counts), 0, rewrite_ms)
 
 
 def _aliased_source(run: _Run) -> DataFrame:

@@ -12,11 +12,12 @@ those clauses' conditions selects (every such clause must have a condition).
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from pyspark.errors import AnalysisException
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
@@ -78,9 +79,22 @@ def files_to_read(
     spark: SparkSession, spec: MergeSpec, snapshot: Snapshot, source: DataFrame
 ) -> tuple[list[AddFile], int, FileFilter]:
     """The files left after data skipping, the source's row count (one pass), and the filter used."""
-    ranges, num_source_rows = _profile_source(source, spec, snapshot)
+    profile = source.agg(*profile_aggregates(spec)).collect()[0].asDict()
+    return files_from_profile(spark, spec, snapshot, profile)
+
+
+def files_from_profile(
+    spark: SparkSession, spec: MergeSpec, snapshot: Snapshot, profile: Mapping[str, Any]
+) -> tuple[list[AddFile], int, FileFilter]:
+    """``files_to_read`` from the values of ``profile_aggregates`` over the source."""
+    ranges = _key_ranges(profile, spec, snapshot)
     skipping = FileFilter(spark, spec, snapshot, ranges)
-    return skipping.keep(snapshot.files), num_source_rows, skipping
+    return skipping.keep(snapshot.files), int(profile["n"]), skipping
+
+
+def skips_by_key_range(spec: MergeSpec) -> bool:
+    """Whether the source keys' range can skip files (the ON condition is the unique key's)."""
+    return spec.merge_condition is None and bool(spec.unique_key)
 
 
 def skipping_conditions(spec: MergeSpec) -> list[str]:
@@ -99,34 +113,33 @@ def skipping_conditions(spec: MergeSpec) -> list[str]:
     return conditions
 
 
-def _profile_source(
-    source: DataFrame, spec: MergeSpec, snapshot: Snapshot
-) -> tuple[list[KeyRange] | None, int]:
-    """Source row count and, when the ON condition is the unique key's, each key's range."""
-    keys = list(spec.unique_key) if spec.merge_condition is None else []
+def profile_aggregates(spec: MergeSpec) -> list[Column]:
+    """The source's row count and, when the ON condition is the unique key's, each key's range."""
     aggregates = [F.count(F.lit(1)).alias("n")]
-    for i, key in enumerate(keys):
+    for i, key in enumerate(spec.unique_key if skips_by_key_range(spec) else ()):
         col = F.col(quote_identifier(key))
         aggregates += [
             F.min(col).alias(f"lo{i}"),
             F.max(col).alias(f"hi{i}"),
             F.sum(F.when(col.isNull(), 1).otherwise(0)).alias(f"nulls{i}"),
         ]
-    row = source.agg(*aggregates).collect()[0]
-    if not keys:
-        return None, int(row["n"])
+    return aggregates
+
+
+def _key_ranges(profile: Mapping[str, Any], spec: MergeSpec, snapshot: Snapshot) -> list[KeyRange] | None:
+    if not skips_by_key_range(spec):
+        return None
     names = {f.name.lower(): f.name for f in snapshot.schema.fields}
     instants = {f.name.lower() for f in snapshot.schema.fields if isinstance(f.dataType, T.TimestampType)}
-    ranges = [
+    return [
         KeyRange(
             names.get(k.lower(), k),
-            _instant(row[f"lo{i}"]) if k.lower() in instants else row[f"lo{i}"],
-            _instant(row[f"hi{i}"]) if k.lower() in instants else row[f"hi{i}"],
-            bool(row[f"nulls{i}"]),
+            _instant(profile[f"lo{i}"]) if k.lower() in instants else profile[f"lo{i}"],
+            _instant(profile[f"hi{i}"]) if k.lower() in instants else profile[f"hi{i}"],
+            bool(profile[f"nulls{i}"]),
         )
-        for i, k in enumerate(keys)
+        for i, k in enumerate(spec.unique_key)
     ]
-    return ranges, int(row["n"])
 
 
 def _instant(value: object) -> object:

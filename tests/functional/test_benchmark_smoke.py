@@ -1,0 +1,53 @@
+"""The benchmark harness on tiny data, one run: it must keep working (no timing asserted).
+
+Runs the README's benchmark command as a user would, with every workload and contestant,
+then checks what it recorded: every contestant's table agrees with delta-rs's, files
+removed follow the targets that are about work (not time), and the report and chart exist.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from benchmarks.workloads import workloads
+
+ROOT = Path(__file__).resolve().parents[2]
+ROWS = 2000
+
+
+def test_benchmark_harness_end_to_end(tmp_path):
+    out = tmp_path / "out"
+    command = [sys.executable, "-m", "benchmarks", "--rows", str(ROWS), "--layouts", "4,10", "--runs", "1"]
+    command += ["--warmups", "0", "--workdir", str(tmp_path / "work"), "--out", str(out)]
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+
+    results = json.loads((out / "benchmarks" / "results.json").read_text())
+    records = results["records"]
+    kinds = {w.name: w.kind for w in workloads(ROWS)}
+    assert {r["workload"] for r in records} == set(kinds)
+    assert {r["layout"] for r in records} == {4, 10}
+    assert results["file_totals"] == {"4": 4, "10": 10}
+
+    tables = [r for r in records if r["contestant"] in ("ours", "ours_feed_off", "deltars", "rewrite")]
+    assert tables and all(r["check"] == "ok" for r in tables), [r for r in tables if r.get("check") != "ok"]
+    by_run = {(r["workload"], r["layout"], r["contestant"]): r for r in records}
+    for (workload, layout, contestant), record in by_run.items():
+        if contestant == "ours":
+            theirs = by_run[(workload, layout, "deltars")]
+            assert record["files_removed"] <= theirs["files_removed"], (workload, layout)
+            if kinds[workload] == "insert":
+                assert (
+                    record["files_removed"] == 0 and record["metrics"]["numTargetRowsInserted"] == ROWS // 100
+                )
+        assert record["peak_bytes"] > 0 and record["seconds"] > 0
+    window = by_run[("delete_window", 10, "ours")]["metrics"]
+    assert window["numTargetFilesAfterSkipping"] == 1 and window["numTargetRowsDeleted"] == ROWS // 20 // 20
+
+    assert results["cold_dbt"]["check"] == "ok" and results["cold_dbt"]["files_removed"] == 1
+    report = (out / "BENCHMARKS.md").read_text()
+    assert "## Targets" in report and "| ours / delta-rs |" in report and "10-file layout" in report
+    assert (out / "benchmarks" / "benchmarks.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
