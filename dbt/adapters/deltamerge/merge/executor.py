@@ -271,9 +271,7 @@ def _write_all_changes(run: _Run, touched: list[AddFile]) -> _Written:
     """Phase 2: rewrite the touched files with every clause applied, plus the inserts."""
     if not run.spec.not_matched and not touched:
         return [], [], _zero_counts()
-    how = "full_outer" if run.spec.not_matched else "left_outer"
-    target = _aliased_target(run, touched)
-    joined = target.join(_aliased_source(run), F.expr(run.spec.on_condition), how)
+    joined = _touched_joined_with_source(run, touched)
     if run.duplicate_matches:
         # A target row deleted by several source rows is one deleted row (and one output row).
         both = F.col(TARGET_PRESENT).isNotNull() & F.col(SOURCE_PRESENT).isNotNull()
@@ -285,7 +283,7 @@ def _write_all_changes(run: _Run, touched: list[AddFile]) -> _Written:
 def _write_inserts_only(run: _Run) -> _Written:
     source = _aliased_source(run)
     if run.candidates:
-        source = source.join(_matched_target(run), F.expr(run.spec.on_condition), "left_anti")
+        source = source.join(_matched_target(run, run.candidates), F.expr(run.spec.on_condition), "left_anti")
     whens = " ".join(
         f"WHEN ({c.condition or 'true'}) THEN 'not_matched_insert_{i}'"
         for i, c in enumerate(run.merge.not_matched)
@@ -296,13 +294,32 @@ def _write_inserts_only(run: _Run) -> _Written:
     )
 
 
-def _matched_target(run: _Run) -> DataFrame:
-    """The candidate files' rows a source row matches (all of them when the source is too big to broadcast).
+def _touched_joined_with_source(run: _Run, touched: list[AddFile]) -> DataFrame:
+    """Every row of the touched files with its source row, plus the unmatched source rows (with inserts).
+
+    A small source is broadcast to the tasks reading the touched files: the target is
+    never shuffled, and each new file holds the rows of one old file, so the table keeps
+    its clustering. The unmatched source rows are found against the touched files'
+    matched rows (every matched row is in a touched file) and appended with null targets.
+    """
+    on = F.expr(run.spec.on_condition)
+    target = _aliased_target(run, touched)
+    if not fits_in_broadcast(run.source.schema, run.num_source_rows):
+        return target.join(_aliased_source(run), on, "full_outer" if run.spec.not_matched else "left_outer")
+    joined = target.join(F.broadcast(_aliased_source(run)), on, "left_outer")
+    if not run.spec.not_matched:
+        return joined
+    unmatched = _aliased_source(run).join(_matched_target(run, touched), on, "left_anti")
+    return joined.union(_aliased_target(run, []).join(unmatched, on, "right_outer"))
+
+
+def _matched_target(run: _Run, files: list[AddFile]) -> DataFrame:
+    """The rows of ``files`` a source row matches (all of them when the source is too big to broadcast).
 
     A small source is broadcast into a semi-join over the target, so the anti-join
     that finds the new rows never shuffles the whole target.
     """
-    target = read_files(run.spark, run.snapshot, run.candidates).alias(run.spec.target_alias)
+    target = read_files(run.spark, run.snapshot, files).alias(run.spec.target_alias)
     if not fits_in_broadcast(run.source.schema, run.num_source_rows):
         return target
     source = F.broadcast(run.source.alias(run.spec.source_alias))
