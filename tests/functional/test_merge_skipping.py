@@ -197,3 +197,30 @@ def test_insert_only_writes_in_one_pass_only_when_no_file_can_match(spark, tmp_p
     assert ids == sorted({*range(1000), *range(first, first + 5)})
     on_disk = [n for n in os.listdir(path) if n.endswith(".parquet")]
     assert sorted(on_disk) == sorted(os.path.basename(u) for u in DeltaTable(path).file_uris())
+
+
+@pytest.mark.parametrize(("keys", "deleted"), [([1, 2, 3], 997), ([1, 2, 2], None)])
+def test_not_matched_by_source_only_checks_multiple_matches_by_source_keys(spark, tmp_path, keys, deleted):
+    """Without WHEN MATCHED clauses phase 1 joins nothing, unless source keys repeat (Delta's rule)."""
+    from dbt.adapters.deltamerge.delta.snapshot import load_snapshot
+    from dbt.adapters.deltamerge.delta.write import WriteRequest, write_dataframe
+    from dbt.adapters.deltamerge.merge.clauses import MergeSpec
+    from dbt.adapters.deltamerge.merge.executor import merge_into
+    from dbt.adapters.deltamerge.merge.touched import MULTIPLE_MATCHES, MultipleMatchesError
+
+    path = str(tmp_path / "t")
+    table = spark.range(1000).selectExpr("cast(id as int) as id", "'v' as v")
+    write_dataframe(spark, table.repartitionByRange(4, "id"), WriteRequest(path, "create_or_replace"))
+    source = spark.createDataFrame([(k,) for k in keys], "id int")
+    config = {"unique_key": "id", "when_matched": [], "when_not_matched": []}
+    config["when_not_matched_by_source"] = [{"action": "delete"}]
+    snapshot = load_snapshot(path)
+    assert snapshot is not None
+    if deleted is None:
+        with pytest.raises(MultipleMatchesError, match=MULTIPLE_MATCHES):
+            merge_into(spark, source, snapshot, MergeSpec.from_config("m", config))
+        assert DeltaTable(path).version() == 0
+        return
+    m = merge_into(spark, source, snapshot, MergeSpec.from_config("m", config)).metrics
+    assert (m["numTargetRowsDeleted"], m["numTargetFilesRemoved"]) == (deleted, 4)
+    assert sorted(r["id"] for r in DeltaTable(path).to_pyarrow_table().to_pylist()) == keys

@@ -2,10 +2,11 @@
 
 The source is materialized once (``localCheckpoint``), so both phases see the same
 rows. Insert-only: source rows with no match in the target files that may match are
-appended; nothing is removed. Classic: phase 1 joins the source with the candidate
-files to find the touched files and to enforce the multiple-match rule; phase 2
-rewrites only the touched files, with every output column a CASE over the clause that
-takes the row. Row counts come from ``observe`` on the rewrite itself, not extra scans.
+appended; nothing is removed (keys past every file's are written in one pass, with no
+materialization). Classic: phase 1 (``touched.py``) finds the touched files and enforces
+the multiple-match rule; phase 2 rewrites only the touched files, with every output
+column a CASE over the clause that takes the row. Row counts come from ``observe`` on
+the rewrite itself, not extra scans.
 """
 
 from __future__ import annotations
@@ -23,11 +24,9 @@ from dbt.adapters.deltamerge.delta.align import align_to_schema
 from dbt.adapters.deltamerge.delta.commit import CommitInfo
 from dbt.adapters.deltamerge.delta.conflicts import ReadSet
 from dbt.adapters.deltamerge.delta.definition import definition_actions, with_change_data_feed, with_schema
-from dbt.adapters.deltamerge.delta.errors import DeltaError
 from dbt.adapters.deltamerge.delta.files import ChangeFile, WrittenFile
-from dbt.adapters.deltamerge.delta.paths import local_path, table_path_of
+from dbt.adapters.deltamerge.delta.paths import local_path
 from dbt.adapters.deltamerge.delta.protocol import change_data_feed_enabled, check_writable
-from dbt.adapters.deltamerge.delta.read import read_files
 from dbt.adapters.deltamerge.delta.snapshot import AddFile, Snapshot
 from dbt.adapters.deltamerge.delta.write import (
     WriteResult,
@@ -57,32 +56,8 @@ from dbt.adapters.deltamerge.merge.pruning import (
     skips_by_key_range,
 )
 from dbt.adapters.deltamerge.merge.resolve import ResolvedMerge, resolve
-from dbt.adapters.deltamerge.sql import quote_identifier
-
-MULTIPLE_MATCHES = (
-    "Cannot perform Merge as multiple source rows matched and attempted to modify the same target row "
-    "in the Delta table in possibly conflicting ways."
-)
-FILE, ROW_ID = "_merge_file", "_merge_row_id"
-
-
-class MultipleMatchesError(DeltaError):
-    """Delta's error: several source rows match one target row."""
-
-
-@dataclass
-class _Run:
-    spark: SparkSession
-    spec: MergeSpec
-    merge: ResolvedMerge
-    snapshot: Snapshot
-    source: DataFrame
-    candidates: list[AddFile]
-    num_source_rows: int
-    # Phase 1 saw a target row matched by several source rows (only an unconditional delete allows it).
-    duplicate_matches: bool = False
-    # Write change data (the table has the feed on, or this merge switches it on).
-    change_data: bool = False
+from dbt.adapters.deltamerge.merge.run import ROW_ID, MergeRun, aliased_source, aliased_target, matched_target
+from dbt.adapters.deltamerge.merge.touched import find_touched_files
 
 
 def merge_into(
@@ -179,9 +154,11 @@ def _execute(
     if skipping.ranges is not None and not any(r.has_nulls for r in skipping.ranges):
         joining = spec.without_null_safe_keys()
     change_data = change_data_feed_enabled(snapshot.metadata.configuration)
-    run = _Run(spark, joining, merge, snapshot, source, candidates, num_source_rows, change_data=change_data)
+    run = MergeRun(
+        spark, joining, merge, snapshot, source, candidates, num_source_rows, change_data=change_data
+    )
     scan_started = time.monotonic()
-    touched = [] if spec.is_insert_only else _find_touched_files(run)
+    touched = [] if spec.is_insert_only else find_touched_files(run)
     scan_ms = int((time.monotonic() - scan_started) * 1000)
     rewrite_started = time.monotonic()
     out = _write_inserts_only(run) if spec.is_insert_only else _write_all_changes(run, touched)
@@ -203,7 +180,7 @@ def _insert_past_target(
         return None  # no key range to skip by: every file would be read anyway
     profile = Observation("merge_source")
     observed = source_df.observe(profile, *profile_aggregates(spec))
-    run = _Run(spark, spec, merge, snapshot, observed, [], 0)
+    run = MergeRun(spark, spec, merge, snapshot, observed, [], 0)
     started = time.monotonic()
     written, changes, counts = _write_inserts_only(run)
     candidates, num_source_rows, skipping = files_from_profile(spark, spec, snapshot, profile.get)
@@ -214,60 +191,7 @@ def _insert_past_target(
     return _Done([], num_source_rows, skipping, [], (written, changes, counts), 0, rewrite_ms)
 
 
-def _aliased_source(run: _Run) -> DataFrame:
-    return run.source.withColumn(SOURCE_PRESENT, F.lit(True)).alias(run.spec.source_alias)
-
-
-def _aliased_target(run: _Run, files: list[AddFile]) -> DataFrame:
-    target = read_files(run.spark, run.snapshot, files)
-    return (
-        target.withColumn(FILE, F.input_file_name())
-        .withColumn(ROW_ID, F.monotonically_increasing_id())
-        .withColumn(TARGET_PRESENT, F.lit(True))
-        .alias(run.spec.target_alias)
-    )
-
-
-def _find_touched_files(run: _Run) -> list[AddFile]:
-    """Phase 1: files holding a matched row (or an unmatched row a NOT MATCHED BY SOURCE clause changes)."""
-    if not run.candidates:
-        return []
-    spec = run.spec
-    target = _aliased_target(run, run.candidates)
-    joined = _aliased_source(run).join(target, F.expr(spec.on_condition), "inner")
-    if spec.is_matched_only and all(c.condition for c in spec.matched):
-        joined = joined.where(" OR ".join(f"({c.condition})" for c in spec.matched))
-    per_row = joined.groupBy(FILE, ROW_ID).agg(F.count(F.lit(1)).alias("n"))
-    per_file = per_row.groupBy(FILE).agg(F.max("n").alias("most")).collect()
-    run.duplicate_matches = any(r["most"] > 1 for r in per_file)
-    if run.duplicate_matches and not spec.is_only_one_unconditional_delete:
-        raise MultipleMatchesError(_multiple_matches_message(run, joined))
-    hit = {table_path_of(r[FILE]) for r in per_file}
-    if spec.not_matched_by_source:
-        hit |= _files_with_unmatched_changes(run, target)
-    return [f for f in run.candidates if local_path(run.snapshot.table_path, f.path) in hit]
-
-
-def _files_with_unmatched_changes(run: _Run, target: DataFrame) -> set[str]:
-    conditions = [c.condition for c in run.spec.not_matched_by_source]
-    unmatched = target.join(_aliased_source(run), F.expr(run.spec.on_condition), "left_anti")
-    if all(conditions):
-        unmatched = unmatched.where(" OR ".join(f"({c})" for c in conditions))
-    return {table_path_of(r[FILE]) for r in unmatched.select(FILE).distinct().collect()}
-
-
-def _multiple_matches_message(run: _Run, joined: DataFrame) -> str:
-    keys = run.spec.unique_key or tuple(f.name for f in run.snapshot.schema.fields[:3])
-    columns = [F.col(f"{quote_identifier(run.spec.target_alias)}.{quote_identifier(k)}") for k in keys]
-    dupes = joined.groupBy(ROW_ID, *columns).count().where("count > 1").limit(5).collect()
-    examples = "; ".join(", ".join(f"{k}={r[i + 1]!r}" for i, k in enumerate(keys)) for r in dupes)
-    return (
-        f"{MULTIPLE_MATCHES} Target rows matched more than once (by {list(keys)}): {examples}. "
-        "De-duplicate the model's result on its unique_key, or make the ON condition stricter."
-    )
-
-
-def _write_all_changes(run: _Run, touched: list[AddFile]) -> _Written:
+def _write_all_changes(run: MergeRun, touched: list[AddFile]) -> _Written:
     """Phase 2: rewrite the touched files with every clause applied, plus the inserts."""
     if not run.spec.not_matched and not touched:
         return [], [], _zero_counts()
@@ -280,10 +204,10 @@ def _write_all_changes(run: _Run, touched: list[AddFile]) -> _Written:
     return _write_outputs(run, joined.withColumn(ACTION, action), copy=True, changes=run.change_data)
 
 
-def _write_inserts_only(run: _Run) -> _Written:
-    source = _aliased_source(run)
+def _write_inserts_only(run: MergeRun) -> _Written:
+    source = aliased_source(run)
     if run.candidates:
-        source = source.join(_matched_target(run, run.candidates), F.expr(run.spec.on_condition), "left_anti")
+        source = source.join(matched_target(run, run.candidates), F.expr(run.spec.on_condition), "left_anti")
     whens = " ".join(
         f"WHEN ({c.condition or 'true'}) THEN 'not_matched_insert_{i}'"
         for i, c in enumerate(run.merge.not_matched)
@@ -294,7 +218,7 @@ def _write_inserts_only(run: _Run) -> _Written:
     )
 
 
-def _touched_joined_with_source(run: _Run, touched: list[AddFile]) -> DataFrame:
+def _touched_joined_with_source(run: MergeRun, touched: list[AddFile]) -> DataFrame:
     """Every row of the touched files with its source row, plus the unmatched source rows (with inserts).
 
     A small source is broadcast to the tasks reading the touched files: the target is
@@ -303,33 +227,20 @@ def _touched_joined_with_source(run: _Run, touched: list[AddFile]) -> DataFrame:
     matched rows (every matched row is in a touched file) and appended with null targets.
     """
     on = F.expr(run.spec.on_condition)
-    target = _aliased_target(run, touched)
+    target = aliased_target(run, touched)
     if not fits_in_broadcast(run.source.schema, run.num_source_rows):
-        return target.join(_aliased_source(run), on, "full_outer" if run.spec.not_matched else "left_outer")
-    joined = target.join(F.broadcast(_aliased_source(run)), on, "left_outer")
+        return target.join(aliased_source(run), on, "full_outer" if run.spec.not_matched else "left_outer")
+    joined = target.join(F.broadcast(aliased_source(run)), on, "left_outer")
     if not run.spec.not_matched:
         return joined
-    unmatched = _aliased_source(run).join(_matched_target(run, touched), on, "left_anti")
-    return joined.union(_aliased_target(run, []).join(unmatched, on, "right_outer"))
-
-
-def _matched_target(run: _Run, files: list[AddFile]) -> DataFrame:
-    """The rows of ``files`` a source row matches (all of them when the source is too big to broadcast).
-
-    A small source is broadcast into a semi-join over the target, so the anti-join
-    that finds the new rows never shuffles the whole target.
-    """
-    target = read_files(run.spark, run.snapshot, files).alias(run.spec.target_alias)
-    if not fits_in_broadcast(run.source.schema, run.num_source_rows):
-        return target
-    source = F.broadcast(run.source.alias(run.spec.source_alias))
-    return target.join(source, F.expr(run.spec.on_condition), "left_semi").alias(run.spec.target_alias)
+    unmatched = aliased_source(run).join(matched_target(run, touched), on, "left_anti")
+    return joined.union(aliased_target(run, []).join(unmatched, on, "right_outer"))
 
 
 _Written = tuple[list[WrittenFile], list[ChangeFile], dict[str, int]]
 
 
-def _write_outputs(run: _Run, rows: DataFrame, *, copy: bool, changes: bool) -> _Written:
+def _write_outputs(run: MergeRun, rows: DataFrame, *, copy: bool, changes: bool) -> _Written:
     codes = counted_actions(run.merge)
     observation = Observation("merge")
     metrics = [F.sum(F.col(ACTION).isin(*v).cast("long")).alias(k) for k, v in codes.items() if v]

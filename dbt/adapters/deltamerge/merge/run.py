@@ -1,0 +1,68 @@
+"""One merge's working state on Spark and the aliased frames both phases join.
+
+The target is read from exactly the Delta log's files, each row tagged with its file and
+a row id (phase 1 groups by them, phase 2 de-duplicates by them); the source carries a
+presence flag, so after an outer join each side's absence is a null flag.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from dbt.adapters.deltamerge.delta.read import read_files
+from dbt.adapters.deltamerge.delta.snapshot import AddFile, Snapshot
+from dbt.adapters.deltamerge.merge.broadcast import fits_in_broadcast
+from dbt.adapters.deltamerge.merge.clauses import MergeSpec
+from dbt.adapters.deltamerge.merge.output import SOURCE_PRESENT, TARGET_PRESENT
+from dbt.adapters.deltamerge.merge.resolve import ResolvedMerge
+
+FILE, ROW_ID = "_merge_file", "_merge_row_id"
+
+
+@dataclass
+class MergeRun:
+    """What every step of one merge needs."""
+
+    spark: SparkSession
+    spec: MergeSpec
+    merge: ResolvedMerge
+    snapshot: Snapshot
+    source: DataFrame
+    candidates: list[AddFile]
+    num_source_rows: int
+    # Phase 1 saw a target row matched by several source rows (only an unconditional delete allows it).
+    duplicate_matches: bool = False
+    # Write change data (the table has the feed on, or this merge switches it on).
+    change_data: bool = False
+
+
+def aliased_source(run: MergeRun) -> DataFrame:
+    """The source under its alias, with its presence flag."""
+    return run.source.withColumn(SOURCE_PRESENT, F.lit(True)).alias(run.spec.source_alias)
+
+
+def aliased_target(run: MergeRun, files: list[AddFile]) -> DataFrame:
+    """The rows of ``files`` under the target alias, with file, row id and presence flag."""
+    target = read_files(run.spark, run.snapshot, files)
+    return (
+        target.withColumn(FILE, F.input_file_name())
+        .withColumn(ROW_ID, F.monotonically_increasing_id())
+        .withColumn(TARGET_PRESENT, F.lit(True))
+        .alias(run.spec.target_alias)
+    )
+
+
+def matched_target(run: MergeRun, files: list[AddFile]) -> DataFrame:
+    """The rows of ``files`` a source row matches (all of them when the source is too big to broadcast).
+
+    A small source is broadcast into a semi-join over the target, so the anti-join
+    that finds the new rows never shuffles the whole target.
+    """
+    target = read_files(run.spark, run.snapshot, files).alias(run.spec.target_alias)
+    if not fits_in_broadcast(run.source.schema, run.num_source_rows):
+        return target
+    source = F.broadcast(run.source.alias(run.spec.source_alias))
+    return target.join(source, F.expr(run.spec.on_condition), "left_semi").alias(run.spec.target_alias)

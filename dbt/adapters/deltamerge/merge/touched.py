@@ -1,0 +1,85 @@
+"""Phase 1 of the classic executor: the target files a merge must rewrite.
+
+A file is touched when it holds a row a WHEN MATCHED clause may change, or an unmatched
+row a NOT MATCHED BY SOURCE clause's condition selects. Delta's multiple-match rule is
+enforced here: a target row matched by several source rows is an error, unless the only
+matched clause is an unconditional delete.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from dbt.adapters.deltamerge.delta.errors import DeltaError
+from dbt.adapters.deltamerge.delta.paths import local_path, table_path_of
+from dbt.adapters.deltamerge.delta.snapshot import AddFile
+from dbt.adapters.deltamerge.merge.pruning import skips_by_key_range
+from dbt.adapters.deltamerge.merge.run import FILE, ROW_ID, MergeRun, aliased_source, aliased_target
+from dbt.adapters.deltamerge.sql import quote_identifier
+
+MULTIPLE_MATCHES = (
+    "Cannot perform Merge as multiple source rows matched and attempted to modify the same target row "
+    "in the Delta table in possibly conflicting ways."
+)
+
+
+class MultipleMatchesError(DeltaError):
+    """Delta's error: several source rows match one target row."""
+
+
+def find_touched_files(run: MergeRun) -> list[AddFile]:
+    """Phase 1: files holding a matched row (or an unmatched row a NOT MATCHED BY SOURCE clause changes)."""
+    if not run.candidates:
+        return []
+    target = aliased_target(run, run.candidates)
+    hit = _files_with_matches(run, target) if run.spec.matched or _may_match_twice(run) else set()
+    if run.spec.not_matched_by_source:
+        hit |= _files_with_unmatched_changes(run, target)
+    return [f for f in run.candidates if local_path(run.snapshot.table_path, f.path) in hit]
+
+
+def _files_with_matches(run: MergeRun, target: DataFrame) -> set[str]:
+    """Files holding a matched row; Delta's error when a target row is matched more than once."""
+    spec = run.spec
+    joined = aliased_source(run).join(target, F.expr(spec.on_condition), "inner")
+    if spec.is_matched_only and all(c.condition for c in spec.matched):
+        joined = joined.where(" OR ".join(f"({c.condition})" for c in spec.matched))
+    per_row = joined.groupBy(FILE, ROW_ID).agg(F.count(F.lit(1)).alias("n"))
+    per_file = per_row.groupBy(FILE).agg(F.max("n").alias("most")).collect()
+    run.duplicate_matches = any(r["most"] > 1 for r in per_file)
+    if run.duplicate_matches and not spec.is_only_one_unconditional_delete:
+        raise MultipleMatchesError(_multiple_matches_message(run, joined))
+    return {table_path_of(r[FILE]) for r in per_file} if spec.matched else set()
+
+
+def _may_match_twice(run: MergeRun) -> bool:
+    """Whether a target row may match several source rows (then Delta's multiple-match check must run).
+
+    Without WHEN MATCHED clauses matched rows are copied unchanged, so the join with the
+    whole source is needed only for that check; on the unique key, distinct source keys
+    rule it out far more cheaply.
+    """
+    if not skips_by_key_range(run.spec):
+        return True
+    keys = [F.col(quote_identifier(k)) for k in run.spec.unique_key]
+    return bool(run.source.groupBy(*keys).count().where("count > 1").limit(1).collect())
+
+
+def _files_with_unmatched_changes(run: MergeRun, target: DataFrame) -> set[str]:
+    conditions = [c.condition for c in run.spec.not_matched_by_source]
+    unmatched = target.join(aliased_source(run), F.expr(run.spec.on_condition), "left_anti")
+    if all(conditions):
+        unmatched = unmatched.where(" OR ".join(f"({c})" for c in conditions))
+    return {table_path_of(r[FILE]) for r in unmatched.select(FILE).distinct().collect()}
+
+
+def _multiple_matches_message(run: MergeRun, joined: DataFrame) -> str:
+    keys = run.spec.unique_key or tuple(f.name for f in run.snapshot.schema.fields[:3])
+    columns = [F.col(f"{quote_identifier(run.spec.target_alias)}.{quote_identifier(k)}") for k in keys]
+    dupes = joined.groupBy(ROW_ID, *columns).count().where("count > 1").limit(5).collect()
+    examples = "; ".join(", ".join(f"{k}={r[i + 1]!r}" for i, k in enumerate(keys)) for r in dupes)
+    return (
+        f"{MULTIPLE_MATCHES} Target rows matched more than once (by {list(keys)}): {examples}. "
+        "De-duplicate the model's result on its unique_key, or make the ON condition stricter."
+    )
