@@ -32,7 +32,15 @@ def main(argv: list[str] | None = None) -> int:
         only=[x for x in args.only.split(",") if x],
         cold_dbt=not args.no_cold_dbt,
     )
-    results = run_benchmark(settings, log=lambda line: print(line, flush=True))
+    os.makedirs(os.path.join(args.out, "benchmarks"), exist_ok=True)
+    partial = os.path.join(args.out, "benchmarks", "records.partial.json")
+
+    def checkpoint(records: list[dict[str, object]]) -> None:
+        with open(partial, "w") as f:  # an interrupted run keeps what it measured
+            json.dump(records, f, default=str)
+
+    results = run_benchmark(settings, log=lambda line: print(line, flush=True), checkpoint=checkpoint)
+    os.remove(partial)
     results["command"] = "python -m benchmarks " + " ".join(sys.argv[1:] if argv is None else argv)
     os.makedirs(os.path.join(args.out, "benchmarks"), exist_ok=True)
     with open(os.path.join(args.out, "benchmarks", "results.json"), "w") as f:

@@ -104,7 +104,9 @@ def source_path(settings: Settings, workload: Workload) -> str:
     return os.path.join(settings.workdir, "sources", workload.name)
 
 
-def run_benchmark(settings: Settings, log: Any = print) -> dict[str, Any]:
+def run_benchmark(
+    settings: Settings, log: Any = print, checkpoint: Any = lambda records: None
+) -> dict[str, Any]:
     """Everything the report needs: the machine's JVM start, every run's record, the cold dbt run."""
     chosen = [w for w in workloads(settings.rows) if not settings.only or w.name in settings.only]
     started = time.monotonic()
@@ -124,6 +126,7 @@ def run_benchmark(settings: Settings, log: Any = print) -> dict[str, Any]:
                     round_records = _round(spark, settings, workload, files, round_, totals[files])
                     records += round_records
                     log(_progress(workload, files, round_, round_records))
+                checkpoint(records)
         cold = _cold_dbt_run(spark, settings, chosen, records) if settings.cold_dbt else None
     finally:
         spark.close()
