@@ -21,7 +21,7 @@ demo: install
 test: install
 	$(PY) -m pytest
 
-## The benchmark harness (not part of the tests): writes BENCHMARKS.md and benchmarks/*. About 70 min on 2 cores.
+## The benchmark harness (not part of the tests): writes BENCHMARKS.md and benchmarks/*. About an hour on 2 cores.
 bench: install
 	$(PY) -m benchmarks $(BENCH_ARGS)
 
