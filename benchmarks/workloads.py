@@ -120,6 +120,21 @@ def _window_condition(rows: int) -> str:
     return f"t.id BETWEEN {lo} AND {hi}"
 
 
+def _insert_only(name: str, where: str, new_keys: str) -> Workload:
+    """An insert-only merge of 1% new keys made by ``data.<new_keys>``."""
+    return Workload(
+        name,
+        f"insert-only, 1% new keys {where}",
+        "insert",
+        _insert_source(
+            lambda d, spark, rows: getattr(d, new_keys)(spark, rows=rows, count=max(1, rows // 100))
+        ),
+        _config(when_not_matched=[{"action": "insert"}]),
+        lambda m: m.when_not_matched_insert_all(),
+        _INSERT_CHOOSE,
+    )
+
+
 def workloads(rows: int) -> list[Workload]:
     """Every workload for a table of ``rows`` rows, in report order."""
     window = _window_condition(rows)
@@ -131,28 +146,8 @@ def workloads(rows: int) -> list[Workload]:
         when_not_matched=[{"action": "insert"}],
     )
     return [
-        Workload(
-            "insert_beyond",
-            "insert-only, 1% new keys beyond the max",
-            "insert",
-            _insert_source(
-                lambda d, spark, rows: d.new_keys_beyond(spark, rows=rows, count=max(1, rows // 100))
-            ),
-            _config(when_not_matched=[{"action": "insert"}]),
-            lambda m: m.when_not_matched_insert_all(),
-            _INSERT_CHOOSE,
-        ),
-        Workload(
-            "insert_interleaved",
-            "insert-only, 1% new keys interleaved",
-            "insert",
-            _insert_source(
-                lambda d, spark, rows: d.new_keys_interleaved(spark, rows=rows, count=max(1, rows // 100))
-            ),
-            _config(when_not_matched=[{"action": "insert"}]),
-            lambda m: m.when_not_matched_insert_all(),
-            _INSERT_CHOOSE,
-        ),
+        _insert_only("insert_beyond", "beyond the max", "new_keys_beyond"),
+        _insert_only("insert_interleaved", "interleaved", "new_keys_interleaved"),
         Workload(
             "upsert_clustered",
             "upsert 1% + 0.5% new, clustered keys",
