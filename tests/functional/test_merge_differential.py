@@ -59,7 +59,7 @@ NOT_MATCHED_BY_SOURCE = [
 ]
 
 
-def random_case(rng: random.Random) -> tuple[pa.Table, pa.Table, dict, list]:
+def random_case(rng: random.Random, *, by_source_only: bool = False) -> tuple[pa.Table, pa.Table, dict, list]:
     target_keys = rng.sample(range(200), rng.randint(0, 60))
     source_keys = rng.sample(range(200), rng.randint(0, 40))
     target = pa.table(
@@ -81,15 +81,19 @@ def random_case(rng: random.Random) -> tuple[pa.Table, pa.Table, dict, list]:
         rng.choice(NOT_MATCHED),
         rng.choice(NOT_MATCHED_BY_SOURCE),
     )
+    if by_source_only:
+        matched, not_matched, by_source = [], [], rng.choice(NOT_MATCHED_BY_SOURCE[1:])
     if not (matched or not_matched or by_source):
         not_matched = NOT_MATCHED[1]
     if matched == MATCHED[2] and source_keys and rng.random() < 0.5:
         # An unconditional delete is the one clause set that allows duplicate matches.
         extra = rng.choices(source.to_pylist(), k=rng.randint(1, 10))
         source = pa.Table.from_pylist(source.to_pylist() + extra, schema=source.schema)
-    on = rng.choice(ON)
+    on = ON[0] if by_source_only else rng.choice(ON)
+    # The unique key's ON condition takes the key-range paths (skipping, key-only joins).
+    condition = {"unique_key": "k"} if on == ON[0] and rng.random() < 0.5 else {"merge_condition": on}
     config = {
-        "merge_condition": on,
+        **condition,
         "source_alias": "s",
         "target_alias": "t",
         "when_matched": [c for c, _ in matched],
@@ -128,9 +132,11 @@ def sorted_rows(path: str) -> list[tuple]:
     return sorted((r["k"], r["v"], r["op"]) for r in table.to_pylist())
 
 
-def _merge_both(spark, tmp_path, seed: int, *, feed: bool) -> tuple[str, str, dict, dict, dict]:
+def _merge_both(
+    spark, tmp_path, seed: int, *, feed: bool, by_source_only: bool = False
+) -> tuple[str, str, dict, dict, dict]:
     rng = random.Random(seed)
-    target, source, config, builder = random_case(rng)
+    target, source, config, builder = random_case(rng, by_source_only=by_source_only)
     ours, theirs = str(tmp_path / "ours"), str(tmp_path / "theirs")
     schema = "k bigint, v bigint, op string"
     properties = {"delta.enableChangeDataFeed": "true"} if feed else {}
@@ -143,7 +149,7 @@ def _merge_both(spark, tmp_path, seed: int, *, feed: bool) -> tuple[str, str, di
     snapshot = load_snapshot(ours)
     assert snapshot is not None
     result = merge_into(spark, spark.createDataFrame(source.to_pylist(), schema), snapshot, spec)
-    expected = delta_rs_merge(theirs, source, config["merge_condition"], builder)
+    expected = delta_rs_merge(theirs, source, config.get("merge_condition", ON[0]), builder)
     return ours, theirs, config, result.metrics, expected
 
 
@@ -156,6 +162,20 @@ def test_same_result_as_delta_rs(spark, tmp_path, seed):
         expected["num_target_rows_updated"],
         expected["num_target_rows_deleted"],
     ), config
+
+
+@pytest.mark.parametrize("seed", range(CASES // 4))
+@pytest.mark.parametrize("feed", [False, True], ids=["feed_off", "feed_on"])
+def test_by_source_only_same_as_delta_rs(spark, tmp_path, seed, feed):
+    """Only NOT MATCHED BY SOURCE clauses: phase 2 learns which rows matched from phase 1's keys."""
+    ours, theirs, config, m, expected = _merge_both(spark, tmp_path, seed, feed=feed, by_source_only=True)
+    assert sorted_rows(ours) == sorted_rows(theirs), config
+    assert (m["numTargetRowsUpdated"], m["numTargetRowsDeleted"]) == (
+        expected["num_target_rows_updated"],
+        expected["num_target_rows_deleted"],
+    ), config
+    if feed:
+        assert change_rows(ours, 1) == change_rows(theirs, 1), config
 
 
 def change_rows(path: str, start: int) -> list[tuple]:

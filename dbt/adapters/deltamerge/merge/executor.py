@@ -1,12 +1,13 @@
 """Running a merge on Spark: Delta's insert-only and classic executors.
 
-The source is materialized once (``localCheckpoint``), so both phases see the same
-rows. Insert-only: source rows with no match in the target files that may match are
-appended; nothing is removed (keys past every file's are written in one pass, with no
-materialization). Classic: phase 1 (``touched.py``) finds the touched files and enforces
-the multiple-match rule; phase 2 rewrites only the touched files, with every output
-column a CASE over the clause that takes the row. Row counts come from ``observe`` on
-the rewrite itself, not extra scans.
+The source is materialized once (``localCheckpoint``, in the same pass that profiles
+its keys for data skipping), so every phase sees the same rows. Insert-only: source
+rows with no match in the target files that may match are appended; nothing is removed
+(into an empty table the inserts are written in one pass, with no materialization).
+Classic: phase 1 (``touched.py``) finds the touched files and enforces the
+multiple-match rule; phase 2 rewrites only the touched files, with every output column
+a CASE over the clause that takes the row. Row counts come from ``observe`` on the
+rewrite itself, not extra scans.
 """
 
 from __future__ import annotations
@@ -34,9 +35,9 @@ from dbt.adapters.deltamerge.delta.write import (
     write_files,
     write_files_and_changes,
 )
-from dbt.adapters.deltamerge.merge.broadcast import fits_in_broadcast
 from dbt.adapters.deltamerge.merge.changes import output_with_changes
 from dbt.adapters.deltamerge.merge.clauses import MergeSpec
+from dbt.adapters.deltamerge.merge.joins import touched_joined_with_source, touched_with_unmatched_keys
 from dbt.adapters.deltamerge.merge.metrics import merge_metrics, merge_parameters
 from dbt.adapters.deltamerge.merge.output import (
     ACTION,
@@ -51,12 +52,15 @@ from dbt.adapters.deltamerge.merge.output import (
 from dbt.adapters.deltamerge.merge.pruning import (
     FileFilter,
     files_from_profile,
-    files_to_read,
     profile_aggregates,
-    skips_by_key_range,
 )
 from dbt.adapters.deltamerge.merge.resolve import ResolvedMerge, resolve
-from dbt.adapters.deltamerge.merge.run import ROW_ID, MergeRun, aliased_source, aliased_target, matched_target
+from dbt.adapters.deltamerge.merge.run import (
+    ROW_ID,
+    MergeRun,
+    aliased_source,
+    matched_target,
+)
 from dbt.adapters.deltamerge.merge.touched import find_touched_files
 
 
@@ -89,8 +93,10 @@ def merge_into(
         snapshot = with_change_data_feed(snapshot)
     leading = definition_actions(current, snapshot)
     merge = resolve(spec, target=snapshot.schema, source=source_df.schema, lenient_star=schema is not None)
-    done = _insert_past_target(spark, spec, merge, snapshot, source_df) if spec.is_insert_only else None
-    done = done or _execute(spark, spec, merge, snapshot, source_df)
+    if spec.is_insert_only and not snapshot.files:
+        done = _insert_into_empty(spark, spec, merge, snapshot, source_df)
+    else:
+        done = _execute(spark, spec, merge, snapshot, source_df)
     candidates, skipping, touched, (written, changes, counts) = (
         done.files,
         done.skipping,
@@ -147,9 +153,12 @@ class _Done:
 def _execute(
     spark: SparkSession, spec: MergeSpec, merge: ResolvedMerge, snapshot: Snapshot, source_df: DataFrame
 ) -> _Done:
-    """The source materialized once, data skipping, then the insert-only or the classic executor."""
-    source = source_df.localCheckpoint(eager=True)
-    candidates, num_source_rows, skipping = files_to_read(spark, spec, snapshot, source)
+    """The source materialized and profiled, data skipping, then the insert-only or the classic executor."""
+    profile = Observation("merge_source")
+    # One pass over the source both materializes it (every phase must see the same rows)
+    # and profiles its keys for data skipping.
+    source = source_df.observe(profile, *profile_aggregates(spec)).localCheckpoint(eager=True)
+    candidates, num_source_rows, skipping = files_from_profile(spark, spec, snapshot, profile.get)
     joining = spec
     if skipping.ranges is not None and not any(r.has_nulls for r in skipping.ranges):
         joining = spec.without_null_safe_keys()
@@ -166,42 +175,36 @@ def _execute(
     return _Done(candidates, num_source_rows, skipping, touched, out, scan_ms, rewrite_ms)
 
 
-def _insert_past_target(
+def _insert_into_empty(
     spark: SparkSession, spec: MergeSpec, merge: ResolvedMerge, snapshot: Snapshot, source_df: DataFrame
-) -> _Done | None:
-    """Insert-only in one pass over the source, when its keys turn out to match no target file.
-
-    The inserts are written while the same pass profiles the source keys; if data skipping
-    then proves no target file can hold a matching key (new keys past the table's, or an
-    empty table), those files are the result. Otherwise they are discarded (None) and the
-    merge runs the usual way. No second read, so no materialized source is needed.
-    """
-    if snapshot.files and not skips_by_key_range(spec):
-        return None  # no key range to skip by: every file would be read anyway
+) -> _Done:
+    """Insert-only into a table with no files: one pass over the source, no materialization."""
     profile = Observation("merge_source")
     observed = source_df.observe(profile, *profile_aggregates(spec))
     run = MergeRun(spark, spec, merge, snapshot, observed, [], 0)
     started = time.monotonic()
-    written, changes, counts = _write_inserts_only(run)
-    candidates, num_source_rows, skipping = files_from_profile(spark, spec, snapshot, profile.get)
-    if candidates:
-        _discard(snapshot.table_path, [f.path for f in written])
-        return None
+    out = _write_inserts_only(run)
+    _, num_source_rows, skipping = files_from_profile(spark, spec, snapshot, profile.get)
     rewrite_ms = int((time.monotonic() - started) * 1000)
-    return _Done([], num_source_rows, skipping, [], (written, changes, counts), 0, rewrite_ms)
+    return _Done([], num_source_rows, skipping, [], out, 0, rewrite_ms)
 
 
 def _write_all_changes(run: MergeRun, touched: list[AddFile]) -> _Written:
     """Phase 2: rewrite the touched files with every clause applied, plus the inserts."""
     if not run.spec.not_matched and not touched:
         return [], [], _zero_counts()
-    joined = _touched_joined_with_source(run, touched)
+    present = None
+    if run.unmatched_keys is not None and not (run.spec.matched or run.spec.not_matched):
+        joined, present = touched_with_unmatched_keys(run, touched)
+    else:
+        joined = touched_joined_with_source(run, touched)
     if run.duplicate_matches:
         # A target row deleted by several source rows is one deleted row (and one output row).
         both = F.col(TARGET_PRESENT).isNotNull() & F.col(SOURCE_PRESENT).isNotNull()
         joined = joined.where(both).dropDuplicates([ROW_ID]).union(joined.where(~both))
-    action = F.expr(action_expression(run.merge, run.spec.target_alias, run.spec.source_alias))
-    return _write_outputs(run, joined.withColumn(ACTION, action), copy=True, changes=run.change_data)
+    spec = run.spec
+    action = action_expression(run.merge, spec.target_alias, spec.source_alias, source_present=present)
+    return _write_outputs(run, joined.withColumn(ACTION, F.expr(action)), copy=True, changes=run.change_data)
 
 
 def _write_inserts_only(run: MergeRun) -> _Written:
@@ -216,25 +219,6 @@ def _write_inserts_only(run: MergeRun) -> _Written:
     return _write_outputs(
         run, source.withColumn(ACTION, F.expr(f"CASE {whens} ELSE '{DROP}' END")), copy=False, changes=False
     )
-
-
-def _touched_joined_with_source(run: MergeRun, touched: list[AddFile]) -> DataFrame:
-    """Every row of the touched files with its source row, plus the unmatched source rows (with inserts).
-
-    A small source is broadcast to the tasks reading the touched files: the target is
-    never shuffled, and each new file holds the rows of one old file, so the table keeps
-    its clustering. The unmatched source rows are found against the touched files'
-    matched rows (every matched row is in a touched file) and appended with null targets.
-    """
-    on = F.expr(run.spec.on_condition)
-    target = aliased_target(run, touched)
-    if not fits_in_broadcast(run.source.schema, run.num_source_rows):
-        return target.join(aliased_source(run), on, "full_outer" if run.spec.not_matched else "left_outer")
-    joined = target.join(F.broadcast(aliased_source(run)), on, "left_outer")
-    if not run.spec.not_matched:
-        return joined
-    unmatched = aliased_source(run).join(matched_target(run, touched), on, "left_anti")
-    return joined.union(aliased_target(run, []).join(unmatched, on, "right_outer"))
 
 
 _Written = tuple[list[WrittenFile], list[ChangeFile], dict[str, int]]

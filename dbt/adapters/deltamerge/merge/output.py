@@ -27,9 +27,15 @@ def action_code(clause: ResolvedClause, index: int) -> str:
     return f"{clause.kind}_{clause.action}_{index}"
 
 
-def action_expression(merge: ResolvedMerge, target_alias: str, source_alias: str) -> str:
-    """``CASE`` giving each joined row the code of the clause that takes it (or copy/drop)."""
-    source = qualified(source_alias, SOURCE_PRESENT)
+def action_expression(
+    merge: ResolvedMerge, target_alias: str, source_alias: str, *, source_present: str | None = None
+) -> str:
+    """``CASE`` giving each joined row the code of the clause that takes it (or copy/drop).
+
+    ``source_present`` is SQL that is null exactly when no source row joined (default: the
+    source's presence flag).
+    """
+    source = source_present or qualified(source_alias, SOURCE_PRESENT)
     target = qualified(target_alias, TARGET_PRESENT)
     branches = [
         (f"{source} IS NOT NULL AND {target} IS NOT NULL", merge.matched, COPY),

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from dbt.adapters.deltamerge.delta.read import read_files
@@ -18,8 +18,11 @@ from dbt.adapters.deltamerge.merge.broadcast import fits_in_broadcast
 from dbt.adapters.deltamerge.merge.clauses import MergeSpec
 from dbt.adapters.deltamerge.merge.output import SOURCE_PRESENT, TARGET_PRESENT
 from dbt.adapters.deltamerge.merge.resolve import ResolvedMerge
+from dbt.adapters.deltamerge.sql import conjunction, qualified
 
 FILE, ROW_ID = "_merge_file", "_merge_row_id"
+# Phase 1's unmatched target keys: their frame's alias, and a flag that is true on every row.
+UNMATCHED, UNMATCHED_ROW = "_merge_unmatched", "_merge_unmatched_row"
 
 
 @dataclass
@@ -37,6 +40,8 @@ class MergeRun:
     duplicate_matches: bool = False
     # Write change data (the table has the feed on, or this merge switches it on).
     change_data: bool = False
+    # Phase 1's target keys (ON is the unique key's) no source row matches, when small enough to broadcast.
+    unmatched_keys: DataFrame | None = None
 
 
 def aliased_source(run: MergeRun) -> DataFrame:
@@ -66,3 +71,10 @@ def matched_target(run: MergeRun, files: list[AddFile]) -> DataFrame:
         return target
     source = F.broadcast(run.source.alias(run.spec.source_alias))
     return target.join(source, F.expr(run.spec.on_condition), "left_semi").alias(run.spec.target_alias)
+
+
+def is_unmatched_key(run: MergeRun) -> Column:
+    """The target row's unique key equals (null-safely) a key of the ``UNMATCHED`` frame."""
+    alias = run.spec.target_alias
+    pairs = [f"{qualified(alias, k)} <=> {qualified(UNMATCHED, k)}" for k in run.spec.unique_key]
+    return F.expr(conjunction(pairs))

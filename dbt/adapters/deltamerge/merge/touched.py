@@ -8,15 +8,25 @@ matched clause is an unconditional delete.
 
 from __future__ import annotations
 
-from pyspark.sql import DataFrame
+from pyspark.sql import DataFrame, Observation
 from pyspark.sql import functions as F
 
 from dbt.adapters.deltamerge.delta.errors import DeltaError
 from dbt.adapters.deltamerge.delta.paths import local_path, table_path_of
 from dbt.adapters.deltamerge.delta.snapshot import AddFile
+from dbt.adapters.deltamerge.merge.broadcast import fits_in_broadcast
 from dbt.adapters.deltamerge.merge.pruning import skips_by_key_range
-from dbt.adapters.deltamerge.merge.run import FILE, ROW_ID, MergeRun, aliased_source, aliased_target
-from dbt.adapters.deltamerge.sql import quote_identifier
+from dbt.adapters.deltamerge.merge.run import (
+    FILE,
+    ROW_ID,
+    UNMATCHED,
+    UNMATCHED_ROW,
+    MergeRun,
+    aliased_source,
+    aliased_target,
+    is_unmatched_key,
+)
+from dbt.adapters.deltamerge.sql import qualified, quote_identifier
 
 MULTIPLE_MATCHES = (
     "Cannot perform Merge as multiple source rows matched and attempted to modify the same target row "
@@ -68,10 +78,35 @@ def _may_match_twice(run: MergeRun) -> bool:
 
 def _files_with_unmatched_changes(run: MergeRun, target: DataFrame) -> set[str]:
     conditions = [c.condition for c in run.spec.not_matched_by_source]
-    unmatched = target.join(aliased_source(run), F.expr(run.spec.on_condition), "left_anti")
     if all(conditions):
-        unmatched = unmatched.where(" OR ".join(f"({c})" for c in conditions))
+        target = target.where(" OR ".join(f"({c})" for c in conditions))
+    if skips_by_key_range(run.spec):
+        return _files_holding_unmatched_keys(run, target)
+    unmatched = target.join(aliased_source(run), F.expr(run.spec.on_condition), "left_anti")
     return {table_path_of(r[FILE]) for r in unmatched.select(FILE).distinct().collect()}
+
+
+def _files_holding_unmatched_keys(run: MergeRun, target: DataFrame) -> set[str]:
+    """Files holding a target key no source row matches, found without shuffling file names.
+
+    The anti-join shuffles keys only; its (usually few) keys are kept for phase 2 and
+    broadcast back over the target to name their files.
+    """
+    alias = run.spec.target_alias
+    counted = Observation("unmatched_keys")
+    unmatched = (
+        target.join(aliased_source(run), F.expr(run.spec.on_condition), "left_anti")
+        .select(*[F.col(qualified(alias, k)).alias(k) for k in run.spec.unique_key])
+        .distinct()
+        .withColumn(UNMATCHED_ROW, F.lit(True))
+        .observe(counted, F.count(F.lit(1)).alias("n"))
+        .localCheckpoint(eager=True)
+        .alias(UNMATCHED)
+    )
+    small = fits_in_broadcast(unmatched.schema, int(counted.get["n"]))
+    located = target.join(F.broadcast(unmatched) if small else unmatched, is_unmatched_key(run), "left_semi")
+    run.unmatched_keys = unmatched if small else None
+    return {table_path_of(r[FILE]) for r in located.select(FILE).distinct().collect()}
 
 
 def _multiple_matches_message(run: MergeRun, joined: DataFrame) -> str:

@@ -1,0 +1,55 @@
+"""Phase 2's joins: the rows of the touched files with what the source says about each.
+
+Every row of a touched file comes out once (with its source row, or without one), plus
+the unmatched source rows when the merge inserts.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from dbt.adapters.deltamerge.delta.snapshot import AddFile
+from dbt.adapters.deltamerge.merge.broadcast import fits_in_broadcast
+from dbt.adapters.deltamerge.merge.run import (
+    UNMATCHED,
+    UNMATCHED_ROW,
+    MergeRun,
+    aliased_source,
+    aliased_target,
+    is_unmatched_key,
+    matched_target,
+)
+from dbt.adapters.deltamerge.sql import qualified
+
+
+def touched_joined_with_source(run: MergeRun, touched: list[AddFile]) -> DataFrame:
+    """Every row of the touched files with its source row, plus the unmatched source rows (with inserts).
+
+    A small source is broadcast to the tasks reading the touched files: the target is
+    never shuffled, and each new file holds the rows of one old file, so the table keeps
+    its clustering. The unmatched source rows are found against the touched files'
+    matched rows (every matched row is in a touched file) and appended with null targets.
+    """
+    on = F.expr(run.spec.on_condition)
+    target = aliased_target(run, touched)
+    if not fits_in_broadcast(run.source.schema, run.num_source_rows):
+        return target.join(aliased_source(run), on, "full_outer" if run.spec.not_matched else "left_outer")
+    joined = target.join(F.broadcast(aliased_source(run)), on, "left_outer")
+    if not run.spec.not_matched:
+        return joined
+    unmatched = aliased_source(run).join(matched_target(run, touched), on, "left_anti")
+    return joined.union(aliased_target(run, []).join(unmatched, on, "right_outer"))
+
+
+def touched_with_unmatched_keys(run: MergeRun, touched: list[AddFile]) -> tuple[DataFrame, str]:
+    """The touched files' rows flagged by phase 1's unmatched keys, and SQL null where a row is unmatched.
+
+    With only NOT MATCHED BY SOURCE clauses, whether a row matched is all a merge needs
+    from the source, and phase 1 already found the (few) unmatched keys: no second join
+    with the whole source.
+    """
+    assert run.unmatched_keys is not None
+    keys = F.broadcast(run.unmatched_keys)
+    joined = aliased_target(run, touched).join(keys, is_unmatched_key(run), "left_outer")
+    return joined, f"CASE WHEN {qualified(UNMATCHED, UNMATCHED_ROW)} IS NULL THEN true END"
