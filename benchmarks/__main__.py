@@ -41,7 +41,7 @@ def main(argv: list[str] | None = None) -> int:
 
     results = run_benchmark(settings, log=lambda line: print(line, flush=True), checkpoint=checkpoint)
     os.remove(partial)
-    results["command"] = "python -m benchmarks " + " ".join(sys.argv[1:] if argv is None else argv)
+    results["command"] = " ".join(["python -m benchmarks", *(sys.argv[1:] if argv is None else argv)])
     os.makedirs(os.path.join(args.out, "benchmarks"), exist_ok=True)
     with open(os.path.join(args.out, "benchmarks", "results.json"), "w") as f:
         json.dump(results, f, indent=1, default=str)

@@ -168,8 +168,8 @@ def test_timestamp_keys_skip_files_by_range(spark, tmp_path, kind):
 
 
 @pytest.mark.parametrize(("first", "inserted", "read"), [(1000, 5, 0), (995, 0, 1), (998, 3, 1)])
-def test_insert_only_writes_in_one_pass_only_when_no_file_can_match(spark, tmp_path, first, inserted, read):
-    """Keys past the table's are written in one pass; otherwise that pass's files are discarded."""
+def test_insert_only_reads_no_target_file_when_none_can_match(spark, tmp_path, first, inserted, read):
+    """Keys past the table's are appended with no target file read; no stray files either way."""
     import os
 
     from dbt.adapters.deltamerge.delta.snapshot import load_snapshot
@@ -197,6 +197,27 @@ def test_insert_only_writes_in_one_pass_only_when_no_file_can_match(spark, tmp_p
     assert ids == sorted({*range(1000), *range(first, first + 5)})
     on_disk = [n for n in os.listdir(path) if n.endswith(".parquet")]
     assert sorted(on_disk) == sorted(os.path.basename(u) for u in DeltaTable(path).file_uris())
+
+
+def test_insert_only_into_a_table_without_files_counts_its_source(spark, tmp_path):
+    """Into a table with no files the inserts are written in the pass that profiles the source."""
+    from dbt.adapters.deltamerge.delta.snapshot import load_snapshot
+    from dbt.adapters.deltamerge.delta.write import WriteRequest, write_dataframe
+    from dbt.adapters.deltamerge.merge.clauses import MergeSpec
+    from dbt.adapters.deltamerge.merge.executor import merge_into
+
+    path = str(tmp_path / "t")
+    write_dataframe(
+        spark, spark.createDataFrame([], "id int, v string"), WriteRequest(path, "create_or_replace")
+    )
+    snapshot = load_snapshot(path)
+    assert snapshot is not None and not snapshot.files
+    source = spark.createDataFrame([(1, "a"), (2, "b"), (2, "c")], "id int, v string")
+    config = {"unique_key": "id", "when_matched": [], "when_not_matched": [{"action": "insert"}]}
+    result = merge_into(spark, source, snapshot, MergeSpec.from_config("m", config))
+    m = result.metrics
+    assert (m["numSourceRows"], m["numTargetRowsInserted"], m["numTargetFilesAfterSkipping"]) == (3, 3, 0)
+    assert sorted(r["v"] for r in DeltaTable(path).to_pyarrow_table().to_pylist()) == ["a", "b", "c"]
 
 
 @pytest.mark.parametrize(("keys", "deleted"), [([1, 2, 3], 997), ([1, 2, 2], None)])
