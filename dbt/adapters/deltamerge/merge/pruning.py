@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pyspark.errors import AnalysisException
-from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import Column, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
@@ -75,18 +75,13 @@ class FileFilter:
         return [f for f in files if may_satisfy(node, f, constants, kinds)]
 
 
-def files_to_read(
-    spark: SparkSession, spec: MergeSpec, snapshot: Snapshot, source: DataFrame
-) -> tuple[list[AddFile], int, FileFilter]:
-    """The files left after data skipping, the source's row count (one pass), and the filter used."""
-    profile = source.agg(*profile_aggregates(spec)).collect()[0].asDict()
-    return files_from_profile(spark, spec, snapshot, profile)
-
-
 def files_from_profile(
     spark: SparkSession, spec: MergeSpec, snapshot: Snapshot, profile: Mapping[str, Any]
 ) -> tuple[list[AddFile], int, FileFilter]:
-    """``files_to_read`` from the values of ``profile_aggregates`` over the source."""
+    """The files left after data skipping, the source's row count, and the filter used.
+
+    ``profile`` holds the values of ``profile_aggregates`` over the source.
+    """
     ranges = _key_ranges(profile, spec, snapshot)
     skipping = FileFilter(spark, spec, snapshot, ranges)
     return skipping.keep(snapshot.files), int(profile["n"]), skipping
