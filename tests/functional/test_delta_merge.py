@@ -350,3 +350,60 @@ class TestClauseKinds:
         path = table_path(project, "kinds")
         assert state(path) == [(None, "n"), (None, "n")]
         assert last_metrics(path)["numTargetRowsInserted"] == 1
+
+
+class TestInsertWithoutMatchedClauseButBySource:
+    """Issue 14, case 2: no WHEN MATCHED clause, inserts and a conditional BY SOURCE update.
+
+    Source id 33 matches the target: Delta, delta-rs and DuckDB leave it alone and insert
+    the 50 new ids (52 rows). The BY SOURCE condition selects only row 33, which matches,
+    so phase 1 touches no file; whether a source row is new must still be decided against
+    every file that may hold its match.
+    """
+
+    FIRST = "select 53 as id, 13 as ts, 'g' as grp union all select 33 as id, 7 as ts, 'g' as grp"
+    SOURCE = (
+        "select 33 as id, 20 as ts, 'src' as grp union all "
+        "select cast(id + 100 as int) as id, 1 as ts, 'new' as grp from range(50)"
+    )
+
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {
+            "by_key.sql": model(self.FIRST, unique_key="id"),
+            "by_condition.sql": model(self.FIRST, unique_key="id"),
+        }
+
+    @pytest.mark.parametrize(
+        ("name", "config"),
+        [
+            ("by_key", {"unique_key": "id"}),
+            (
+                "by_condition",
+                {"merge_condition": "src.id = tgt.id", "source_alias": "src", "target_alias": "tgt"},
+            ),
+        ],
+    )
+    def test_a_matched_source_row_is_not_inserted(self, project, name, config):
+        run_dbt(["run", "--select", name])
+        target = config.get("target_alias", "DBT_INTERNAL_DEST")
+        clauses = {
+            "when_matched": [],
+            "when_not_matched": [{"action": "insert", "values": "*"}],
+            "when_not_matched_by_source": [
+                {"condition": f"{target}.ts <= 10", "action": "update", "set": {"grp": "'-1'"}}
+            ],
+        }
+        put(project, name, model(self.SOURCE, **config, **clauses))
+        result = run_dbt(["run", "--select", name])
+        path = table_path(project, name)
+        got = rows(path)
+        assert len(got) == 52 and [r["id"] for r in got].count(33) == 1
+        assert [(r["ts"], r["grp"]) for r in got if r["id"] in (33, 53)] == [(7, "g"), (13, "g")]
+        m = last_metrics(path)
+        assert (m["numTargetRowsInserted"], m["numTargetRowsUpdated"], m["numTargetFilesRemoved"]) == (
+            50,
+            0,
+            0,
+        )
+        assert result.results[0].adapter_response["rows_affected"] == 50

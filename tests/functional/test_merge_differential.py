@@ -2,8 +2,12 @@
 
 Each case builds one random target (written once by each engine), one random source
 with unique keys, and a random clause set drawn from every clause kind; both results
-must have the same rows and the same inserted / updated / deleted counts.
-``DELTAMERGE_DIFF_CASES`` sets the number of cases (default 40; 300 for a long run).
+must have the same rows and the same inserted / updated / deleted counts. Half the cases
+run with broadcasting turned off, so the shuffle joins are compared too. The weighted
+cases favour the executor's shortcuts: no WHEN MATCHED clause, NOT MATCHED BY SOURCE
+clauses, ``incremental_predicates`` and target rows sharing a key.
+``DELTAMERGE_DIFF_CASES`` sets the number of cases (default 40; thousands for a long
+run, e.g. ``DELTAMERGE_DIFF_CASES=4000 pytest -k weighted tests/functional/test_merge_differential.py``).
 """
 
 from __future__ import annotations
@@ -56,11 +60,23 @@ NOT_MATCHED_BY_SOURCE = [
     [],
     [({"action": "delete", "condition": "t.v > 60"}, ("delete", "t.v > 60", None))],
     [({"action": "update", "set": {"v": "-1"}}, ("update", None, {"v": "-1"}))],
+    [
+        (
+            {"action": "update", "condition": "t.v <= 20", "set": {"op": "'X'"}},
+            ("update", "t.v <= 20", {"op": "'X'"}),
+        ),
+        ({"action": "delete", "condition": "t.op = 'D'"}, ("delete", "t.op = 'D'", None)),
+    ],
 ]
 
 
-def random_case(rng: random.Random, *, by_source_only: bool = False) -> tuple[pa.Table, pa.Table, dict, list]:
+def random_case(
+    rng: random.Random, *, by_source_only: bool = False, weighted: bool = False
+) -> tuple[pa.Table, pa.Table, dict, list]:
     target_keys = rng.sample(range(200), rng.randint(0, 60))
+    if weighted and target_keys and rng.random() < 0.3:
+        # Target rows sharing a key: only the whole ON condition tells them apart.
+        target_keys += rng.choices(target_keys, k=rng.randint(1, 8))
     source_keys = rng.sample(range(200), rng.randint(0, 40))
     target = pa.table(
         {
@@ -83,6 +99,11 @@ def random_case(rng: random.Random, *, by_source_only: bool = False) -> tuple[pa
     )
     if by_source_only:
         matched, not_matched, by_source = [], [], rng.choice(NOT_MATCHED_BY_SOURCE[1:])
+    if weighted:
+        if rng.random() < 0.6:
+            matched = []
+        if not by_source and rng.random() < 0.85:
+            by_source = rng.choice(NOT_MATCHED_BY_SOURCE[1:])
     if not (matched or not_matched or by_source):
         not_matched = NOT_MATCHED[1]
     if matched == MATCHED[2] and source_keys and rng.random() < 0.5:
@@ -90,8 +111,12 @@ def random_case(rng: random.Random, *, by_source_only: bool = False) -> tuple[pa
         extra = rng.choices(source.to_pylist(), k=rng.randint(1, 10))
         source = pa.Table.from_pylist(source.to_pylist() + extra, schema=source.schema)
     on = ON[0] if by_source_only else rng.choice(ON)
-    # The unique key's ON condition takes the key-range paths (skipping, key-only joins).
-    condition = {"unique_key": "k"} if on == ON[0] and rng.random() < 0.5 else {"merge_condition": on}
+    # The unique key's ON condition takes the key-range paths (skipping, key-only joins);
+    # the other conjuncts then come as incremental_predicates.
+    condition: dict = {"merge_condition": on}
+    if rng.random() < 0.5:
+        _, *predicates = on.split(" AND ", 1)
+        condition = {"unique_key": "k", **({"incremental_predicates": predicates} if predicates else {})}
     config = {
         **condition,
         "source_alias": "s",
@@ -133,10 +158,10 @@ def sorted_rows(path: str) -> list[tuple]:
 
 
 def _merge_both(
-    spark, tmp_path, seed: int, *, feed: bool, by_source_only: bool = False
+    spark, tmp_path, seed: int, *, feed: bool, by_source_only: bool = False, weighted: bool = False
 ) -> tuple[str, str, dict, dict, dict]:
     rng = random.Random(seed)
-    target, source, config, builder = random_case(rng, by_source_only=by_source_only)
+    target, source, config, builder = random_case(rng, by_source_only=by_source_only, weighted=weighted)
     ours, theirs = str(tmp_path / "ours"), str(tmp_path / "theirs")
     schema = "k bigint, v bigint, op string"
     properties = {"delta.enableChangeDataFeed": "true"} if feed else {}
@@ -149,19 +174,42 @@ def _merge_both(
     snapshot = load_snapshot(ours)
     assert snapshot is not None
     result = merge_into(spark, spark.createDataFrame(source.to_pylist(), schema), snapshot, spec)
-    expected = delta_rs_merge(theirs, source, config.get("merge_condition", ON[0]), builder)
+    expected = delta_rs_merge(theirs, source, _on_condition(config), builder)
     return ours, theirs, config, result.metrics, expected
 
 
-@pytest.mark.parametrize("seed", range(CASES))
-def test_same_result_as_delta_rs(spark, tmp_path, seed):
-    ours, theirs, config, m, expected = _merge_both(spark, tmp_path, seed, feed=False)
+def _on_condition(config: dict) -> str:
+    if "merge_condition" in config:
+        return config["merge_condition"]
+    return " AND ".join(["t.k = s.k", *config.get("incremental_predicates", [])])
+
+
+def _shuffle_joins_on_odd(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Odd seeds broadcast nothing: the joins large sources take (full outer, shuffled anti-join)."""
+    if seed % 2:
+        monkeypatch.setattr("dbt.adapters.deltamerge.merge.broadcast.BROADCAST_SOURCE_BYTES", -1)
+
+
+def _assert_same_rows_and_counts(ours: str, theirs: str, config: dict, m: dict, expected: dict) -> None:
     assert sorted_rows(ours) == sorted_rows(theirs), config
     assert (m["numTargetRowsInserted"], m["numTargetRowsUpdated"], m["numTargetRowsDeleted"]) == (
         expected["num_target_rows_inserted"],
         expected["num_target_rows_updated"],
         expected["num_target_rows_deleted"],
     ), config
+
+
+@pytest.mark.parametrize("seed", range(CASES))
+def test_same_result_as_delta_rs(spark, tmp_path, seed, monkeypatch):
+    _shuffle_joins_on_odd(seed, monkeypatch)
+    _assert_same_rows_and_counts(*_merge_both(spark, tmp_path, seed, feed=False))
+
+
+@pytest.mark.parametrize("seed", range(CASES))
+def test_weighted_same_result_as_delta_rs(spark, tmp_path, seed, monkeypatch):
+    """Clause sets without WHEN MATCHED, with BY SOURCE clauses, predicates and shared target keys."""
+    _shuffle_joins_on_odd(seed, monkeypatch)
+    _assert_same_rows_and_counts(*_merge_both(spark, tmp_path, 100_000 + seed, feed=False, weighted=True))
 
 
 @pytest.mark.parametrize("seed", range(CASES // 4))
@@ -281,3 +329,42 @@ def _spark_schema(table: pa.Table) -> str:
 def _all_rows(path: str) -> list[tuple]:
     data = DeltaTable(path).to_pyarrow_table().to_pylist()
     return sorted((tuple(sorted(r.items())) for r in data), key=repr)
+
+
+def test_by_source_with_predicates_tells_apart_rows_sharing_a_key(spark, tmp_path):
+    """Two target rows with key 1: the predicate makes one matched and the other not (the key alone can't)."""
+    target = pa.table(
+        {
+            "k": pa.array([1, 1, 2], pa.int64()),
+            "v": pa.array([10, 50, 70], pa.int64()),
+            "op": pa.array(["U", "U", "U"], pa.string()),
+        }
+    )
+    source = pa.table(
+        {"k": pa.array([1], pa.int64()), "v": pa.array([0], pa.int64()), "op": pa.array(["U"], pa.string())}
+    )
+    config = {
+        "unique_key": "k",
+        "incremental_predicates": ["t.v >= 30"],
+        "source_alias": "s",
+        "target_alias": "t",
+        "when_matched": [],
+        "when_not_matched": [],
+        "when_not_matched_by_source": [{"action": "delete"}],
+    }
+    ours, theirs = str(tmp_path / "ours"), str(tmp_path / "theirs")
+    write_dataframe(
+        spark,
+        spark.createDataFrame(target.to_pylist(), "k bigint, v bigint, op string").coalesce(1),
+        WriteRequest(ours, "create_or_replace"),
+    )
+    write_deltalake(theirs, target)
+    snapshot = load_snapshot(ours)
+    assert snapshot is not None
+    source_df = spark.createDataFrame(source.to_pylist(), "k bigint, v bigint, op string")
+    metrics = merge_into(spark, source_df, snapshot, MergeSpec.from_config("shared", config)).metrics
+    expected = delta_rs_merge(
+        theirs, source, "t.k = s.k AND t.v >= 30", [("by_source", ("delete", None, None))]
+    )
+    assert sorted_rows(ours) == sorted_rows(theirs) == [(1, 50, "U")]
+    assert metrics["numTargetRowsDeleted"] == expected["num_target_rows_deleted"] == 2

@@ -28,18 +28,31 @@ def touched_joined_with_source(run: MergeRun, touched: list[AddFile]) -> DataFra
 
     A small source is broadcast to the tasks reading the touched files: the target is
     never shuffled, and each new file holds the rows of one old file, so the table keeps
-    its clustering. The unmatched source rows are found against the touched files'
-    matched rows (every matched row is in a touched file) and appended with null targets.
+    its clustering. Whether a source row is unmatched is decided by the full ON condition
+    against every file that may hold its match (``files_holding_matches``), not only the
+    touched ones, and those rows are appended with null targets.
     """
     on = F.expr(run.spec.on_condition)
     target = aliased_target(run, touched)
-    if not fits_in_broadcast(run.source.schema, run.num_source_rows):
+    holding = files_holding_matches(run, touched)
+    small = fits_in_broadcast(run.source.schema, run.num_source_rows)
+    if not small and (holding is touched or not run.spec.not_matched):
         return target.join(aliased_source(run), on, "full_outer" if run.spec.not_matched else "left_outer")
-    joined = target.join(F.broadcast(aliased_source(run)), on, "left_outer")
+    joined = target.join(F.broadcast(aliased_source(run)) if small else aliased_source(run), on, "left_outer")
     if not run.spec.not_matched:
         return joined
-    unmatched = aliased_source(run).join(matched_target(run, touched), on, "left_anti")
+    unmatched = aliased_source(run).join(matched_target(run, holding), on, "left_anti")
     return joined.union(aliased_target(run, []).join(unmatched, on, "right_outer"))
+
+
+def files_holding_matches(run: MergeRun, touched: list[AddFile]) -> list[AddFile]:
+    """Files that hold every target row a source row matches.
+
+    With a WHEN MATCHED clause phase 1 touches every file holding a matched row; without
+    one, matched rows are copied as they are, so their files need not be touched, and
+    only the data-skipped candidates bound where a source row may have its match.
+    """
+    return touched if run.spec.matched else run.candidates
 
 
 def touched_with_unmatched_keys(run: MergeRun, touched: list[AddFile]) -> tuple[DataFrame, str]:

@@ -92,6 +92,21 @@ def skips_by_key_range(spec: MergeSpec) -> bool:
     return spec.merge_condition is None and bool(spec.unique_key)
 
 
+def matches_by_key_alone(spec: MergeSpec) -> bool:
+    """Whether a target row's key alone decides if it matches: ON is the key equality and nothing more.
+
+    Then every target row with a given key is matched, or none is. ``incremental_predicates``
+    may tell apart target rows sharing a key, so with them a row must be joined by the whole ON.
+
+    >>> config = {"unique_key": "id", "when_not_matched_by_source": [{"action": "delete"}]}
+    >>> matches_by_key_alone(MergeSpec.from_config("m", config))
+    True
+    >>> matches_by_key_alone(MergeSpec.from_config("m", {**config, "incremental_predicates": ["x > 1"]}))
+    False
+    """
+    return skips_by_key_range(spec) and not spec.incremental_predicates
+
+
 def skipping_conditions(spec: MergeSpec) -> list[str]:
     """Conditions every target row a merge changes must satisfy.
 

@@ -15,7 +15,7 @@ from dbt.adapters.deltamerge.delta.errors import DeltaError
 from dbt.adapters.deltamerge.delta.paths import local_path, table_path_of
 from dbt.adapters.deltamerge.delta.snapshot import AddFile
 from dbt.adapters.deltamerge.merge.broadcast import fits_in_broadcast
-from dbt.adapters.deltamerge.merge.pruning import skips_by_key_range
+from dbt.adapters.deltamerge.merge.pruning import matches_by_key_alone, skips_by_key_range
 from dbt.adapters.deltamerge.merge.run import (
     FILE,
     ROW_ID,
@@ -80,7 +80,7 @@ def _files_with_unmatched_changes(run: MergeRun, target: DataFrame) -> set[str]:
     conditions = [c.condition for c in run.spec.not_matched_by_source]
     if all(conditions):
         target = target.where(" OR ".join(f"({c})" for c in conditions))
-    if skips_by_key_range(run.spec):
+    if matches_by_key_alone(run.spec):
         return _files_holding_unmatched_keys(run, target)
     unmatched = target.join(aliased_source(run), F.expr(run.spec.on_condition), "left_anti")
     return {table_path_of(r[FILE]) for r in unmatched.select(FILE).distinct().collect()}
@@ -89,6 +89,8 @@ def _files_with_unmatched_changes(run: MergeRun, target: DataFrame) -> set[str]:
 def _files_holding_unmatched_keys(run: MergeRun, target: DataFrame) -> set[str]:
     """Files holding a target key no source row matches, found without shuffling file names.
 
+    Only when the key alone decides whether a row matches (``matches_by_key_alone``): phase 2
+    then flags the touched files' rows by these keys instead of joining the source again.
     The anti-join shuffles keys only; its (usually few) keys are kept for phase 2 and
     broadcast back over the target to name their files.
     """
