@@ -1,44 +1,130 @@
-"""Idempotent dbt runs: every model commit carries a txn action; a repeated commit is not applied twice."""
+"""Idempotent writes: a txn per dbt invocation and model; a retried commit is applied once, never skipped.
+
+Two invocations of one model are two writers (Delta's conflict rules decide between
+them); only a retry of the same write of the same invocation is recognised, by its exact
+(appId, version). Entries expire by ``delta.setTransactionRetentionDuration``, so
+checkpoints stay bounded however many runs a table sees.
+"""
 
 from __future__ import annotations
 
+import glob
+import time
+
+import pyarrow.parquet as pq
 import pytest
 from dbt.tests.util import run_dbt
 from deltalake import DeltaTable
 
+from dbt.adapters.deltamerge.delta import commit as commit_module
 from dbt.adapters.deltamerge.delta.commit import CommitInfo, commit, latest_version
-from dbt.adapters.deltamerge.delta.conflicts import ConcurrentTransaction, check_winner
-from dbt.adapters.deltamerge.delta.write import WriteRequest, write_dataframe
+from dbt.adapters.deltamerge.delta.conflicts import ConcurrentTransaction, ReadSet, check_winner
+from dbt.adapters.deltamerge.delta.definition import DEFAULT_TXN_RETENTION, TXN_RETENTION_PROPERTY
+from dbt.adapters.deltamerge.delta.snapshot import load_snapshot
+from dbt.adapters.deltamerge.delta.write import WriteRequest, commit_files, write_dataframe
 from tests.functional.helpers import log_actions, table_path
 
 
-def test_a_repeated_commit_of_the_same_run_is_not_applied_twice(spark, tmp_path):
+def _ids(path: str) -> list[int]:
+    return sorted(r["id"] for r in DeltaTable(path).to_pyarrow_table().to_pylist())
+
+
+def test_a_retried_commit_of_the_same_write_is_applied_once(spark, tmp_path):
     path = str(tmp_path / "t")
     write_dataframe(spark, spark.createDataFrame([(1,)], "id int"), WriteRequest(path, "create_or_replace"))
     rows = spark.createDataFrame([(2,)], "id int")
-    first = write_dataframe(spark, rows, WriteRequest(path, "append", txn=("app", 5)))
-    again = write_dataframe(spark, rows, WriteRequest(path, "append", txn=("app", 5)))
+    first = write_dataframe(spark, rows, WriteRequest(path, "append", txn=("inv1:s.m", 0)))
+    again = write_dataframe(spark, rows, WriteRequest(path, "append", txn=("inv1:s.m", 0)))
     assert first.version == again.version == 1 == latest_version(path)
-    assert DeltaTable(path).transaction_version("app") == 5
-    assert sorted(r["id"] for r in DeltaTable(path).to_pyarrow_table().to_pylist()) == [1, 2]
-    later = commit(path, read_version=1, actions=[], info=CommitInfo("WRITE", txn=("app", 6)))
-    assert later == 2 and DeltaTable(path).transaction_version("app") == 6
+    assert DeltaTable(path).transaction_version("inv1:s.m") == 0 and _ids(path) == [1, 2]
+    # Another writer commits; a retry of the first write still answers the version it wrote.
+    assert commit(path, read_version=1, actions=[], info=CommitInfo("WRITE", is_blind_append=True)) == 2
+    retried = commit(path, read_version=0, actions=[], info=CommitInfo("WRITE", txn=("inv1:s.m", 0)))
+    assert retried == 1 and latest_version(path) == 2
+    # The invocation's next write of the model is a new version of its appId.
+    later = commit(path, read_version=2, actions=[], info=CommitInfo("WRITE", txn=("inv1:s.m", 1)))
+    assert later == 3 and DeltaTable(path).transaction_version("inv1:s.m") == 1
 
 
-def test_a_concurrent_commit_of_the_same_model_conflicts():
-    winner = [{"commitInfo": {"operation": "MERGE"}}, {"txn": {"appId": "dbt-deltamerge:s.m", "version": 3}}]
-    from dbt.adapters.deltamerge.delta.conflicts import ReadSet
+def test_two_invocations_of_one_model_both_commit_in_either_order(spark, tmp_path):
+    """The lost merge of issue 14: the later-started invocation committed first, the other was skipped."""
+    path = str(tmp_path / "t")
+    write_dataframe(spark, spark.createDataFrame([(1,)], "id int"), WriteRequest(path, "create_or_replace"))
+    late, early = ("dbt-deltamerge:late-inv:s.m", 0), ("dbt-deltamerge:early-inv:s.m", 0)
+    for txn, new_id in ((late, 3), (early, 2)):  # both read version 0
+        add = {
+            "add": {
+                "path": f"f{new_id}.parquet",
+                "partitionValues": {},
+                "size": 1,
+                "modificationTime": 0,
+                "dataChange": True,
+            }
+        }
+        info = CommitInfo("MERGE", txn=txn)
+        commit(path, read_version=0, actions=[add], info=info, read=ReadSet(reads=lambda added: False))
+    assert latest_version(path) == 2
+    table = DeltaTable(path)
+    assert table.transaction_version(late[0]) == 0 and table.transaction_version(early[0]) == 0
+    assert {a["add"]["path"] for v in (1, 2) for a in log_actions(path, v) if "add" in a} == {
+        "f2.parquet",
+        "f3.parquet",
+    }
 
-    with pytest.raises(ConcurrentTransaction, match="same dbt model"):
+
+def test_an_earlier_write_after_a_later_one_of_the_same_invocation_is_refused(spark, tmp_path):
+    path = str(tmp_path / "t")
+    write_dataframe(spark, spark.createDataFrame([(1,)], "id int"), WriteRequest(path, "create_or_replace"))
+    commit(path, read_version=0, actions=[], info=CommitInfo("WRITE", txn=("inv:s.m", 1)))
+    refused = r"version 1 of transaction inv:s\.m.*Nothing was committed"
+    with pytest.raises(ConcurrentTransaction, match=refused):
+        commit(path, read_version=0, actions=[], info=CommitInfo("WRITE", txn=("inv:s.m", 0)))
+    assert latest_version(path) == 1
+
+
+def test_a_concurrent_write_of_the_same_invocation_and_model_conflicts():
+    winner = [
+        {"commitInfo": {"operation": "MERGE"}},
+        {"txn": {"appId": "dbt-deltamerge:inv:s.m", "version": 3}},
+    ]
+    with pytest.raises(ConcurrentTransaction, match="same dbt invocation wrote this model concurrently"):
         check_winner(
             table="t",
             read_version=0,
             version=1,
             winner=winner,
-            read=ReadSet(app_ids=frozenset({"dbt-deltamerge:s.m"})),
+            read=ReadSet(app_ids=frozenset({"dbt-deltamerge:inv:s.m"})),
             blind_append=True,
             operation="WRITE",
         )
+
+
+def test_txn_entries_expire_so_checkpoints_stay_bounded(spark, tmp_path, monkeypatch):
+    """240 runs an hour apart (a simulated clock): the checkpoint keeps the last 7 days' entries only."""
+    path = str(tmp_path / "t")
+    hour = 3600 * 1000
+    start = int(time.time() * 1000) - 240 * hour
+    write_dataframe(
+        spark,
+        spark.createDataFrame([(1,)], "id int"),
+        WriteRequest(path, "create_or_replace", txn=("inv-c:s.m", 0)),
+    )
+    assert DeltaTable(path).metadata().configuration[TXN_RETENTION_PROPERTY] == DEFAULT_TXN_RETENTION
+    for run in range(240):
+        monkeypatch.setattr(commit_module, "now_ms", lambda run=run: start + run * hour)
+        current = load_snapshot(path)
+        assert current is not None
+        info = CommitInfo("WRITE", is_blind_append=True, txn=(f"inv-{run}:s.m", 0))
+        commit_files(path, current, info, [], [], [], current.metadata.configuration)
+    monkeypatch.undo()
+    assert latest_version(path) == 240
+    checkpoint = glob.glob(f"{path}/_delta_log/{240:020d}.checkpoint.parquet")
+    assert checkpoint, "a checkpoint every 10 versions"
+    kept = [r["txn"]["appId"] for r in pq.read_table(checkpoint[0]).to_pylist() if r.get("txn")]
+    # Runs 72..239 are within 7 days of now (the boundary run may fall either side while the test runs).
+    assert 167 <= len(kept) <= 169 and "inv-239:s.m" in kept and "inv-0:s.m" not in kept
+    table = DeltaTable(path)
+    assert table.transaction_version("inv-0:s.m") is None and table.transaction_version("inv-239:s.m") == 0
 
 
 class TestModelTransactions:
@@ -49,10 +135,12 @@ class TestModelTransactions:
             "unique_key='id') }}\nselect 1 as id, 'a' as v"
         }
 
-    def test_each_run_records_its_model_and_a_growing_version(self, project):
+    def test_each_invocation_records_its_own_app_id_and_the_table_a_retention(self, project):
         run_dbt(["run"])
         run_dbt(["run"])
         path = table_path(project, "tx")
         txns = [a["txn"] for v in (0, 1) for a in log_actions(path, v) if "txn" in a]
-        assert [t["appId"] for t in txns] == [f"dbt-deltamerge:{project.test_schema}.tx"] * 2
-        assert txns[0]["version"] < txns[1]["version"]
+        app_ids = [t["appId"] for t in txns]
+        assert len(set(app_ids)) == 2 and all(a.endswith(f":{project.test_schema}.tx") for a in app_ids)
+        assert [t["version"] for t in txns] == [0, 0]  # each invocation's first write of the model
+        assert DeltaTable(path).metadata().configuration[TXN_RETENTION_PROPERTY] == DEFAULT_TXN_RETENTION

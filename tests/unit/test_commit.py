@@ -44,3 +44,17 @@ def test_lost_race_retries_blind_appends_and_refuses_others(tmp_path):
         assert json.loads(handle.readline())["commitInfo"]["readVersion"] == 0
     with pytest.raises(ConcurrentModification, match="version 1 was committed by another writer"):
         commit(path, read_version=0, actions=[], info=CommitInfo("WRITE", {"mode": "Overwrite"}))
+
+
+def test_a_failed_checkpoint_does_not_fail_the_committed_write(tmp_path, caplog):
+    import pyarrow as pa
+    from deltalake import write_deltalake
+
+    from dbt.adapters.deltamerge.delta.commit import maybe_checkpoint
+
+    path = str(tmp_path / "t")
+    write_deltalake(path, pa.table({"a": [1]}))
+    # Version 10 does not exist: delta-rs fails to load it, the caller's commit must stand.
+    assert maybe_checkpoint(path, 10, 10) is False
+    assert "checkpoint of version 10 failed" in caplog.text
+    assert maybe_checkpoint(path, 3, 10) is False  # not a checkpoint version: nothing tried

@@ -252,23 +252,28 @@ class DeltaMergeAdapter(SparkAdapter):
         return _response(result)
 
 
-_WRITES_PER_MODEL: Dict[str, int] = {}
+_WRITES: Dict[str, Any] = {"invocation": None, "counts": {}}
 _WRITES_LOCK = threading.Lock()
 
 
 def _run_txn(schema: str, identifier: str) -> tuple[str, int]:
-    """The ``txn`` of a write to a model: one appId per model, a growing version per write.
+    """The ``txn`` of a write: one appId per dbt invocation and model, the write's number as version.
 
-    Versions come from the invocation's start (microseconds) plus the write's number in
-    this invocation (microbatch writes a model once per batch), so a later run always
-    has a higher version, and a retried commit of the same write is recognised.
+    A retried commit of the same write is recognised by exactly this pair; another
+    invocation of the same model is another writer (Delta's conflict rules decide), and
+    microbatch writes of one invocation count up. Tables keep these entries for
+    ``delta.setTransactionRetentionDuration`` (``delta.definition.with_transaction_retention``).
     """
-    from dbt_common.invocation import get_invocation_started_at
+    from dbt_common.invocation import get_invocation_id
 
-    app_id = f"dbt-deltamerge:{schema}.{identifier}"
+    invocation = get_invocation_id()
+    app_id = f"dbt-deltamerge:{invocation}:{schema}.{identifier}"
     with _WRITES_LOCK:
-        count = _WRITES_PER_MODEL[app_id] = _WRITES_PER_MODEL.get(app_id, -1) + 1
-    return app_id, int(get_invocation_started_at().timestamp() * 1_000_000) + count
+        if _WRITES["invocation"] != invocation:
+            _WRITES.update(invocation=invocation, counts={})
+        counts: Dict[str, int] = _WRITES["counts"]
+        count = counts[app_id] = counts.get(app_id, -1) + 1
+    return app_id, count
 
 
 def _only_columns_of(df: DataFrame, schema: T.StructType) -> DataFrame:

@@ -5,11 +5,17 @@ hard-linked to its final name: ``link`` fails when the name exists, so of two wr
 racing for a version exactly one wins (put-if-absent), and a reader never sees a
 partial file. The loser re-reads what won and either retries at the next version (a
 blind append, when nothing it depends on changed) or raises ``ConcurrentModification``.
+
+A commit may carry a ``txn`` action (appId, version): the identity of one write of one
+dbt invocation. A retried commit of that same write finds the version that holds it and
+returns that version instead of committing again. Any other commit, whatever its appId,
+is another writer, and Delta's conflict rules decide.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import time
 import uuid
@@ -18,11 +24,12 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from dbt.adapters.deltamerge.__version__ import version as _VERSION
-from dbt.adapters.deltamerge.delta.conflicts import ReadSet, check_winner
+from dbt.adapters.deltamerge.delta.conflicts import ConcurrentTransaction, ReadSet, check_winner
 from dbt.adapters.deltamerge.delta.errors import ConcurrentModification
-from dbt.adapters.deltamerge.delta.faults import crash_point
+from dbt.adapters.deltamerge.delta.faults import commit_gate, crash_point
 from dbt.adapters.deltamerge.delta.stats import stats_to_json
 
+_LOG = logging.getLogger(__name__)
 DEFAULT_CHECKPOINT_INTERVAL = 10
 # Delta retries a conflict-free commit practically forever; lost races here are rare and cheap.
 MAX_COMMIT_ATTEMPTS = 1000
@@ -129,15 +136,29 @@ def commit(
     commit since is checked with Delta's conflict rules (``conflicts.check_winner``,
     given what this transaction read); without conflict the same actions are committed
     at the next free version. Without a ``read`` set, only a blind append may retry.
+    With a ``txn`` in ``info``, a write committed before (a retried commit) is not
+    committed again: the version that holds its ``txn`` is returned.
     """
     crash_point("before_commit")
+    with commit_gate(table_path):
+        return _commit(table_path, read_version=read_version, actions=actions, info=info, read=read)
+
+
+def _commit(
+    table_path: str,
+    *,
+    read_version: int,
+    actions: Sequence[dict[str, Any]],
+    info: CommitInfo,
+    read: ReadSet | None,
+) -> int:
     os.makedirs(log_dir(table_path), exist_ok=True)
     if info.txn is not None:
         app_id, txn_version = info.txn
-        applied = _transaction_version(table_path, app_id) if read_version >= 0 else None
-        if applied is not None and applied >= txn_version:
-            # This run of the model already committed (a retried or duplicated commit): not twice.
-            return latest_version(table_path)
+        committed = committed_version_of(table_path, app_id, txn_version)
+        if committed is not None:
+            # This very write is already committed (a retried commit): not a second time.
+            return committed
         actions = [{"txn": {"appId": app_id, "version": txn_version, "lastUpdated": now_ms()}}, *actions]
         if read is not None:
             read = replace(read, app_ids=read.app_ids | {app_id})
@@ -152,6 +173,8 @@ def commit(
             return attempt
         for version in range(attempt, max(latest_version(table_path), attempt) + 1):
             winner = read_commit(table_path, version)
+            if info.txn is not None and _holds_txn(winner, *info.txn):
+                return version  # the same write, committed concurrently by a duplicate of this call
             if read is None and not info.is_blind_append:
                 raise ConcurrentModification(
                     f"Delta table at {table_path}: version {version} was committed by another writer "
@@ -173,6 +196,36 @@ def commit(
     )
 
 
+def committed_version_of(table_path: str, app_id: str, txn_version: int) -> int | None:
+    """The version whose commit holds ``txn`` (``app_id``, ``txn_version``); None if none does.
+
+    An appId names one writer (a dbt invocation's writes to one model), whose versions
+    grow write by write. When the table already records a later version of the appId but
+    no commit holds this one, this write would land out of order: that is refused.
+    """
+    if latest_version(table_path) < 0:
+        return None
+    applied = _transaction_version(table_path, app_id)
+    if applied is None or applied < txn_version:
+        return None
+    for version in range(latest_version(table_path), -1, -1):
+        try:
+            if _holds_txn(read_commit(table_path, version), app_id, txn_version):
+                return version
+        except FileNotFoundError:
+            break  # older commits were cleaned up after a checkpoint
+    raise ConcurrentTransaction(
+        f"Delta table at {table_path}: ConcurrentTransaction: the table records version {applied} of "
+        f"transaction {app_id}, later than this write's version {txn_version}, which no retained commit "
+        "holds. Nothing was committed; re-run the model."
+    )
+
+
+def _holds_txn(actions: list[dict[str, Any]], app_id: str, txn_version: int) -> bool:
+    txns = [a["txn"] for a in actions if "txn" in a]
+    return any(t.get("appId") == app_id and t.get("version") == txn_version for t in txns)
+
+
 def _transaction_version(table_path: str, app_id: str) -> int | None:
     from deltalake import DeltaTable
 
@@ -188,10 +241,19 @@ def _operation_of(actions: list[dict[str, Any]]) -> str:
 
 
 def maybe_checkpoint(table_path: str, version: int, interval: int) -> bool:
-    """Write a checkpoint (with delta-rs) when ``version`` is a multiple of ``interval``."""
+    """Write a checkpoint (with delta-rs) when ``version`` is a multiple of ``interval``.
+
+    The version is committed already: a failed checkpoint is logged, not raised, as in
+    Delta, so a run never reports failure for a write it did commit (a re-run would
+    apply it twice). Readers replay the JSON commits until the next checkpoint.
+    """
     if version <= 0 or interval <= 0 or version % interval:
         return False
     from deltalake import DeltaTable
 
-    DeltaTable(table_path, version=version).create_checkpoint()
+    try:
+        DeltaTable(table_path, version=version).create_checkpoint()
+    except Exception as exc:  # whatever failed, the commit stands
+        _LOG.warning("Delta table at %s: checkpoint of version %s failed (%s)", table_path, version, exc)
+        return False
     return True

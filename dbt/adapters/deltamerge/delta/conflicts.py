@@ -4,7 +4,8 @@ As Delta's ``ConflictChecker`` (WriteSerializable isolation) and delta-rs's
 ``conflict_checker.rs``, each winning commit is checked in order:
 
 - a new ``protocol`` or ``metaData``: ``ProtocolChanged`` / ``MetadataChanged``;
-- the same application transaction (``txn`` appId): ``ConcurrentTransaction``;
+- the same application transaction (``txn`` appId: one dbt invocation's writes to one
+  model; two invocations are two writers): ``ConcurrentTransaction``;
 - a blind append commits after anything else: it read nothing;
 - a winner that removed a file this transaction read: ``ConcurrentDeleteRead``; one this
   transaction removes too: ``ConcurrentDeleteDelete``;
@@ -34,7 +35,7 @@ class MetadataChanged(ConcurrentModification):
 
 
 class ConcurrentTransaction(ConcurrentModification):
-    """A concurrent commit of the same application transaction (the same dbt model run)."""
+    """A concurrent commit of the same application transaction (one dbt invocation's writes to a model)."""
 
 
 class ConcurrentDeleteRead(ConcurrentModification):
@@ -89,7 +90,7 @@ def check_winner(
         raise conflict(MetadataChanged, "the table's metadata was changed by a concurrent commit")
     read = read if read is not None else ReadSet()
     if any(a["txn"].get("appId") in read.app_ids for a in winner if "txn" in a):
-        raise conflict(ConcurrentTransaction, "the same dbt model committed concurrently")
+        raise conflict(ConcurrentTransaction, "the same dbt invocation wrote this model concurrently")
     if blind_append:
         return
     removed = {a["remove"]["path"] for a in winner if "remove" in a and a["remove"].get("dataChange", True)}

@@ -1,6 +1,7 @@
 """Changes to a table's definition that ride in the same commit as a write's data.
 
-A write may switch the change data feed on or evolve the schema. Each is applied to
+A write may switch the change data feed on, evolve the schema, or give the table the
+retention of ``txn`` entries that the adapter's writes need. Each is applied to
 the snapshot the write works against (so it reads, aligns and writes with the new
 definition), and ``definition_actions`` gives the ``protocol`` / ``metaData`` actions
 that record the difference in the write's own commit: a failed write changes nothing.
@@ -27,12 +28,29 @@ from dbt.adapters.deltamerge.delta.schema import (
 )
 from dbt.adapters.deltamerge.delta.snapshot import Snapshot
 
+TXN_RETENTION_PROPERTY = "delta.setTransactionRetentionDuration"
+# Far longer than any retry of one commit, short enough that hourly runs keep ~170 entries.
+DEFAULT_TXN_RETENTION = "interval 7 days"
+
 
 def with_change_data_feed(current: Snapshot) -> Snapshot:
     """``current`` with the feed switched on (and the protocol raised to declare it)."""
     if change_data_feed_enabled(current.metadata.configuration):
         return current
     configuration = {**current.metadata.configuration, CDF_PROPERTY: "true"}
+    return _with(current, replace(current.metadata, configuration=configuration))
+
+
+def with_transaction_retention(current: Snapshot) -> Snapshot:
+    """``current`` with a retention for ``txn`` entries, unless the table sets its own.
+
+    Every dbt invocation records a ``txn`` (appId) per model it writes; with the protocol's
+    ``delta.setTransactionRetentionDuration`` readers ignore entries older than that, and
+    checkpoints drop them, so the table's state does not grow with every run.
+    """
+    if TXN_RETENTION_PROPERTY in current.metadata.configuration:
+        return current
+    configuration = {**current.metadata.configuration, TXN_RETENTION_PROPERTY: DEFAULT_TXN_RETENTION}
     return _with(current, replace(current.metadata, configuration=configuration))
 
 

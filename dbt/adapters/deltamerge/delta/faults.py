@@ -1,14 +1,21 @@
-"""Crash points for the reliability tests: a real SIGKILL at a named step of a write.
+"""Test hooks of the reliability tests: crash points and an ordered commit gate.
 
 ``DELTAMERGE_CRASH_AT=<point>`` in a process's environment makes it kill itself (no
 cleanup, no ``finally``, exactly as an OOM kill or a pulled plug) when it reaches that
-point. Unset, each point costs one dictionary lookup.
+point. ``DELTAMERGE_COMMIT_GATE=<folder>:<first|second>`` lines up two writer processes
+(two real ``dbt run``s) on a table: both read their snapshot and write their files, then
+the ``first`` commits and the ``second`` commits only after it, against a version it did
+not read, so Delta's conflict rules decide every time. Unset, each hook costs one
+dictionary lookup.
 """
 
 from __future__ import annotations
 
 import os
 import signal
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 POINTS = (
     "before_data_files",  # the source is computed, no file written yet
@@ -26,3 +33,41 @@ def crash_point(name: str) -> None:
     """Kill this process if the environment asks for a crash at ``name``."""
     if os.environ.get("DELTAMERGE_CRASH_AT") == name:
         os.kill(os.getpid(), signal.SIGKILL)
+
+
+GATE_TIMEOUT_S = 600.0
+
+
+@contextmanager
+def commit_gate(table_path: str) -> Iterator[None]:
+    """Hold a commit to ``table_path`` until its turn, if the environment asks for a gate."""
+    setting = os.environ.get("DELTAMERGE_COMMIT_GATE")
+    if not setting:
+        yield
+        return
+    folder, role = setting.rsplit(":", 1)
+    name = os.path.basename(os.path.normpath(table_path))
+    mark = os.path.join(folder, name)
+    if role == "second":
+        _touch(f"{mark}.second-ready")
+        _wait_for(f"{mark}.first-done")
+        yield
+        return
+    _wait_for(f"{mark}.second-ready")
+    try:
+        yield
+    finally:
+        _touch(f"{mark}.first-done")
+
+
+def _touch(path: str) -> None:
+    with open(path, "w", encoding="utf-8"):
+        pass
+
+
+def _wait_for(path: str) -> None:
+    deadline = time.monotonic() + GATE_TIMEOUT_S
+    while not os.path.exists(path):
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"commit gate: {path} did not appear within {GATE_TIMEOUT_S} s")
+        time.sleep(0.05)

@@ -27,7 +27,14 @@ from dbt.adapters.deltamerge.delta.commit import (
     now_ms,
 )
 from dbt.adapters.deltamerge.delta.conflicts import ReadSet
-from dbt.adapters.deltamerge.delta.definition import definition_actions, with_change_data_feed, with_schema
+from dbt.adapters.deltamerge.delta.definition import (
+    DEFAULT_TXN_RETENTION,
+    TXN_RETENTION_PROPERTY,
+    definition_actions,
+    with_change_data_feed,
+    with_schema,
+    with_transaction_retention,
+)
 from dbt.adapters.deltamerge.delta.errors import DeltaError, DeltaSchemaError
 from dbt.adapters.deltamerge.delta.files import (
     CHANGE_TYPE,
@@ -103,6 +110,8 @@ def write_dataframe(spark: SparkSession, df: DataFrame, request: WriteRequest) -
         target = with_schema(current, request.schema) if request.schema is not None else current
         if change_data_feed_enabled(request.properties):
             target = with_change_data_feed(target)
+        if request.txn is not None:
+            target = with_transaction_retention(target)
         leading = definition_actions(current, target)
         if request.mode == "append":
             result = _append(df, request, target, leading)
@@ -118,6 +127,8 @@ def _create_or_replace(df: DataFrame, request: WriteRequest, current: Snapshot |
     schema = to_delta_schema(df.schema)
     partition_columns = _resolve_partition_columns(schema, request.partition_by)
     configuration = {str(k): str(v) for k, v in request.properties.items()}
+    if request.txn is not None:
+        configuration.setdefault(TXN_RETENTION_PROPERTY, DEFAULT_TXN_RETENTION)
     problems = configuration_problems(configuration)
     if problems:
         raise DeltaError(

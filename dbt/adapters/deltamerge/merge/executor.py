@@ -24,7 +24,12 @@ from pyspark.sql import types as T
 from dbt.adapters.deltamerge.delta.align import align_to_schema
 from dbt.adapters.deltamerge.delta.commit import CommitInfo
 from dbt.adapters.deltamerge.delta.conflicts import ReadSet
-from dbt.adapters.deltamerge.delta.definition import definition_actions, with_change_data_feed, with_schema
+from dbt.adapters.deltamerge.delta.definition import (
+    definition_actions,
+    with_change_data_feed,
+    with_schema,
+    with_transaction_retention,
+)
 from dbt.adapters.deltamerge.delta.files import ChangeFile, WrittenFile
 from dbt.adapters.deltamerge.delta.paths import local_path
 from dbt.adapters.deltamerge.delta.protocol import change_data_feed_enabled, check_writable
@@ -123,6 +128,10 @@ def merge_into(
     if not changed and not leading:
         _discard(snapshot.table_path, [f.path for f in written] + [c.path for c in changes])
         return WriteResult(None, "MERGE", metrics, snapshot)
+    if txn is not None:
+        # Only a merge that commits anyway gives an older table the txn retention.
+        snapshot = with_transaction_retention(snapshot)
+        leading = definition_actions(current, snapshot)
     info = CommitInfo("MERGE", merge_parameters(spec), metrics, txn=txn)
     return commit_files(
         snapshot.table_path,

@@ -1,0 +1,176 @@
+"""Two separate dbt projects run the same model into one Delta table at the same time.
+
+Each project has its own dbt process, Spark and metastore; both models are named alike and
+live at one ``location_root``, so two invocations of one model write one table. The commit
+gate (``DELTAMERGE_COMMIT_GATE``) makes both read the same version and commit one after the
+other, so every round is a real race decided by Delta's rules, never by timing luck:
+
+- ``upsert_disjoint``: each invocation updates and inserts keys of its own file; both
+  commit, and the table equals the serial application of both merges;
+- ``upsert_same_file``: both change keys of one file; the first commits, the second fails
+  with ``ConcurrentDeleteRead``, the table and "re-run the model", committing nothing.
+
+Rounds cover both orders of the invocations' start times and both commit orders (the
+later-started invocation committing first is the case that lost a merge before).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from deltalake import DeltaTable
+
+from tests.functional.validator import problems
+
+DBT = str(Path(sys.executable).with_name("dbt"))
+PROFILE = """
+race:
+  target: local
+  outputs:
+    local:
+      type: deltamerge
+      schema: race
+      warehouse: ./warehouse
+      threads: 1
+      server_side_parameters:
+        spark.master: "local[1]"
+        spark.sql.shuffle.partitions: "2"
+"""
+MODELS = ("upsert_disjoint", "upsert_same_file")
+# Even ids 0..3998 in 20 files of 100 rows: file i holds ids 200*i .. 200*i + 198.
+FIRST_RUN = "select /*+ REPARTITION_BY_RANGE(20, id) */ cast(id * 2 as int) as id, 'v0' as v from range(2000)"
+# (start order, which invocation commits first): "early" started first, "late" second.
+ROUNDS = [("a", "early"), ("a", "late"), ("b", "early"), ("b", "late")]
+
+
+def _config(location: Path) -> str:
+    return (
+        "{{ config(materialized='incremental', incremental_strategy='delta_merge', "
+        f"unique_key='id', location_root='{location}') }}}}\n"
+    )
+
+
+def _keys(model: str, project: str, round_: int) -> tuple[int, int]:
+    """(an existing id to update, a new odd id to insert) inside this model's and project's file."""
+    if model == "upsert_disjoint":
+        base = {"a": 400, "b": 3000}[project] + 4 * round_
+    else:
+        base = 1000 + 4 * round_ + {"a": 0, "b": 2}[project]
+    return base, base + 1
+
+
+def _write_models(project: Path, name: str, round_: int, location: Path) -> dict[str, dict[int, str]]:
+    changes = {}
+    for model in MODELS:
+        update, insert = _keys(model, name, round_)
+        value = f"{name}{round_}"
+        changes[model] = {update: value, insert: value}
+        sql = f"select {update} as id, '{value}' as v union all select {insert} as id, '{value}' as v"
+        (project / "models" / f"{model}.sql").write_text(_config(location) + sql)
+    return changes
+
+
+def _project(root: Path, name: str) -> Path:
+    project = root / name
+    (project / "models").mkdir(parents=True)
+    (project / "dbt_project.yml").write_text(
+        f"name: {name}\nversion: '1.0'\nprofile: race\nconfig-version: 2\n"
+    )
+    (project / "profiles.yml").write_text(PROFILE)
+    return project
+
+
+def _start(project: Path, gate: Path | None, role: str | None) -> subprocess.Popen:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DELTAMERGE_")}
+    if gate is not None:
+        env["DELTAMERGE_COMMIT_GATE"] = f"{gate}:{role}"
+    return subprocess.Popen(
+        [DBT, "run", "--profiles-dir", "."],
+        cwd=project,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+
+
+def _finish(process: subprocess.Popen) -> tuple[int, str]:
+    out, _ = process.communicate(timeout=900)
+    return process.returncode, out
+
+
+def _responses(project: Path) -> dict[str, dict]:
+    results = json.loads((project / "target" / "run_results.json").read_text())["results"]
+    return {r["unique_id"].split(".")[-1]: r for r in results}
+
+
+def _rows(path: Path) -> dict[int, str]:
+    return {r["id"]: r["v"] for r in DeltaTable(str(path)).to_pyarrow_table().to_pylist()}
+
+
+@pytest.fixture(scope="module")
+def race(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    root = tmp_path_factory.mktemp("race")
+    location = root / "tables"
+    projects = {"a": _project(root, "a"), "b": _project(root, "b")}
+    for model in MODELS:
+        (projects["a"] / "models" / f"{model}.sql").write_text(_config(location) + FIRST_RUN)
+    code, out = _finish(_start(projects["a"], None, None))
+    assert code == 0, out[-3000:]
+    expected = {model: {i * 2: "v0" for i in range(2000)} for model in MODELS}
+    return {"root": root, "location": location, "projects": projects, "expected": expected}
+
+
+@pytest.mark.parametrize(
+    ("round_", "case"), list(enumerate(ROUNDS)), ids=[f"{s}-starts-{f}-commits" for s, f in ROUNDS]
+)
+def test_two_invocations_of_one_model_race(race, round_, case):
+    early, first = case
+    late = "b" if early == "a" else "a"
+    committer = early if first == "early" else late
+    second = late if committer == early else early
+    location, projects = race["location"], race["projects"]
+    gate = race["root"] / f"gate{round_}"
+    gate.mkdir()
+    changes = {name: _write_models(projects[name], name, round_, location) for name in ("a", "b")}
+    before = {m: DeltaTable(str(location / m)).version() for m in MODELS}
+
+    roles = {committer: "first", second: "second"}
+    processes = {early: _start(projects[early], gate, roles[early])}
+    time.sleep(1.0)  # the late invocation's start time is strictly later
+    processes[late] = _start(projects[late], gate, roles[late])
+    outcome = {name: _finish(p) for name, p in processes.items()}
+
+    assert outcome[committer][0] == 0, outcome[committer][1][-3000:]
+    assert outcome[second][0] == 1, outcome[second][1][-3000:]  # its same-file merge failed
+
+    disjoint = location / "upsert_disjoint"
+    responses = {name: _responses(projects[name])["upsert_disjoint"] for name in ("a", "b")}
+    assert all(r["status"] == "success" for r in responses.values())
+    versions = sorted(r["adapter_response"]["delta_version"] for r in responses.values())
+    assert versions == [before["upsert_disjoint"] + 1, before["upsert_disjoint"] + 2]
+    assert DeltaTable(str(disjoint)).version() == before["upsert_disjoint"] + 2
+    race["expected"]["upsert_disjoint"].update(
+        {**changes[committer]["upsert_disjoint"], **changes[second]["upsert_disjoint"]}
+    )
+    assert _rows(disjoint) == race["expected"]["upsert_disjoint"]
+
+    same_file = location / "upsert_same_file"
+    lost = _responses(projects[second])["upsert_same_file"]
+    assert lost["status"] == "error"
+    assert "ConcurrentDeleteRead" in lost["message"] and str(same_file) in lost["message"]
+    assert "re-run the model" in lost["message"]
+    assert DeltaTable(str(same_file)).version() == before["upsert_same_file"] + 1
+    race["expected"]["upsert_same_file"].update(changes[committer]["upsert_same_file"])
+    assert _rows(same_file) == race["expected"]["upsert_same_file"]
+
+    for model in MODELS:
+        history = DeltaTable(str(location / model)).history(1 if model == "upsert_same_file" else 2)
+        assert {h["operation"] for h in history} == {"MERGE"}
+        assert problems(str(location / model)) == []
