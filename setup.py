@@ -36,6 +36,8 @@ setup(
         "delta-spark>=4.4,<4.5",
         "deltalake>=1.6,<2",
         "pyarrow>=18",
+        # Pure-Python Spark SQL parsing (data skipping predicates); its API moves between majors.
+        "sqlglot>=30.30,<31",
     ],
     extras_require={
         # `python -m benchmarks`: process-tree memory and the chart.

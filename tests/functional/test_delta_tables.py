@@ -224,3 +224,37 @@ class TestRefusals:
         )
         _, out = run_dbt_and_capture(["run", "--select", "voids"], expect_pass=False)
         assert "Model 'voids'" in out and "`nothing`" in out and "cast(null as" in out
+
+
+def test_catalog_column_definitions_round_trip_through_spark(spark, tmp_path):
+    """The catalog binding's DDL (built in Python, no JVM call) gives Spark back the same schema."""
+    from pyspark.sql import types as T
+
+    from dbt.adapters.deltamerge.sql import column_definitions
+
+    inner = T.StructType(
+        [
+            T.StructField("x`y", T.DecimalType(10, 2)),
+            T.StructField("n", T.ArrayType(T.StructType([T.StructField("q", T.TimestampNTZType())]))),
+        ]
+    )
+    schema = T.StructType(
+        [
+            T.StructField("id", T.LongType()),
+            T.StructField("a b", inner),
+            T.StructField(
+                "tags",
+                T.MapType(T.StringType(), T.ArrayType(T.DateType())),
+                metadata={"comment": "it's \\ x"},
+            ),
+            *[
+                T.StructField(n, t)
+                for n, t in [("ts", T.TimestampType()), ("b", T.BinaryType()), ("s", T.ShortType())]
+            ],
+        ]
+    )
+    spark.sql(
+        f"CREATE TABLE ddl_round_trip ({column_definitions(schema)}) USING parquet LOCATION '{tmp_path}/t'"
+    )
+    assert spark.table("ddl_round_trip").schema == schema
+    spark.sql("DROP TABLE ddl_round_trip")

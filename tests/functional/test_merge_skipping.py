@@ -1,4 +1,4 @@
-"""Data skipping by target-only predicates: parsed by Spark, decided from file statistics."""
+"""Data skipping by target-only predicates: parsed by sqlglot, decided from file statistics."""
 
 from __future__ import annotations
 

@@ -18,8 +18,9 @@ from pyspark.sql import SparkSession
 
 from dbt.adapters.deltamerge.delta.faults import crash_point
 from dbt.adapters.deltamerge.delta.paths import local_path, partition_folder
+from dbt.adapters.deltamerge.delta.schema import schema_from_json
 from dbt.adapters.deltamerge.delta.snapshot import Snapshot
-from dbt.adapters.deltamerge.sql import quote_identifier
+from dbt.adapters.deltamerge.sql import column_definitions, quote_identifier, string_literal
 
 BINDINGS_DIR = "_deltamerge_catalog"
 LOCATION_PROPERTY = "deltamerge.location"
@@ -72,7 +73,7 @@ def bind(spark: SparkSession, *, schema: str, identifier: str, snapshot: Snapsho
     crash_point("before_catalog_bind")
     name = table_name(schema, identifier)
     props = (
-        f"TBLPROPERTIES ('{LOCATION_PROPERTY}' = '{_sql_string(snapshot.table_path)}', "
+        f"TBLPROPERTIES ('{LOCATION_PROPERTY}' = {string_literal(snapshot.table_path)}, "
         f"'{VERSION_PROPERTY}' = '{snapshot.version}')"
     )
     # Links first: the entry is missing only for the two statements that replace it.
@@ -80,11 +81,9 @@ def bind(spark: SparkSession, *, schema: str, identifier: str, snapshot: Snapsho
     spark.sql(f"DROP TABLE IF EXISTS {name}")
     crash_point("mid_catalog_bind")
     if folder is None:
-        spark.sql(f"CREATE TABLE {name} USING delta LOCATION '{_sql_string(snapshot.table_path)}' {props}")
+        spark.sql(f"CREATE TABLE {name} USING delta LOCATION {string_literal(snapshot.table_path)} {props}")
         return
-    columns = spark._jvm.org.apache.spark.sql.types.DataType.fromJson(  # type: ignore[union-attr]
-        snapshot.metadata.schema_string
-    ).toDDL()
+    columns = column_definitions(schema_from_json(snapshot.metadata.schema_string))
     partitioned = (
         f"PARTITIONED BY ({', '.join(quote_identifier(c) for c in snapshot.partition_columns)})"
         if snapshot.partition_columns
@@ -92,7 +91,7 @@ def bind(spark: SparkSession, *, schema: str, identifier: str, snapshot: Snapsho
     )
     spark.sql(
         f"CREATE TABLE {name} ({columns}) USING parquet {partitioned} "
-        f"LOCATION '{_sql_string(folder)}' {props}"
+        f"LOCATION {string_literal(folder)} {props}"
     )
     if snapshot.partition_columns:
         spark.sql(f"ALTER TABLE {name} RECOVER PARTITIONS")
@@ -136,7 +135,3 @@ def prune_bindings(table_path: str, *, keep: int) -> None:
     folders = sorted(n for n in os.listdir(root) if n.startswith("v") and "." not in n)
     for name in folders[:-keep]:
         shutil.rmtree(os.path.join(root, name), ignore_errors=True)
-
-
-def _sql_string(text: str) -> str:
-    return text.replace("\\", "\\\\").replace("'", "\\'")

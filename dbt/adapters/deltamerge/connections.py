@@ -32,6 +32,8 @@ SESSION_DEFAULTS = {
     "spark.master": "local[*]",
     "spark.app.name": "dbt-deltamerge",
     "spark.ui.enabled": "false",
+    # Spark's own log noise stays out of dbt's console (as SparkContext.setLogLevel, at start).
+    "spark.log.level": "ERROR",
     "spark.ui.showConsoleProgress": "false",
     "spark.sql.shuffle.partitions": "4",
     "spark.sql.adaptive.enabled": "true",
@@ -93,8 +95,9 @@ def start_session(warehouse: str, overrides: dict[str, str]) -> Any:
     """
     from pyspark.sql import SparkSession
 
-    # getActiveSession() is per thread and dbt runs models on worker threads.
-    active = SparkSession._instantiatedSession
+    # The process's one session, not getActiveSession(): that is per thread, and dbt runs
+    # models on worker threads.
+    active = _EMBEDDED["session"]
     if active is not None:
         running = active.conf.get("spark.sql.warehouse.dir", "") or ""
         if os.path.abspath(running.removeprefix("file:")) != warehouse:
@@ -111,17 +114,24 @@ def start_session(warehouse: str, overrides: dict[str, str]) -> Any:
         builder = builder.config(key, value)
     logger.debug(f"Starting the embedded Spark session, warehouse {warehouse}")
     session = builder.getOrCreate()
-    session.sparkContext.setLogLevel("ERROR")
+    _EMBEDDED["session"] = session
     # Exiting with the JVM still up aborts the process (exit 134) after dbt finished.
-    atexit.register(session.stop)
+    atexit.register(_stop)
     return session
+
+
+_EMBEDDED: dict[str, Any] = {"session": None}
+
+
+def _stop() -> None:
+    session, _EMBEDDED["session"] = _EMBEDDED["session"], None
+    if session is not None:
+        session.stop()
 
 
 def embedded_session() -> Any:
     """The process's SparkSession (started by the first connection)."""
-    from pyspark.sql import SparkSession
-
-    session = SparkSession._instantiatedSession
+    session = _EMBEDDED["session"]
     if session is None:
         raise DbtRuntimeError("No Spark session: dbt-deltamerge Delta writes need `method: session`.")
     return session

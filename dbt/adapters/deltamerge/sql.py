@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pyspark.sql import types as T
+
 
 def quote_identifier(name: str) -> str:
     """A Spark SQL identifier, backquoted; a backquote inside is doubled.
@@ -28,3 +30,47 @@ def conjunction(predicates: list[str]) -> str:
     '(a = 1) AND (b OR c)'
     """
     return " AND ".join(f"({p})" for p in predicates)
+
+
+def column_definitions(schema: T.StructType) -> str:
+    """A schema as the column list of ``CREATE TABLE`` (names quoted, nested types, comments).
+
+    >>> column_definitions(T.StructType([
+    ...     T.StructField("id", T.LongType(), False),
+    ...     T.StructField("a b", T.StructType([T.StructField("x`y", T.DecimalType(10, 2))])),
+    ... ]))
+    '`id` BIGINT NOT NULL, `a b` STRUCT<`x``y`: DECIMAL(10,2)>'
+    >>> column_definitions(T.StructType([T.StructField(
+    ...     "tags", T.MapType(T.StringType(), T.ArrayType(T.DateType())), metadata={"comment": "it's"})]))
+    "`tags` MAP<STRING, ARRAY<DATE>> COMMENT 'it\\\\'s'"
+    """
+    return ", ".join(_field_definition(f, separator=" ") for f in schema.fields)
+
+
+def _field_definition(field: T.StructField, *, separator: str) -> str:
+    text = f"{quote_identifier(field.name)}{separator}{_type_sql(field.dataType)}"
+    if not field.nullable:
+        text += " NOT NULL"
+    comment = (field.metadata or {}).get("comment")
+    if comment:
+        text += f" COMMENT {string_literal(str(comment))}"
+    return text
+
+
+def _type_sql(data_type: T.DataType) -> str:
+    if isinstance(data_type, T.StructType):
+        return "STRUCT<" + ", ".join(_field_definition(f, separator=": ") for f in data_type.fields) + ">"
+    if isinstance(data_type, T.ArrayType):
+        return f"ARRAY<{_type_sql(data_type.elementType)}>"
+    if isinstance(data_type, T.MapType):
+        return f"MAP<{_type_sql(data_type.keyType)}, {_type_sql(data_type.valueType)}>"
+    return data_type.simpleString().upper()
+
+
+def string_literal(text: str) -> str:
+    """A Spark SQL string literal: quoted, backslashes and quotes escaped.
+
+    >>> print(string_literal("it's a \\\\ path"))
+    'it\\'s a \\\\ path'
+    """
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"

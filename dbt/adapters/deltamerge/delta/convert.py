@@ -10,7 +10,6 @@ folder that is renamed to ``_delta_log``, so a crash leaves no log or a whole ve
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import uuid
@@ -95,13 +94,10 @@ def convert_to_delta(
 
 
 def parse_partition_schema(spark: SparkSession, ddl: str | None) -> T.StructType | None:
-    """``"day DATE, country STRING"`` as a schema, parsed by Spark."""
+    """``"day DATE, country STRING"`` as a schema, parsed by Spark (public API, classic or Connect)."""
     if not ddl or not ddl.strip():
         return None
-    parsed = spark._jvm.org.apache.spark.sql.types.StructType.fromDDL(ddl)  # type: ignore[union-attr]
-    schema = T.StructType.fromJson(json.loads(parsed.json()))
-    assert isinstance(schema, T.StructType)
-    return schema
+    return spark.createDataFrame([], schema=ddl).schema
 
 
 def _check_partition_values(

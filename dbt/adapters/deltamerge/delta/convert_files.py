@@ -7,14 +7,14 @@ its batched statistics collection do).
 
 from __future__ import annotations
 
-import json
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 
 import pyarrow.parquet as pq
 from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from dbt.adapters.deltamerge.delta.errors import DeltaError
@@ -24,6 +24,7 @@ from dbt.adapters.deltamerge.delta.stats import stats_from_metadata, stats_to_js
 # Above this many files, footers are read by a Spark job instead of the driver.
 DISTRIBUTE_ABOVE = 256
 FILES_PER_TASK = 64
+MAX_TASKS = 256
 _FORMATS = {".csv": "csv", ".json": "json", ".orc": "orc", ".avro": "avro", ".txt": "text"}
 
 
@@ -101,11 +102,7 @@ def file_schemas(spark: SparkSession, root: str, files: list[ParquetFile]) -> li
     types are exactly what Spark's parquet reader gives (INT96, unsigned, timestamps).
     """
     relatives = [f.relative for f in files]
-    if len(files) > DISTRIBUTE_ABOVE:
-        rdd = spark.sparkContext.parallelize(relatives, _tasks(spark, len(files)))
-        pairs = rdd.mapPartitions(partial(_schemas_of, root)).collect()
-    else:
-        pairs = list(_schemas_of(root, relatives))
+    pairs = _each_file(spark, relatives, partial(_schema_of, root))
     representatives: dict[bytes, str] = {}
     for relative, schema in pairs:
         representatives.setdefault(schema, relative)
@@ -115,10 +112,8 @@ def file_schemas(spark: SparkSession, root: str, files: list[ParquetFile]) -> li
     ]
 
 
-def _schemas_of(root: str, relatives: Iterable[str]) -> Iterator[tuple[str, bytes]]:
-    for relative in relatives:
-        schema = pq.read_schema(os.path.join(root, relative)).remove_metadata()
-        yield relative, schema.serialize().to_pybytes()
+def _schema_of(root: str, relative: str) -> bytes:
+    return bytes(pq.read_schema(os.path.join(root, relative)).remove_metadata().serialize().to_pybytes())
 
 
 def merge_schemas(schemas: list[tuple[str, T.StructType]]) -> T.StructType:
@@ -186,22 +181,29 @@ def file_stats_json(
     spark: SparkSession, root: str, files: list[ParquetFile], data_schema: T.StructType, num_indexed: int
 ) -> dict[str, str]:
     """``add.stats`` JSON of every file, keyed by relative path."""
-    relatives = [f.relative for f in files]
-    task = partial(_stats_of, root, data_schema.json(), num_indexed)
-    if len(files) > DISTRIBUTE_ABOVE:
-        rdd = spark.sparkContext.parallelize(relatives, _tasks(spark, len(files)))
-        return dict(rdd.mapPartitions(task).collect())
-    return dict(task(relatives))
+    task = partial(_stats_of, root, data_schema, num_indexed)
+    pairs = _each_file(spark, [f.relative for f in files], task)
+    return {relative: value.decode("utf-8") for relative, value in pairs}
 
 
-def _stats_of(
-    root: str, schema_json: str, num_indexed: int, relatives: Iterable[str]
-) -> Iterator[tuple[str, str]]:
-    schema = T.StructType.fromJson(json.loads(schema_json))
-    for relative in relatives:
-        metadata = pq.read_metadata(os.path.join(root, relative))
-        yield relative, stats_to_json(stats_from_metadata(metadata, schema, num_indexed))
+def _stats_of(root: str, schema: T.StructType, num_indexed: int, relative: str) -> bytes:
+    metadata = pq.read_metadata(os.path.join(root, relative))
+    return stats_to_json(stats_from_metadata(metadata, schema, num_indexed)).encode("utf-8")
 
 
-def _tasks(spark: SparkSession, count: int) -> int:
-    return max(1, min(count // FILES_PER_TASK, spark.sparkContext.defaultParallelism * 4))
+def _each_file(
+    spark: SparkSession, relatives: list[str], read: Callable[[str], bytes]
+) -> list[tuple[str, bytes]]:
+    """``read`` of every file; above ``DISTRIBUTE_ABOVE`` files, in Spark tasks of about ``FILES_PER_TASK``.
+
+    A DataFrame of file names through a Python UDF (public API, no pandas): the footers
+    are read by the executors of a classic session and of a Spark Connect server alike.
+    """
+    if len(relatives) <= DISTRIBUTE_ABOVE:
+        return [(relative, read(relative)) for relative in relatives]
+    tasks = max(1, min(len(relatives) // FILES_PER_TASK, MAX_TASKS))
+    names = spark.createDataFrame([(r,) for r in relatives], "relative string").repartition(tasks)
+    # A lambda: pyspark reads a function's type hints as a pandas UDF's and warns on these.
+    per_file = F.udf(lambda relative: read(relative), T.BinaryType(), useArrow=False)
+    values = names.select("relative", per_file("relative").alias("value")).collect()
+    return [(row["relative"], bytes(row["value"])) for row in values]

@@ -1,8 +1,8 @@
 """Data skipping by target-only predicates, from file statistics, as Delta's merge does.
 
 A condition (the ON condition with its ``incremental_predicates``, or for a matched-only
-merge the matched clauses' conditions) is parsed by Spark's own SQL parser and turned
-into a small tree over target columns and constants: comparisons, ``IN``, ``BETWEEN``,
+merge the matched clauses' conditions) is parsed by sqlglot's Spark dialect (pure Python,
+no JVM) and turned into a small tree over target columns and constants: comparisons, ``IN``, ``BETWEEN``,
 ``IS [NOT] NULL``, ``AND``, ``OR``. Anything else (source columns, functions of
 columns, ``NOT``) is *unknown* and never skips. A file is skipped only when its
 partition values or its min / max / null-count statistics prove that no row of it can
@@ -16,35 +16,46 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Union
 
+import sqlglot
+import sqlglot.errors
 from pyspark.sql import SparkSession
+from sqlglot import exp
 
 from dbt.adapters.deltamerge.delta.snapshot import AddFile
 from dbt.adapters.deltamerge.merge.skipping import comparable, typed_partition_value
 
 _FLIPPED = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "=": "=", "<=>": "<=>"}
-_COMPARISONS = {
-    "EqualTo": "=",
-    "EqualNullSafe": "<=>",
-    "LessThan": "<",
-    "LessThanOrEqual": "<=",
-    "GreaterThan": ">",
-    "GreaterThanOrEqual": ">=",
+_COMPARISONS: dict[type[exp.Expr], str] = {
+    exp.EQ: "=",
+    exp.NullSafeEQ: "<=>",
+    exp.LT: "<",
+    exp.LTE: "<=",
+    exp.GT: ">",
+    exp.GTE: ">=",
 }
-# Deterministic functions whose value, over constants only, is one value for the whole merge.
-_CONSTANT_FUNCTIONS = {
-    "current_date",
-    "current_timestamp",
-    "now",
-    "date_add",
-    "date_sub",
-    "add_months",
-    "to_date",
-    "date",
-    "make_date",
-    "lower",
-    "upper",
-    "concat",
-}
+# Literals, casts, arithmetic and deterministic functions whose value, over constants
+# only, is one value for the whole merge (sqlglot's names for Spark's functions).
+_CONSTANT_NODES: tuple[type[exp.Expr], ...] = (
+    exp.Literal,
+    exp.Boolean,
+    exp.Null,
+    exp.Neg,
+    exp.Paren,
+    exp.Cast,
+    exp.Add,
+    exp.Sub,
+    exp.Mul,
+    exp.Div,
+    exp.CurrentDate,
+    exp.CurrentTimestamp,
+    exp.TsOrDsAdd,
+    exp.AddMonths,
+    exp.TsOrDsToDate,
+    exp.Lower,
+    exp.Upper,
+    exp.Concat,
+)
+_CONSTANT_FUNCTIONS = {"now", "make_date", "date_add", "date_sub", "to_date", "date"}
 
 
 @dataclass(frozen=True)
@@ -167,83 +178,114 @@ def _like(value: Any, example: Any) -> Any:
 def target_predicate(
     spark: SparkSession, conditions: Sequence[str], *, target_alias: str, columns: Sequence[str]
 ) -> tuple[Node, list[Any]]:
-    """The conjunction of ``conditions`` as a tree over target ``columns``, and its constants."""
-    parser = spark._jsparkSession.sessionState().sqlParser()
+    """The conjunction of ``conditions`` as a tree over target ``columns``, and its constants.
+
+    Parsing is pure (``parse_target_predicate``); the constants are evaluated by Spark in
+    one row, so ``current_date()`` or a cast means what it means in the merge itself.
+    """
+    node, sqls = parse_target_predicate(conditions, target_alias=target_alias, columns=columns)
+    if not sqls:
+        return node, []
+    try:
+        row = spark.range(1).selectExpr(*[f"{sql} AS c{i}" for i, sql in enumerate(sqls)]).collect()[0]
+    except Exception:  # a constant Spark cannot evaluate alone: skip nothing
+        return None, []
+    return node, list(row)
+
+
+def parse_target_predicate(
+    conditions: Sequence[str], *, target_alias: str, columns: Sequence[str]
+) -> tuple[Node, list[str]]:
+    """The conjunction of ``conditions`` as a tree, and the Spark SQL of each constant it refers to.
+
+    Parsed with sqlglot's Spark dialect; a condition it cannot parse is unknown (it fails
+    later, in the merge, with Spark's own message).
+
+    >>> parse_target_predicate(["t.v >= 30 AND s.k = t.k"], target_alias="t", columns=["k", "v"])
+    (AllOf(parts=(AllOf(parts=(Compare(column='v', op='>=', constant=0), None)),)), ['30'])
+    >>> node, sqls = parse_target_predicate(["t.d BETWEEN date'2026-01-01' AND current_date()"],
+    ...     target_alias="t", columns=["d"])
+    >>> sqls
+    ["CAST('2026-01-01' AS DATE)", 'CURRENT_DATE']
+    """
     names = {c.lower(): c for c in columns}
     sqls: list[str] = []
     parts: list[Node] = []
     for condition in conditions:
         try:
-            parts.append(_translate(parser.parseExpression(condition), target_alias.lower(), names, sqls))
-        except Exception:  # a condition Spark cannot parse fails later, with Spark's message
+            parsed = sqlglot.parse_one(condition, read="spark")
+        except sqlglot.errors.SqlglotError:
             parts.append(None)
-    if not sqls:
-        return AllOf(tuple(parts)), []
-    try:
-        constants = list(spark.range(1).selectExpr(*sqls).collect()[0])
-    except Exception:  # a constant Spark cannot evaluate alone: skip nothing
-        return None, []
-    return AllOf(tuple(parts)), constants
+            continue
+        parts.append(_translate(parsed, target_alias.lower(), names, sqls))
+    return AllOf(tuple(parts)), sqls
 
 
-def _translate(expr: Any, alias: str, names: Mapping[str, str], sqls: list[str]) -> Node:
-    kind = expr.getClass().getSimpleName()
-    children = [expr.children().apply(i) for i in range(expr.children().size())]
-    if kind in ("And", "Or"):
-        parts = tuple(_translate(c, alias, names, sqls) for c in children)
-        return AllOf(parts) if kind == "And" else AnyOf(parts)
-    if kind in ("IsNull", "IsNotNull"):
-        column = _column(children[0], alias, names)
-        return None if column is None else NullTest(column, kind == "IsNull")
-    if kind in _COMPARISONS:
-        op, (left, right) = _COMPARISONS[kind], children
+def _translate(expr: exp.Expr, alias: str, names: Mapping[str, str], sqls: list[str]) -> Node:
+    if isinstance(expr, exp.Paren):
+        return _translate(expr.this, alias, names, sqls)
+    if isinstance(expr, (exp.And, exp.Or)):
+        parts = tuple(_translate(c, alias, names, sqls) for c in (expr.left, expr.right))
+        return AllOf(parts) if isinstance(expr, exp.And) else AnyOf(parts)
+    if isinstance(expr, exp.Is) and isinstance(expr.expression, exp.Null):
+        column = _column(expr.this, alias, names)
+        return None if column is None else NullTest(column, True)
+    if isinstance(expr, exp.Not):
+        inner = expr.this.unnest()
+        if isinstance(inner, exp.Is) and isinstance(inner.expression, exp.Null):
+            column = _column(inner.this, alias, names)
+            return None if column is None else NullTest(column, False)
+        return None
+    op = _COMPARISONS.get(type(expr))
+    if op is not None:
+        left, right = expr.this, expr.expression
         if _column(right, alias, names) is not None:
             left, right, op = right, left, _FLIPPED[op]
         column = _column(left, alias, names)
         if column is None or not _constant(right):
             return None
         return Compare(column, op, _register(right, sqls))
-    if kind == "In":
-        column = _column(children[0], alias, names)
-        if column is None or not all(_constant(c) for c in children[1:]):
+    if isinstance(expr, exp.In):
+        column = _column(expr.this, alias, names)
+        values = expr.expressions
+        if column is None or expr.args.get("query") or not values or not all(map(_constant, values)):
             return None
-        return InList(column, tuple(_register(c, sqls) for c in children[1:]))
-    if kind == "UnresolvedFunction" and _function_name(expr) == "between" and len(children) == 3:
-        column = _column(children[0], alias, names)
-        if column is None or not (_constant(children[1]) and _constant(children[2])):
+        return InList(column, tuple(_register(v, sqls) for v in values))
+    if isinstance(expr, exp.Between):
+        column = _column(expr.this, alias, names)
+        low, high = expr.args.get("low"), expr.args.get("high")
+        if column is None or low is None or high is None or not (_constant(low) and _constant(high)):
             return None
         return AllOf(
-            (
-                Compare(column, ">=", _register(children[1], sqls)),
-                Compare(column, "<=", _register(children[2], sqls)),
-            )
+            (Compare(column, ">=", _register(low, sqls)), Compare(column, "<=", _register(high, sqls)))
         )
     return None
 
 
-def _column(expr: Any, alias: str, names: Mapping[str, str]) -> str | None:
-    if expr.getClass().getSimpleName() != "UnresolvedAttribute":
+def _column(expr: exp.Expr, alias: str, names: Mapping[str, str]) -> str | None:
+    """The target column ``expr`` names as ``<alias>.<column>``, or None."""
+    expr = expr.unnest()
+    if not isinstance(expr, exp.Column) or expr.args.get("db") or expr.args.get("catalog"):
         return None
-    parts = [str(expr.nameParts().apply(i)) for i in range(expr.nameParts().size())]
-    if len(parts) != 2 or parts[0].lower() != alias:
+    if expr.table.lower() != alias:
         return None
-    return names.get(parts[1].lower())
+    return names.get(expr.name.lower())
 
 
-def _constant(expr: Any) -> bool:
-    kind = expr.getClass().getSimpleName()
-    if kind == "UnresolvedFunction" and _function_name(expr) not in _CONSTANT_FUNCTIONS:
-        return False
-    if kind not in ("Literal", "Cast", "UnresolvedFunction", "UnaryMinus"):
-        return False
-    return all(_constant(expr.children().apply(i)) for i in range(expr.children().size()))
+def _constant(expr: exp.Expr) -> bool:
+    """Whether ``expr`` is one value for the whole merge: literals and deterministic functions of them."""
+    if isinstance(expr, _CONSTANT_NODES):
+        return all(_constant(child) for child in _children(expr))
+    if isinstance(expr, exp.Anonymous) and expr.name.lower() in _CONSTANT_FUNCTIONS:
+        return all(_constant(child) for child in _children(expr))
+    return False
 
 
-def _function_name(expr: Any) -> str:
-    parts = expr.nameParts()
-    return str(parts.apply(parts.size() - 1)).lower()
+def _children(expr: exp.Expr) -> list[exp.Expr]:
+    """The expression's operands (a cast's type and a date function's unit keyword are not)."""
+    return [c for c in expr.iter_expressions() if not isinstance(c, (exp.DataType, exp.Var))]
 
 
-def _register(expr: Any, sqls: list[str]) -> int:
-    sqls.append(f"{expr.sql()} AS c{len(sqls)}")
+def _register(expr: exp.Expr, sqls: list[str]) -> int:
+    sqls.append(expr.sql(dialect="spark"))
     return len(sqls) - 1
