@@ -1,1 +1,1 @@
-"""The merge engine: clause sets (pure), planning and executors (issue #3, in progress)."""
+"""The merge engine: clause sets (pure), data skipping, the insert-only and classic executors."""
