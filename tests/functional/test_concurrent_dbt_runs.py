@@ -11,7 +11,10 @@ other, so every round is a real race decided by Delta's rules, never by timing l
   with ``ConcurrentDeleteRead``, the table and "re-run the model", committing nothing.
 
 Rounds cover both orders of the invocations' start times and both commit orders (the
-later-started invocation committing first is the case that lost a merge before).
+later-started invocation committing first is the case that lost a merge before). Free
+rounds (``DELTAMERGE_FREE_RACES``, default 1) start both invocations at once with no gate:
+whatever the timing, every invocation that reports success committed its own version, the
+failed ones name a Delta conflict, and the rows equal the successful merges applied in turn.
 """
 
 from __future__ import annotations
@@ -47,6 +50,7 @@ MODELS = ("upsert_disjoint", "upsert_same_file")
 FIRST_RUN = "select /*+ REPARTITION_BY_RANGE(20, id) */ cast(id * 2 as int) as id, 'v0' as v from range(2000)"
 # (start order, which invocation commits first): "early" started first, "late" second.
 ROUNDS = [("a", "early"), ("a", "late"), ("b", "early"), ("b", "late")]
+FREE_RACES = int(os.environ.get("DELTAMERGE_FREE_RACES", "1"))
 
 
 def _config(location: Path) -> str:
@@ -173,4 +177,36 @@ def test_two_invocations_of_one_model_race(race, round_, case):
     for model in MODELS:
         history = DeltaTable(str(location / model)).history(1 if model == "upsert_same_file" else 2)
         assert {h["operation"] for h in history} == {"MERGE"}
+        assert problems(str(location / model)) == []
+
+
+@pytest.mark.parametrize("free_round", range(FREE_RACES))
+def test_two_invocations_started_together_without_a_gate(race, free_round):
+    round_ = len(ROUNDS) + free_round  # keys no gated round used
+    location, projects = race["location"], race["projects"]
+    changes = {name: _write_models(projects[name], name, round_, location) for name in ("a", "b")}
+    before = {m: DeltaTable(str(location / m)).version() for m in MODELS}
+    processes = {name: _start(projects[name], None, None) for name in ("a", "b")}
+    outcome = {name: _finish(p) for name, p in processes.items()}
+
+    for model in MODELS:
+        results = {name: _responses(projects[name])[model] for name in ("a", "b")}
+        won = sorted(
+            (r["adapter_response"]["delta_version"], name)
+            for name, r in results.items()
+            if r["status"] == "success"
+        )
+        for name, result in results.items():
+            if result["status"] != "success":
+                assert "Concurrent" in result["message"] and "re-run the model" in result["message"], outcome[
+                    name
+                ]
+        if model == "upsert_disjoint":
+            assert len(won) == 2, {n: o[1][-2000:] for n, o in outcome.items()}
+        # Each success committed a version of its own, and nothing else was committed.
+        assert [v for v, _ in won] == list(range(before[model] + 1, before[model] + 1 + len(won)))
+        assert DeltaTable(str(location / model)).version() == before[model] + len(won)
+        for _, name in won:
+            race["expected"][model].update(changes[name][model])
+        assert _rows(location / model) == race["expected"][model]
         assert problems(str(location / model)) == []
