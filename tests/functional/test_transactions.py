@@ -144,3 +144,30 @@ class TestModelTransactions:
         assert len(set(app_ids)) == 2 and all(a.endswith(f":{project.test_schema}.tx") for a in app_ids)
         assert [t["version"] for t in txns] == [0, 0]  # each invocation's first write of the model
         assert DeltaTable(path).metadata().configuration[TXN_RETENTION_PROPERTY] == DEFAULT_TXN_RETENTION
+
+
+def test_an_older_table_gets_the_retention_with_its_next_committing_merge_only(spark, tmp_path):
+    from dbt.adapters.deltamerge.merge.clauses import MergeSpec
+    from dbt.adapters.deltamerge.merge.executor import merge_into
+
+    path = str(tmp_path / "t")
+    # Written without a txn, as tables of earlier versions were: no retention property.
+    write_dataframe(
+        spark, spark.createDataFrame([(1, "a")], "id int, v string"), WriteRequest(path, "create_or_replace")
+    )
+    assert TXN_RETENTION_PROPERTY not in DeltaTable(path).metadata().configuration
+    spec = MergeSpec.from_config("m", {"unique_key": "id", "when_not_matched": []})
+    same = spark.createDataFrame([(9, "x")], "id int, v string")  # matches nothing: a no-op
+    snapshot = load_snapshot(path)
+    assert snapshot is not None
+    assert merge_into(spark, same, snapshot, spec, txn=("inv-a:s.m", 0)).version is None
+    assert (
+        latest_version(path) == 0 and TXN_RETENTION_PROPERTY not in DeltaTable(path).metadata().configuration
+    )
+    changed = spark.createDataFrame([(1, "b")], "id int, v string")
+    snapshot = load_snapshot(path)
+    assert snapshot is not None
+    assert merge_into(spark, changed, snapshot, spec, txn=("inv-b:s.m", 0)).version == 1
+    assert DeltaTable(path).metadata().configuration[TXN_RETENTION_PROPERTY] == DEFAULT_TXN_RETENTION
+    kinds = [next(iter(a)) for a in log_actions(path, 1)]
+    assert "metaData" in kinds and "txn" in kinds  # the property rides in the merge's own commit
