@@ -31,6 +31,9 @@ unit: install
 lint: install
 	$(VENV)/bin/ruff check dbt tests examples benchmarks
 	$(VENV)/bin/mypy dbt/adapters/deltamerge
+	@# The package must run on Spark Connect sessions too: no JVM handles, no RDDs.
+	@if grep -rnE --include='*.py' '_jvm|_jsparkSession|_jdf|sparkContext|\.rdd\b|_instantiatedSession|py4j' dbt/adapters/deltamerge; then \
+		echo "lint: JVM access (py4j) in dbt/adapters/deltamerge; use public PySpark APIs that work over Spark Connect"; exit 1; fi
 
 clean:
 	rm -rf $(VENV) examples/shop/warehouse examples/shop/target examples/shop/logs

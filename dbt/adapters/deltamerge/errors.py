@@ -29,7 +29,6 @@ def model_errors(model: str) -> AbstractContextManager[None]:
 @contextmanager
 def named_errors(subject: str) -> Iterator[None]:
     """Turn engine and Spark errors into dbt errors that start with ``subject``."""
-    from py4j.protocol import Py4JJavaError
     from pyspark.errors import PySparkException
 
     from dbt.adapters.deltamerge.delta.errors import DeltaError
@@ -40,10 +39,18 @@ def named_errors(subject: str) -> Iterator[None]:
         raise
     except DeltaError as exc:
         raise ModelWriteError(f"{subject}: {exc}") from exc
-    except (PySparkException, Py4JJavaError) as exc:
+    except Exception as exc:
+        if not isinstance(exc, PySparkException) and not _unconverted_java_error(exc):
+            raise
         raise ModelWriteError(
             f"{subject}: Spark failed; the table is unchanged.\n{_first_lines(str(exc))}"
         ) from exc
+
+
+def _unconverted_java_error(exc: Exception) -> bool:
+    # A JVM exception PySpark does not map to its own classes (embedded sessions only);
+    # matched by name so that the package needs no JVM bridge import.
+    return type(exc).__name__ == "Py4JJavaError"
 
 
 def _first_lines(text: str, count: int = 12) -> str:

@@ -14,8 +14,7 @@ Any other statement goes to Spark unchanged.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -26,10 +25,15 @@ from dbt.adapters.deltamerge.delta.errors import DeltaError
 from dbt.adapters.deltamerge.delta.snapshot import Snapshot, load_snapshot
 from dbt.adapters.deltamerge.delta.write import WriteRequest, WriteResult, write_dataframe
 from dbt.adapters.deltamerge.sql import quote_identifier
+from dbt.adapters.deltamerge.statement_parse import (
+    InsertStatement,
+    RefusedStatement,
+    StatementParseError,
+    parse_write_statement,
+)
 
 _LEADING = re.compile(r"^(?:\s+|--[^\n]*(?:\n|$)|/\*.*?\*/)*([a-z]+)", re.IGNORECASE | re.DOTALL)
 _WRITING = {"insert", "with", "update", "delete", "merge", "truncate", "from"}
-_REFUSED = {"DeleteFromTable": "DELETE", "UpdateTable": "UPDATE", "MergeIntoTable": "MERGE"}
 
 
 class StatementError(DeltaError):
@@ -48,22 +52,6 @@ def may_write_table(sql: str) -> bool:
     return found is not None and found.group(1).lower() in _WRITING
 
 
-@dataclass(frozen=True)
-class _Insert:
-    parts: tuple[str, ...]
-    columns: tuple[str, ...]
-    static_partitions: tuple[tuple[str, str | None], ...]
-    by_name: bool
-    overwrite: bool
-    query: Any
-
-
-@dataclass(frozen=True)
-class _Refused:
-    parts: tuple[str, ...]
-    statement: str
-
-
 def run_on_delta(spark: SparkSession, sql: str) -> tuple[str, WriteResult] | None:
     """Run ``sql`` through the engine if it writes a Delta-bound table.
 
@@ -73,7 +61,7 @@ def run_on_delta(spark: SparkSession, sql: str) -> tuple[str, WriteResult] | Non
     Raises:
         StatementError: the statement cannot be run on a Delta table; nothing was written.
     """
-    parsed = _parse(spark, sql)
+    parsed = _parse(sql)
     if parsed is None:
         return None
     found = _bound_table(spark, parsed.parts)
@@ -81,7 +69,7 @@ def run_on_delta(spark: SparkSession, sql: str) -> tuple[str, WriteResult] | Non
         return None
     schema, identifier, snapshot = found
     name = f"{schema}.{identifier}"
-    if isinstance(parsed, _Refused):
+    if isinstance(parsed, RefusedStatement):
         raise StatementError(
             f"{parsed.statement} on {name} is not run: it is a Delta table written by dbt-deltamerge, "
             "and Spark without Delta would not change its Delta log. Express the change as a "
@@ -93,44 +81,11 @@ def run_on_delta(spark: SparkSession, sql: str) -> tuple[str, WriteResult] | Non
     return name, result
 
 
-def _parse(spark: SparkSession, sql: str) -> _Insert | _Refused | None:
-    jss = spark._jsparkSession
+def _parse(sql: str) -> InsertStatement | RefusedStatement | None:
     try:
-        plan = jss.sessionState().sqlParser().parsePlan(sql)
-    except Exception:  # Spark reports the syntax error itself when it runs the statement.
-        return None
-    kind = plan.getClass().getSimpleName()
-    if kind == "UnresolvedWith" and plan.child().getClass().getSimpleName() == "InsertIntoStatement":
-        return _Refused(_name_parts(plan.child().table()), "INSERT after a leading WITH")
-    if kind in _REFUSED:
-        return _Refused(_name_parts(plan.table()), _REFUSED[kind])
-    if kind == "TruncateTable":
-        return _Refused(_name_parts(plan.table()), "TRUNCATE TABLE")
-    if kind != "InsertIntoStatement":
-        return None
-    spec = plan.partitionSpec()
-    static = tuple(
-        (str(key), None if spec.apply(key).isEmpty() else str(spec.apply(key).get()))
-        for key in _scala_list(spec.keys().toSeq())
-    )
-    return _Insert(
-        parts=_name_parts(plan.table()),
-        columns=tuple(str(c) for c in _scala_list(plan.userSpecifiedCols())),
-        static_partitions=static,
-        by_name=bool(plan.byName()),
-        overwrite=bool(plan.overwrite()),
-        query=plan.query(),
-    )
-
-
-def _scala_list(seq: Any) -> list[Any]:
-    return [seq.apply(i) for i in range(seq.size())]
-
-
-def _name_parts(relation: Any) -> tuple[str, ...]:
-    if relation.getClass().getSimpleName() not in ("UnresolvedRelation", "UnresolvedTable"):
-        return ()
-    return tuple(str(p) for p in _scala_list(relation.multipartIdentifier()))
+        return parse_write_statement(sql)
+    except StatementParseError as error:
+        raise StatementError(f"{error}; the statement was not run: {sql.strip()}") from error
 
 
 def _bound_table(spark: SparkSession, parts: tuple[str, ...]) -> tuple[str, str, Snapshot] | None:
@@ -148,13 +103,9 @@ def _bound_table(spark: SparkSession, parts: tuple[str, ...]) -> tuple[str, str,
     return schema, parts[-1], snapshot
 
 
-def _insert_rows(spark: SparkSession, insert: _Insert, snapshot: Snapshot, name: str) -> DataFrame:
+def _insert_rows(spark: SparkSession, insert: InsertStatement, snapshot: Snapshot, name: str) -> DataFrame:
     """The statement's rows as the table's columns, cast as Delta's INSERT casts them."""
-    jdf = spark._jvm.org.apache.spark.sql.classic.Dataset.ofRows(  # type: ignore[union-attr]
-        spark._jsparkSession,
-        insert.query,
-    )
-    query = DataFrame(jdf, spark)
+    query = spark.sql(insert.query)
     fields = {f.name.lower(): f for f in snapshot.schema.fields}
     static = {k.lower(): v for k, v in insert.static_partitions if v is not None}
     unknown = [c for c in [*insert.columns, *static] if c.lower() not in fields]
@@ -177,7 +128,7 @@ def _insert_rows(spark: SparkSession, insert: _Insert, snapshot: Snapshot, name:
 
 
 def _target_columns(
-    insert: _Insert, snapshot: Snapshot, static: dict[str, str], query: DataFrame, name: str
+    insert: InsertStatement, snapshot: Snapshot, static: dict[str, str], query: DataFrame, name: str
 ) -> list[str]:
     if insert.by_name:
         targets = [f.name for f in query.schema.fields]
@@ -207,7 +158,7 @@ def _store_assign(value: Column, field: T.StructField, name: str) -> Column:
     return F.when(value.isNotNull() & cast.isNull(), F.raise_error(message)).otherwise(cast).alias(field.name)
 
 
-def _request(spark: SparkSession, insert: _Insert, snapshot: Snapshot) -> WriteRequest:
+def _request(spark: SparkSession, insert: InsertStatement, snapshot: Snapshot) -> WriteRequest:
     mode: Literal["append", "replace_partitions", "replace_where"] = "append"
     predicate = None
     if insert.overwrite:

@@ -1,0 +1,172 @@
+"""Parsing the SQL statements that may write a table (pure Python, sqlglot's Spark dialect).
+
+The cursor needs, before Spark sees a statement, to know whether it writes a table and
+which: an ``INSERT`` gives its target, column list, static partitions, ``BY NAME`` and
+``OVERWRITE`` flags and the exact text of its query (cut from the statement by token
+offsets, so Spark runs the user's query as written); ``UPDATE``, ``DELETE``, ``MERGE`` and
+``TRUNCATE`` give their target. Anything else is not a table write.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import sqlglot
+import sqlglot.errors
+from sqlglot import exp
+from sqlglot.tokens import Token, TokenType
+
+_SPARK = sqlglot.Dialect.get_or_raise("spark")
+_QUERY_STARTS = {TokenType.SELECT, TokenType.WITH, TokenType.VALUES, TokenType.FROM, TokenType.TABLE}
+
+
+class StatementParseError(ValueError):
+    """A statement writes a table, but its form is not one the engine understands."""
+
+
+@dataclass(frozen=True)
+class InsertStatement:
+    """``INSERT INTO|OVERWRITE [TABLE] name [PARTITION (...)] [(columns) | BY NAME] query``."""
+
+    parts: tuple[str, ...]
+    columns: tuple[str, ...]
+    static_partitions: tuple[tuple[str, str | None], ...]
+    by_name: bool
+    overwrite: bool
+    query: str
+
+
+@dataclass(frozen=True)
+class RefusedStatement:
+    """A row-changing statement (or a form of INSERT) that Spark would run beside the Delta log."""
+
+    parts: tuple[str, ...]
+    statement: str
+
+
+_REFUSED: dict[type[exp.Expr], str] = {
+    exp.Update: "UPDATE",
+    exp.Delete: "DELETE",
+    exp.Merge: "MERGE",
+}
+
+
+def parse_write_statement(sql: str) -> InsertStatement | RefusedStatement | None:
+    """The table write ``sql`` is, or None when it writes no table (or does not parse).
+
+    >>> parse_write_statement("insert into s.t (a, b) values (1, 'x')")  # doctest: +NORMALIZE_WHITESPACE
+    InsertStatement(parts=('s', 't'), columns=('a', 'b'), static_partitions=(), by_name=False,
+                    overwrite=False, query="values (1, 'x')")
+    >>> parse_write_statement("INSERT OVERWRITE TABLE t PARTITION (p='a', q) SELECT 1").static_partitions
+    (('p', 'a'), ('q', None))
+    >>> parse_write_statement("delete from `my s`.t where a = 1")
+    RefusedStatement(parts=('my s', 't'), statement='DELETE')
+    >>> parse_write_statement("select 1") is None
+    True
+
+    Raises:
+        StatementParseError: an INSERT whose header has a form not handled here.
+    """
+    try:
+        tree = sqlglot.parse_one(sql, dialect=_SPARK)
+    except sqlglot.errors.SqlglotError:
+        return None  # Spark reports the syntax error itself when it runs the statement.
+    for kind, name in _REFUSED.items():
+        if isinstance(tree, kind):
+            return RefusedStatement(table_parts(tree.this), name)
+    if isinstance(tree, exp.MultitableInserts) and tree.expressions:
+        first = tree.expressions[0].this
+        return RefusedStatement(
+            table_parts(first.this if isinstance(first, exp.Schema) else first), "FROM ... INSERT"
+        )
+    if isinstance(tree, exp.TruncateTable):
+        return RefusedStatement(table_parts(tree.expressions[0]), "TRUNCATE TABLE")
+    if not isinstance(tree, exp.Insert):
+        return None
+    target = tree.this.this if isinstance(tree.this, exp.Schema) else tree.this
+    parts = table_parts(target)
+    if _leading_keyword(sql) != TokenType.INSERT:
+        return RefusedStatement(parts, "INSERT after a leading WITH or FROM")
+    columns = tuple(c.name for c in tree.this.expressions) if isinstance(tree.this, exp.Schema) else ()
+    return InsertStatement(
+        parts=parts,
+        columns=columns,
+        static_partitions=_partition_spec(target),
+        by_name=bool(tree.args.get("by_name")),
+        overwrite=bool(tree.args.get("overwrite")),
+        query=_query_text(sql),
+    )
+
+
+def table_parts(table: exp.Expr) -> tuple[str, ...]:
+    """The name parts of a table reference, outermost first (empty when it is not a name).
+
+    >>> table_parts(sqlglot.parse_one("select * from c.s.t", read="spark").find(exp.Table))
+    ('c', 's', 't')
+    """
+    if not isinstance(table, exp.Table) or not isinstance(table.this, exp.Identifier):
+        return ()
+    return tuple(part.name for part in table.parts)
+
+
+def _partition_spec(target: exp.Expr) -> tuple[tuple[str, str | None], ...]:
+    partition = target.args.get("partition")
+    if partition is None:
+        return ()
+    spec: list[tuple[str, str | None]] = []
+    for item in partition.expressions:
+        if isinstance(item, exp.EQ) and isinstance(item.expression, exp.Literal):
+            spec.append((item.this.name, item.expression.name))
+        elif isinstance(item, exp.EQ) and isinstance(item.expression, exp.Null):
+            raise StatementParseError(f"a NULL partition value ({item.sql(dialect=_SPARK)}) is not supported")
+        elif isinstance(item, exp.Column | exp.Identifier):
+            spec.append((item.name, None))
+        else:
+            raise StatementParseError(f"partition spec item {item.sql(dialect=_SPARK)} is not understood")
+    return tuple(spec)
+
+
+def _leading_keyword(sql: str) -> TokenType | None:
+    tokens = _SPARK.tokenize(sql)
+    return tokens[0].token_type if tokens else None
+
+
+def _query_text(sql: str) -> str:
+    """The query of an INSERT, exactly as written: the text from its first token on.
+
+    >>> _query_text("insert into t partition (p = 1) (a, b) (select 1, 2);")
+    '(select 1, 2)'
+    >>> _query_text("INSERT INTO TABLE `we(ird` BY NAME SELECT 1 AS a")
+    'SELECT 1 AS a'
+    """
+    tokens = _SPARK.tokenize(sql)
+    index = 1
+    while index < len(tokens):
+        token = tokens[index]
+        if token.token_type in _QUERY_STARTS and not _is_table_keyword(tokens, index):
+            return sql[token.start :].strip().removesuffix(";").rstrip()
+        if token.token_type == TokenType.L_PAREN:
+            if index + 1 < len(tokens) and tokens[index + 1].token_type in _QUERY_STARTS:
+                return sql[token.start :].strip().removesuffix(";").rstrip()
+            index = _after_parentheses(tokens, index)
+            continue
+        index += 1
+    raise StatementParseError("the INSERT has no query (SELECT, VALUES, WITH, FROM or TABLE)")
+
+
+def _is_table_keyword(tokens: list[Token], index: int) -> bool:
+    # `INSERT INTO TABLE t` / `INSERT OVERWRITE TABLE t`: TABLE is part of the header there.
+    return tokens[index].token_type == TokenType.TABLE and tokens[index - 1].token_type in (
+        TokenType.INTO,
+        TokenType.OVERWRITE,
+    )
+
+
+def _after_parentheses(tokens: list[Token], index: int) -> int:
+    depth = 0
+    for position in range(index, len(tokens)):
+        kind = tokens[position].token_type
+        depth += (kind == TokenType.L_PAREN) - (kind == TokenType.R_PAREN)
+        if depth == 0:
+            return position + 1
+    raise StatementParseError("unbalanced parentheses in the INSERT")
