@@ -1,9 +1,11 @@
-"""Profile and connection: dbt-spark's, with an embedded local Spark session by default.
+"""Profile and connection: dbt-spark's, plus an embedded Spark session and Spark Connect.
 
 ``method: session`` (the default) needs no host: the first connection builds one local
 SparkSession with its Hive metastore (Derby) and warehouse under the profile's
-``warehouse``, so tables survive between ``dbt`` invocations. dbt-spark's session
-cursor then finds that session through ``getOrCreate``.
+``warehouse``, so tables survive between ``dbt`` invocations. ``method: connect`` makes the
+process a Spark Connect client of the server at ``host`` (``sc://...``): no JVM starts
+here. Either way the process has one session per target, shared by dbt's threads, and
+every connection's cursor runs statements on it (``session.DeltaConnection``).
 """
 
 from __future__ import annotations
@@ -14,14 +16,13 @@ import sys
 from dataclasses import dataclass
 from typing import Any
 
-from dbt.adapters.contracts.connection import Connection
+from dbt.adapters.contracts.connection import Connection, ConnectionState
 from dbt.adapters.events.logging import AdapterLogger
-from dbt.adapters.spark.connections import (
-    SparkConnectionManager,
-    SparkConnectionMethod,
-    SparkCredentials,
-)
+from dbt.adapters.spark.connections import SparkConnectionManager, SparkCredentials
+from dbt_common.dataclass_schema import StrEnum
 from dbt_common.exceptions import DbtRuntimeError
+
+from dbt.adapters.deltamerge import remote
 
 logger = AdapterLogger("DeltaMerge")
 
@@ -44,16 +45,28 @@ SESSION_DEFAULTS = {
 }
 
 
+class ConnectionMethod(StrEnum):
+    """dbt-spark's connection methods plus ``connect`` (Spark Connect)."""
+
+    THRIFT = "thrift"
+    HTTP = "http"
+    ODBC = "odbc"
+    SESSION = "session"
+    CONNECT = "connect"
+
+
 @dataclass
 class DeltaMergeCredentials(SparkCredentials):
-    """dbt-spark's credentials; ``method`` defaults to ``session`` and ``warehouse`` is added."""
+    """dbt-spark's credentials: ``method`` defaults to ``session``; ``connect``, ``warehouse`` added."""
 
-    method: SparkConnectionMethod = SparkConnectionMethod.SESSION
+    method: ConnectionMethod = ConnectionMethod.SESSION  # type: ignore[assignment]
     warehouse: str = DEFAULT_WAREHOUSE
 
     def __post_init__(self) -> None:
-        if self.method == SparkConnectionMethod.SESSION and self.host is None:
+        if self.method == ConnectionMethod.SESSION and self.host is None:
             self.host = "localhost"  # dbt-spark requires a host; the embedded session has none
+        if self.method == ConnectionMethod.CONNECT:
+            remote.check_url(self.host)
         super().__post_init__()
         self.warehouse = os.path.abspath(os.path.expanduser(self.warehouse))
 
@@ -63,7 +76,7 @@ class DeltaMergeCredentials(SparkCredentials):
 
     @property
     def unique_field(self) -> str:
-        return self.warehouse if self.method == SparkConnectionMethod.SESSION else str(self.host)
+        return self.warehouse if self.method == ConnectionMethod.SESSION else str(self.host)
 
     def _connection_keys(self) -> tuple[str, ...]:
         return ("method", "schema", "warehouse", "host", "port", "cluster", "endpoint")
@@ -97,6 +110,8 @@ def start_session(warehouse: str, overrides: dict[str, str]) -> Any:
 
     # The process's one session, not getActiveSession(): that is per thread, and dbt runs
     # models on worker threads.
+    if remote.has_sessions():
+        raise DbtRuntimeError(_ONE_KIND)
     active = _EMBEDDED["session"]
     if active is not None:
         running = active.conf.get("spark.sql.warehouse.dir", "") or ""
@@ -121,6 +136,10 @@ def start_session(warehouse: str, overrides: dict[str, str]) -> Any:
 
 
 _EMBEDDED: dict[str, Any] = {"session": None}
+_ONE_KIND = (
+    "This process already runs a Spark session of the other kind: pyspark cannot mix an embedded "
+    "session (`method: session`) and Spark Connect (`method: connect`) in one process."
+)
 
 
 def _stop() -> None:
@@ -129,28 +148,45 @@ def _stop() -> None:
         session.stop()
 
 
-def embedded_session() -> Any:
-    """The process's SparkSession (started by the first connection)."""
-    session = _EMBEDDED["session"]
+def session_of(connection: Connection) -> Any:
+    """The Spark session (embedded or Spark Connect) an open dbt connection runs on."""
+    handle = getattr(connection.handle, "handle", None)
+    session = getattr(handle, "spark", None)
     if session is None:
-        raise DbtRuntimeError("No Spark session: dbt-deltamerge Delta writes need `method: session`.")
+        raise DbtRuntimeError(
+            "dbt-deltamerge Delta writes need `method: session` or `method: connect` in the profile."
+        )
     return session
 
 
 class DeltaMergeConnectionManager(SparkConnectionManager):
-    """dbt-spark's connection manager, starting the embedded session for ``method: session``."""
+    """dbt-spark's connection manager, with the process's session for ``session`` and ``connect``."""
 
     TYPE = "deltamerge"
 
     @classmethod
     def open(cls, connection: Connection) -> Connection:
-        creds = connection.credentials
-        if isinstance(creds, DeltaMergeCredentials) and creds.method == SparkConnectionMethod.SESSION:
-            start_session(creds.warehouse, dict(creds.server_side_parameters))
-            opened = super().open(connection)
-            from dbt.adapters.deltamerge.session import DeltaConnection
+        from dbt.adapters.spark.session import SessionConnectionWrapper
 
-            # Statements writing Delta-bound tables must reach the engine, not Spark's INSERT.
-            opened.handle.handle = DeltaConnection(server_side_parameters=creds.server_side_parameters)
-            return opened
-        return super().open(connection)
+        from dbt.adapters.deltamerge.session import DeltaConnection
+
+        creds = connection.credentials
+        if not isinstance(creds, DeltaMergeCredentials) or creds.method not in (
+            ConnectionMethod.SESSION,
+            ConnectionMethod.CONNECT,
+        ):
+            return super().open(connection)
+        if connection.state == ConnectionState.OPEN:
+            return connection
+        overrides = dict(creds.server_side_parameters)
+        if creds.method == ConnectionMethod.CONNECT:
+            if _EMBEDDED["session"] is not None:
+                raise DbtRuntimeError(_ONE_KIND)
+            spark = remote.connect_session(str(creds.host), overrides)
+        else:
+            spark = start_session(creds.warehouse, overrides)
+            remote.apply_settings(spark, overrides)
+        # Statements writing Delta-bound tables must reach the engine, not Spark's INSERT.
+        connection.handle = SessionConnectionWrapper(DeltaConnection(spark))
+        connection.state = ConnectionState.OPEN
+        return connection

@@ -23,7 +23,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from dbt.adapters.deltamerge import catalog, conversion, operations
-from dbt.adapters.deltamerge.connections import DeltaMergeConnectionManager, embedded_session
+from dbt.adapters.deltamerge.connections import DeltaMergeConnectionManager, session_of
 from dbt.adapters.deltamerge.delta.paths import table_path_of
 from dbt.adapters.deltamerge.delta.snapshot import has_delta_log, load_snapshot
 from dbt.adapters.deltamerge.delta.vacuum import DEFAULT_RETENTION_HOURS
@@ -85,9 +85,10 @@ class DeltaMergeAdapter(SparkAdapter):
         ]
 
     def spark_session(self) -> SparkSession:
-        """The connection's Spark session (embedded mode)."""
-        _ = self.connections.get_thread_connection().handle  # opens the connection if needed
-        return embedded_session()
+        """The Spark session of this thread's connection (embedded or Spark Connect)."""
+        connection = self.connections.get_thread_connection()
+        _ = connection.handle  # opens the connection if needed
+        return session_of(connection)
 
     @available
     def delta_materialize(

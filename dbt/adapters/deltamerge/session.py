@@ -1,9 +1,10 @@
-"""The embedded session's cursor: dbt-spark's, with writes to Delta tables sent to the engine.
+"""The cursor of ``method: session`` and ``method: connect``: statements run on the process's session.
 
-Every statement dbt runs in ``method: session`` (materializations, hooks,
-``run-operation``, tests' setup SQL) passes through ``Cursor.execute``; one that writes a
-Delta-bound table runs as a Delta commit (see ``statements``) and returns Delta's row
-counts as Databricks does (``num_affected_rows``, ``num_inserted_rows``).
+Every statement dbt runs (materializations, hooks, ``run-operation``, tests' setup SQL)
+passes through ``DeltaCursor.execute``; one that writes a Delta-bound table runs as a
+Delta commit (see ``statements``) and returns Delta's row counts as Databricks does
+(``num_affected_rows``, ``num_inserted_rows``). Others run on the connection's session,
+embedded or Spark Connect alike (dbt-spark's cursor would build a classic session itself).
 """
 
 from __future__ import annotations
@@ -12,36 +13,50 @@ from typing import Any
 
 from dbt.adapters.events.logging import AdapterLogger
 from dbt.adapters.spark.session import Connection, Cursor
+from dbt_common.exceptions import DbtRuntimeError
+from pyspark.errors import AnalysisException
 
 from dbt.adapters.deltamerge import statements
-from dbt.adapters.deltamerge.connections import embedded_session
 from dbt.adapters.deltamerge.errors import named_errors
 
 logger = AdapterLogger("deltamerge")
 
 
 class DeltaCursor(Cursor):
-    """A cursor that runs statements writing Delta-bound tables through the engine."""
+    """A cursor on one Spark session that runs statements writing Delta-bound tables through the engine."""
+
+    def __init__(self, spark: Any) -> None:
+        super().__init__()
+        self.spark = spark
 
     def execute(self, sql: str, *parameters: Any) -> None:
-        if not parameters and statements.may_write_table(sql):
-            spark = embedded_session()
+        if parameters:
+            sql = sql % parameters
+        elif statements.may_write_table(sql):
             with named_errors("SQL statement on a Delta table"):
-                handled = statements.run_on_delta(spark, sql)
+                handled = statements.run_on_delta(self.spark, sql)
             if handled is not None:
                 name, result = handled
                 rows = int(result.metrics.get("numOutputRows", 0))
                 logger.debug(f"{result.operation} of {name}: Delta version {result.version}, {rows} rows")
-                self._df = spark.createDataFrame(
+                self._df = self.spark.createDataFrame(
                     [(rows, rows)], "num_affected_rows long, num_inserted_rows long"
                 )
                 self._rows = None
                 return
-        super().execute(sql, *parameters)
+        try:
+            self._df = self.spark.sql(sql)
+        except AnalysisException as exc:
+            raise DbtRuntimeError(str(exc)) from exc
+        self._rows = None
 
 
 class DeltaConnection(Connection):
-    """dbt-spark's session connection handing out ``DeltaCursor``s."""
+    """dbt-spark's session connection, bound to one Spark session, handing out ``DeltaCursor``s."""
+
+    def __init__(self, spark: Any) -> None:
+        super().__init__()
+        self.spark = spark
 
     def cursor(self) -> Cursor:
-        return DeltaCursor(server_side_parameters=self.server_side_parameters)
+        return DeltaCursor(self.spark)

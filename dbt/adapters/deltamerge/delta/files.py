@@ -90,7 +90,7 @@ def write_data_and_changes(
     """
     flagged = df.withColumn(_CDC_PARTITION, F.col(CHANGE_TYPE).isNotNull())
     staging = os.path.join(table_path, STAGING_DIR, uuid.uuid4().hex)
-    writer = flagged.write.mode("errorifexists").option("compression", "snappy")
+    writer = flagged.write.mode("error").option("compression", "snappy")
     try:
         crash_point("before_data_files")
         writer.partitionBy(_CDC_PARTITION, *partition_columns).parquet(staging)
@@ -142,7 +142,7 @@ def write_data_files(
 ) -> list[WrittenFile]:
     """Write ``df`` (already in table column order and types) as parquet files of the table."""
     staging = os.path.join(table_path, STAGING_DIR, uuid.uuid4().hex)
-    writer = df.write.mode("errorifexists").option("compression", "snappy")
+    writer = df.write.mode("error").option("compression", "snappy")
     if partition_columns:
         writer = writer.partitionBy(*partition_columns)
     try:

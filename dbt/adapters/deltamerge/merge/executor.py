@@ -43,6 +43,7 @@ from dbt.adapters.deltamerge.delta.write import (
 from dbt.adapters.deltamerge.merge.changes import output_with_changes
 from dbt.adapters.deltamerge.merge.clauses import MergeSpec
 from dbt.adapters.deltamerge.merge.joins import touched_joined_with_source, touched_with_unmatched_keys
+from dbt.adapters.deltamerge.merge.materialized import checkpoint_with_aggregates
 from dbt.adapters.deltamerge.merge.metrics import merge_metrics, merge_parameters
 from dbt.adapters.deltamerge.merge.output import (
     ACTION,
@@ -163,11 +164,10 @@ def _execute(
     spark: SparkSession, spec: MergeSpec, merge: ResolvedMerge, snapshot: Snapshot, source_df: DataFrame
 ) -> _Done:
     """The source materialized and profiled, data skipping, then the insert-only or the classic executor."""
-    profile = Observation("merge_source")
     # One pass over the source both materializes it (every phase must see the same rows)
     # and profiles its keys for data skipping.
-    source = source_df.observe(profile, *profile_aggregates(spec)).localCheckpoint(eager=True)
-    candidates, num_source_rows, skipping = files_from_profile(spark, spec, snapshot, profile.get)
+    source, profile = checkpoint_with_aggregates(source_df, "merge_source", profile_aggregates(spec))
+    candidates, num_source_rows, skipping = files_from_profile(spark, spec, snapshot, profile)
     joining = spec
     if skipping.ranges is not None and not any(r.has_nulls for r in skipping.ranges):
         joining = spec.without_null_safe_keys()

@@ -8,13 +8,14 @@ matched clause is an unconditional delete.
 
 from __future__ import annotations
 
-from pyspark.sql import DataFrame, Observation
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from dbt.adapters.deltamerge.delta.errors import DeltaError
 from dbt.adapters.deltamerge.delta.paths import local_path, table_path_of
 from dbt.adapters.deltamerge.delta.snapshot import AddFile
 from dbt.adapters.deltamerge.merge.broadcast import fits_in_broadcast
+from dbt.adapters.deltamerge.merge.materialized import checkpoint_with_aggregates
 from dbt.adapters.deltamerge.merge.pruning import matches_by_key_alone, skips_by_key_range
 from dbt.adapters.deltamerge.merge.run import (
     FILE,
@@ -95,17 +96,16 @@ def _files_holding_unmatched_keys(run: MergeRun, target: DataFrame) -> set[str]:
     broadcast back over the target to name their files.
     """
     alias = run.spec.target_alias
-    counted = Observation("unmatched_keys")
-    unmatched = (
+    keys, counted = checkpoint_with_aggregates(
         target.join(aliased_source(run), F.expr(run.spec.on_condition), "left_anti")
         .select(*[F.col(qualified(alias, k)).alias(k) for k in run.spec.unique_key])
         .distinct()
-        .withColumn(UNMATCHED_ROW, F.lit(True))
-        .observe(counted, F.count(F.lit(1)).alias("n"))
-        .localCheckpoint(eager=True)
-        .alias(UNMATCHED)
+        .withColumn(UNMATCHED_ROW, F.lit(True)),
+        "unmatched_keys",
+        [F.count(F.lit(1)).alias("n")],
     )
-    small = fits_in_broadcast(unmatched.schema, int(counted.get["n"]))
+    unmatched = keys.alias(UNMATCHED)
+    small = fits_in_broadcast(unmatched.schema, int(counted["n"]))
     located = target.join(F.broadcast(unmatched) if small else unmatched, is_unmatched_key(run), "left_semi")
     run.unmatched_keys = unmatched if small else None
     return {table_path_of(r[FILE]) for r in located.select(FILE).distinct().collect()}

@@ -1,0 +1,131 @@
+"""Spark Connect sessions (``method: connect``): reaching the server, its version, the client's settings.
+
+The dbt process is a Spark Connect client: it starts no JVM. It still writes the Delta log
+itself, so it must reach the tables' storage at the paths the server writes to (a shared
+file system in this version). Spark's static settings (master, warehouse, catalog) belong
+to the server; the client sets the session settings the engine needs.
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+from typing import Any
+from urllib.parse import urlsplit
+
+from dbt.adapters.events.logging import AdapterLogger
+from dbt_common.exceptions import DbtRuntimeError
+
+logger = AdapterLogger("DeltaMerge")
+
+DEFAULT_PORT = 15002
+REACH_TIMEOUT_SECONDS = 5.0
+
+# Session settings every Connect session gets (a profile's server_side_parameters win).
+# Hadoop keys go in unprefixed: a session's SQL settings reach the Hadoop configuration of its writes.
+CONNECT_SETTINGS = {
+    # Other Delta readers misread Spark's default INT96 timestamps.
+    "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
+    "mapreduce.fileoutputcommitter.marksuccessfuljobs": "false",
+    "parquet.summary.metadata.level": "NONE",
+}
+
+_SESSIONS: dict[str, Any] = {}
+_LOCK = threading.Lock()
+
+
+def has_sessions() -> bool:
+    """Whether this process opened a Spark Connect session (it cannot then start an embedded one)."""
+    return bool(_SESSIONS)
+
+
+def check_url(url: str | None) -> tuple[str, int]:
+    """The host and port of a Spark Connect URL, or a profile error saying what is wrong.
+
+    >>> check_url("sc://spark.internal:15003/;token=abc;use_ssl=true")
+    ('spark.internal', 15003)
+    >>> check_url("sc://localhost")
+    ('localhost', 15002)
+    """
+    if not url or not url.startswith("sc://"):
+        raise DbtRuntimeError(
+            f"`method: connect` needs `host` to be a Spark Connect URL like sc://host:15002; got {url!r}"
+        )
+    parts = urlsplit(url.split(";", 1)[0])
+    try:
+        port = parts.port or DEFAULT_PORT
+    except ValueError as error:
+        raise DbtRuntimeError(f"`host` {url!r}: {error}") from error
+    if not parts.hostname:
+        raise DbtRuntimeError(f"`host` {url!r} names no server (sc://host:port)")
+    return parts.hostname, port
+
+
+def connect_session(url: str, overrides: dict[str, str]) -> Any:
+    """The process's Spark Connect session for ``url``, opened on first use.
+
+    Raises:
+        DbtRuntimeError: the server cannot be reached (within seconds, naming ``url``), or
+            runs another Spark minor version than this client (naming both).
+    """
+    with _LOCK:
+        session = _SESSIONS.get(url)
+        if session is None:
+            session = _open(url, overrides)
+            _SESSIONS[url] = session
+        return session
+
+
+def _open(url: str, overrides: dict[str, str]) -> Any:
+    host, port = check_url(url)
+    try:
+        socket.create_connection((host, port), timeout=REACH_TIMEOUT_SECONDS).close()
+    except OSError as error:
+        raise DbtRuntimeError(
+            f"Cannot reach the Spark Connect server at {url} ({error.strerror or error}). "
+            "Start it (for a local one: `deltamerge-server start`) or fix `host` in the profile."
+        ) from None
+    import pyspark
+    from pyspark.sql import SparkSession
+
+    logger.debug(f"Opening a Spark Connect session at {url}")
+    # Through the generic builder: it marks the process as a Connect client, which is what
+    # makes pyspark.sql.functions build Connect columns (one process cannot mix both kinds).
+    session = SparkSession.builder.remote(url).create()
+    check_versions(client=pyspark.__version__, server=session.version, url=url)
+    apply_settings(session, {**CONNECT_SETTINGS, **overrides})
+    return session
+
+
+def check_versions(*, client: str, server: str, url: str) -> None:
+    """Refuse a server of another Spark major.minor version than the client's pyspark.
+
+    >>> check_versions(client="4.2.0", server="4.2.1", url="sc://h")
+    >>> try:
+    ...     check_versions(client="4.2.0", server="3.5.4", url="sc://h")
+    ... except DbtRuntimeError as error:
+    ...     print(error.msg)  # doctest: +ELLIPSIS
+    The Spark Connect server at sc://h runs Spark 3.5.4; this dbt process has pyspark 4.2.0. ...
+    """
+    if client.split(".")[:2] != server.split(".")[:2]:
+        raise DbtRuntimeError(
+            f"The Spark Connect server at {url} runs Spark {server}; this dbt process has pyspark {client}. "
+            f"Use a server of Spark {'.'.join(client.split('.')[:2])}.x, or install the matching pyspark."
+        )
+
+
+def apply_settings(session: Any, settings: dict[str, str]) -> None:
+    """Set ``settings`` on a running session; static ones (fixed when Spark started) are skipped.
+
+    A profile's ``server_side_parameters`` thus apply to every session of the connection,
+    as dbt-spark's own session cursor applies them.
+    """
+    from pyspark.errors import PySparkException
+
+    for key, value in settings.items():
+        try:
+            if session.conf.get(key, None) != value:
+                session.conf.set(key, value)
+        except PySparkException as error:
+            # Static settings (spark.master, the warehouse, ...) belong to whoever started Spark.
+            logger.debug(f"Not setting {key} on the running session: {str(error).splitlines()[0]}")
