@@ -17,9 +17,14 @@ install: $(VENV)/.installed
 demo: install
 	$(PY) examples/shop/demo.py
 
-## Run the whole test suite (unit, then functional with real dbt + Spark + Delta).
+## Run the whole test suite: unit and functional (real dbt + Spark + Delta) on the embedded
+## session, then the functional tests marked `connect` on a real standalone cluster through
+## Spark Connect (a second process: pyspark cannot mix both kinds of session in one).
+## CONNECT_ALL=1 runs every functional test on the cluster.
 test: install
 	$(PY) -m pytest
+	DELTAMERGE_TEST_BACKEND=connect DELTAMERGE_CONNECT_ALL=$(CONNECT_ALL) \
+		DELTAMERGE_DIFF_CASES=$${DELTAMERGE_DIFF_CASES:-8} $(PY) -m pytest tests/functional
 
 ## The benchmark harness (not part of the tests): writes BENCHMARKS.md and benchmarks/*. About an hour on 2 cores.
 bench: install

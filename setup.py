@@ -32,13 +32,16 @@ setup(
         "dbt-adapters>=1.16,<2",
         "dbt-spark[session]>=1.11,<1.12",
         # delta-spark 4.4 pins pyspark<=4.2.0; we keep the two installable together.
-        "pyspark>=4.0,<=4.2.0",
+        # [connect]: the Spark Connect client (method: connect), with pandas below 3 as pyspark 4.2 asks.
+        "pyspark[connect]>=4.0,<=4.2.0",
+        "pandas>=2.2,<3",
         "delta-spark>=4.4,<4.5",
         "deltalake>=1.6,<2",
         "pyarrow>=18",
         # Pure-Python Spark SQL parsing (data skipping predicates); its API moves between majors.
         "sqlglot>=30.30,<31",
     ],
+    entry_points={"console_scripts": ["deltamerge-server=dbt.adapters.deltamerge.local_server:main"]},
     extras_require={
         # `python -m benchmarks`: process-tree memory and the chart.
         "bench": ["psutil>=5.9", "matplotlib>=3.8"],

@@ -1,8 +1,14 @@
-"""Shared fixtures: one warehouse and one local Spark session per pytest process.
+"""Shared fixtures: one warehouse and one Spark session per pytest process.
 
 Spark fixes its warehouse and metastore when the JVM starts, so every dbt invocation in
 this process (dbt-tests-adapter runs dbt in-process) uses the same warehouse; each test
 gets its own schema inside it.
+
+``DELTAMERGE_TEST_BACKEND=connect`` runs the functional tests on a real standalone cluster
+(master, worker, Spark Connect server started from the installed pyspark) with
+``method: connect``; pyspark cannot mix both kinds of session in one process, so that is a
+second pytest run (``make test`` does both). There, only tests marked ``connect`` run
+unless ``DELTAMERGE_CONNECT_ALL=1``.
 """
 
 from __future__ import annotations
@@ -21,20 +27,55 @@ SPARK_PARAMS = {
 }
 
 
+ON_CONNECT = os.environ.get("DELTAMERGE_TEST_BACKEND", "session") == "connect"
+# Runtime settings a Connect client may set (the master and memory are the cluster's).
+CONNECT_PARAMS = {"spark.sql.shuffle.partitions": "2"}
+
+
 @pytest.fixture(scope="session")
-def warehouse(tmp_path_factory: pytest.TempPathFactory) -> str:
+def cluster(tmp_path_factory: pytest.TempPathFactory):
+    if not ON_CONNECT:
+        pytest.skip("needs DELTAMERGE_TEST_BACKEND=connect")
+    from tests.cluster import start_cluster
+
+    running = start_cluster(str(tmp_path_factory.mktemp("cluster")), {"spark.sql.shuffle.partitions": "2"})
+    yield running
+    from dbt.adapters.deltamerge.remote import close_sessions
+
+    close_sessions()
+    running.stop()
+
+
+@pytest.fixture(scope="session")
+def warehouse(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> str:
+    if ON_CONNECT:
+        return request.getfixturevalue("cluster").warehouse
     return str(tmp_path_factory.mktemp("warehouse"))
 
 
 @pytest.fixture(scope="session")
-def spark(warehouse: str):
+def spark(request: pytest.FixtureRequest, warehouse: str):
+    if ON_CONNECT:
+        from dbt.adapters.deltamerge.remote import connect_session
+
+        return connect_session(request.getfixturevalue("cluster").connect_url, dict(CONNECT_PARAMS))
     from dbt.adapters.deltamerge.connections import start_session
 
     return start_session(warehouse, dict(SPARK_PARAMS))
 
 
 @pytest.fixture(scope="class")
-def dbt_profile_target(warehouse: str, spark) -> dict:
+def dbt_profile_target(request: pytest.FixtureRequest, warehouse: str, spark) -> dict:
+    if ON_CONNECT:
+        return {
+            "type": "deltamerge",
+            "method": "connect",
+            "host": request.getfixturevalue("cluster").connect_url,
+            "schema": "analytics",
+            "warehouse": warehouse,  # unused by `connect`; the tests' helpers find tables by it
+            "threads": 1,
+            "server_side_parameters": dict(CONNECT_PARAMS),
+        }
     return {
         "type": "deltamerge",
         "method": "session",
@@ -45,6 +86,22 @@ def dbt_profile_target(warehouse: str, spark) -> dict:
     }
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "connect: also runs on the Spark Connect cluster backend by default")
+    config.addinivalue_line("markers", "embedded_only: needs the embedded session (JVM access from the test)")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if ON_CONNECT:
+        run_all = os.environ.get("DELTAMERGE_CONNECT_ALL") == "1"
+        keep = [
+            item
+            for item in items
+            if f"{os.sep}functional{os.sep}" in str(item.fspath)
+            and item.get_closest_marker("embedded_only") is None
+            and (run_all or item.get_closest_marker("connect") is not None)
+        ]
+        config.hook.pytest_deselected(items=[i for i in items if i not in keep])
+        items[:] = keep
     # Unit tests first: they fail fast and need no JVM.
     items.sort(key=lambda item: 0 if f"{os.sep}unit{os.sep}" in str(item.fspath) else 1)

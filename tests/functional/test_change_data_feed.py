@@ -38,6 +38,7 @@ def change_files(path: str, version: int) -> list[dict]:
     return [a["cdc"] for a in log_actions(path, version) if "cdc" in a]
 
 
+@pytest.mark.connect
 class TestMergeChangeFeed:
     @pytest.fixture(scope="class")
     def models(self):
@@ -85,7 +86,7 @@ class TestMergeChangeFeed:
         protocol = next(a["protocol"] for a in log_actions(path, version - 1) if "protocol" in a)
         assert protocol["minWriterVersion"] >= 4
         in_spark = spark.sql(
-            f"select id, v, _change_type, _commit_version from {_changes(project, path, version)}"
+            f"select id, v, _change_type, _commit_version from {_changes(spark, path, version)}"
         ).collect()
         assert sorted(tuple(r) for r in in_spark) == feed(path, version)
 
@@ -105,12 +106,11 @@ class TestMergeChangeFeed:
         assert metrics(path)["numTargetRowsDeleted"] == 2
 
 
-def _changes(project, path: str, version: int) -> str:
-    from dbt.adapters.deltamerge.connections import embedded_session
+def _changes(spark, path: str, version: int) -> str:
     from dbt.adapters.deltamerge.delta.changes import read_changes
 
     view = f"changes_{version}"
-    read_changes(embedded_session(), path, version).createOrReplaceTempView(view)
+    read_changes(spark, path, version).createOrReplaceTempView(view)
     return view
 
 
@@ -135,6 +135,7 @@ select id, v, _change_type, _source_version from (
 """
 
 
+@pytest.mark.connect
 class TestFeedOnLaterAndDownstream:
     @pytest.fixture(scope="class")
     def models(self):

@@ -1,7 +1,8 @@
 """Two separate dbt projects run the same model into one Delta table at the same time.
 
-Each project has its own dbt process, Spark and metastore; both models are named alike and
-live at one ``location_root``, so two invocations of one model write one table. The commit
+Each project has its own dbt process, Spark and metastore (on the Connect backend: its own
+dbt process and schema, one shared server); both models are named alike and live at one
+``location_root``, so two invocations of one model write one table. The commit
 gate (``DELTAMERGE_COMMIT_GATE``) makes both read the same version and commit one after the
 other, so every round is a real race decided by Delta's rules, never by timing luck:
 
@@ -29,7 +30,10 @@ from pathlib import Path
 import pytest
 from deltalake import DeltaTable
 
+from tests.conftest import ON_CONNECT
 from tests.functional.validator import problems
+
+pytestmark = pytest.mark.connect
 
 DBT = str(Path(sys.executable).with_name("dbt"))
 PROFILE = """
@@ -44,6 +48,17 @@ race:
       server_side_parameters:
         spark.master: "local[1]"
         spark.sql.shuffle.partitions: "2"
+"""
+CONNECT_PROFILE = """
+race:
+  target: cluster
+  outputs:
+    cluster:
+      type: deltamerge
+      method: connect
+      host: {url}
+      schema: race_{name}
+      threads: 1
 """
 MODELS = ("upsert_disjoint", "upsert_same_file")
 # Even ids 0..3998 in 20 files of 100 rows: file i holds ids 200*i .. 200*i + 198.
@@ -80,13 +95,14 @@ def _write_models(project: Path, name: str, round_: int, location: Path) -> dict
     return changes
 
 
-def _project(root: Path, name: str) -> Path:
+def _project(root: Path, name: str, connect_url: str | None) -> Path:
     project = root / name
     (project / "models").mkdir(parents=True)
     (project / "dbt_project.yml").write_text(
         f"name: {name}\nversion: '1.0'\nprofile: race\nconfig-version: 2\n"
     )
-    (project / "profiles.yml").write_text(PROFILE)
+    profile = CONNECT_PROFILE.format(url=connect_url, name=name) if connect_url else PROFILE
+    (project / "profiles.yml").write_text(profile)
     return project
 
 
@@ -119,10 +135,11 @@ def _rows(path: Path) -> dict[int, str]:
 
 
 @pytest.fixture(scope="module")
-def race(tmp_path_factory: pytest.TempPathFactory) -> dict:
+def race(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> dict:
     root = tmp_path_factory.mktemp("race")
     location = root / "tables"
-    projects = {"a": _project(root, "a"), "b": _project(root, "b")}
+    url = request.getfixturevalue("cluster").connect_url if ON_CONNECT else None
+    projects = {"a": _project(root, "a", url), "b": _project(root, "b", url)}
     for model in MODELS:
         (projects["a"] / "models" / f"{model}.sql").write_text(_config(location) + FIRST_RUN)
     code, out = _finish(_start(projects["a"], None, None))

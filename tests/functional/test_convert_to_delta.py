@@ -55,6 +55,7 @@ def commit_of(path: str) -> tuple[dict, list[dict]]:
     return head, [a["add"] for a in actions if "add" in a]
 
 
+@pytest.mark.connect
 class TestConvertFolders:
     @pytest.fixture(scope="class")
     def data(self, project, spark) -> str:
@@ -215,6 +216,7 @@ class TestConvertErrors:
         assert DeltaTable(path).to_pyarrow_table().num_rows == 5
 
 
+@pytest.mark.connect
 class TestConvertDbtSparkParquetModel:
     @pytest.fixture(scope="class")
     def models(self):

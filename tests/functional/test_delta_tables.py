@@ -37,6 +37,7 @@ def model(sql: str, **config: object) -> str:
     return "{{ config(" + args + ") }}\n" + sql
 
 
+@pytest.mark.connect
 class TestTableSeedAndTest:
     @pytest.fixture(scope="class")
     def seeds(self):
@@ -84,6 +85,7 @@ class TestTableSeedAndTest:
         assert set(columns) == {"day", "amount", "n"}
 
 
+@pytest.mark.connect
 class TestIncrementalStrategies:
     @pytest.fixture(scope="class")
     def models(self):

@@ -1,7 +1,8 @@
 """The example project through the real `dbt` CLI, then read back from a fresh process.
 
 Each step is its own process (its own JVM), as a user's shell would run them: the
-catalog binding must survive between invocations against the same warehouse.
+catalog binding must survive between invocations against the same warehouse. On the
+Connect backend the project's ``server`` target points at the test cluster instead.
 """
 
 from __future__ import annotations
@@ -12,15 +13,22 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from deltalake import DeltaTable
+
+from tests.conftest import ON_CONNECT
 
 ROOT = Path(__file__).resolve().parents[2]
 DBT = str(Path(sys.executable).with_name("dbt"))
 
 READ_CATALOG = """
 import json, sys
-from dbt.adapters.deltamerge.connections import start_session
-spark = start_session(sys.argv[1], {"spark.master": "local[1]"})
+if sys.argv[2]:
+    from dbt.adapters.deltamerge.remote import connect_session
+    spark = connect_session(sys.argv[2], {})
+else:
+    from dbt.adapters.deltamerge.connections import start_session
+    spark = start_session(sys.argv[1], {"spark.master": "local[1]"})
 rows = spark.sql("select order_date, orders, revenue from shop.daily_revenue order by order_date").collect()
 print(json.dumps([[str(r.order_date), r.orders, float(r.revenue)] for r in rows]))
 """
@@ -32,15 +40,23 @@ def run(*args: str, cwd: Path) -> str:
     return done.stdout
 
 
-def test_example_project_across_processes(tmp_path):
+@pytest.mark.connect
+def test_example_project_across_processes(tmp_path, request):
     project = tmp_path / "shop"
     shutil.copytree(ROOT / "examples" / "shop", project, ignore=shutil.ignore_patterns("warehouse", "target"))
-    run(DBT, "seed", "--profiles-dir", ".", cwd=project)
-    run(DBT, "run", "--profiles-dir", ".", cwd=project)
-    out = run(DBT, "run", "--profiles-dir", ".", "--vars", "{batch: 2}", cwd=project)
+    warehouse, url, target = project / "warehouse", "", "local"
+    if ON_CONNECT:
+        cluster = request.getfixturevalue("cluster")
+        warehouse, url, target = Path(cluster.warehouse), cluster.connect_url, "server"
+        profiles = project / "profiles.yml"
+        profiles.write_text(profiles.read_text().replace("sc://localhost:15002", url))
+    dbt = (DBT,)
+    run(*dbt, "seed", "--profiles-dir", ".", "--target", target, cwd=project)
+    run(*dbt, "run", "--profiles-dir", ".", "--target", target, cwd=project)
+    out = run(*dbt, "run", "--profiles-dir", ".", "--target", target, "--vars", "{batch: 2}", cwd=project)
     assert "OK MERGE: Delta version 1" in out and "OK WRITE: Delta version 1" in out
 
-    table = project / "warehouse" / "shop.db" / "daily_revenue"
+    table = warehouse / "shop.db" / "daily_revenue"
     delta_rows = sorted(
         [str(r["order_date"]), r["orders"], float(r["revenue"])]
         for r in DeltaTable(str(table)).to_pyarrow_table().to_pylist()
@@ -54,13 +70,13 @@ def test_example_project_across_processes(tmp_path):
     # v1 rewrote only the days from 2026-01-02: two partitions replaced, one added
     history = DeltaTable(str(table)).history()
     assert history[0]["operationMetrics"]["numRemovedFiles"] == "2"
-    orders = DeltaTable(str(project / "warehouse" / "shop.db" / "orders"))
+    orders = DeltaTable(str(warehouse / "shop.db" / "orders"))
     merge = orders.history()[0]
     assert merge["operation"] == "MERGE"
     assert {
         k: merge["operationMetrics"][k]
         for k in ("numTargetRowsInserted", "numTargetRowsUpdated", "numTargetRowsDeleted")
     } == {"numTargetRowsInserted": "2", "numTargetRowsUpdated": "1", "numTargetRowsDeleted": "1"}
-    seen = json.loads(run(sys.executable, "-c", READ_CATALOG, str(project / "warehouse"), cwd=project))
+    seen = json.loads(run(sys.executable, "-c", READ_CATALOG, str(warehouse), url, cwd=project))
     assert seen == delta_rows
-    run(DBT, "test", "--profiles-dir", ".", cwd=project)
+    run(*dbt, "test", "--profiles-dir", ".", "--target", target, cwd=project)

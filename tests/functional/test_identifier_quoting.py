@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -9,6 +10,8 @@ from dbt.adapters.deltamerge.errors import ConfigError
 from dbt.adapters.deltamerge.merge.clauses import MergeSpec
 
 names = st.text(min_size=1, max_size=12)
+
+pytestmark = pytest.mark.embedded_only  # parses with Spark's JVM parser as the reference
 
 
 def _parts(spark, expression: str) -> list[str] | None:

@@ -199,6 +199,7 @@ def _assert_same_rows_and_counts(ours: str, theirs: str, config: dict, m: dict, 
     ), config
 
 
+@pytest.mark.connect
 @pytest.mark.parametrize("seed", range(CASES))
 def test_same_result_as_delta_rs(spark, tmp_path, seed, monkeypatch):
     _shuffle_joins_on_odd(seed, monkeypatch)
@@ -234,6 +235,7 @@ def change_rows(path: str, start: int) -> list[tuple]:
     return sorted((r["k"], r["v"], r["op"], r["_change_type"]) for r in feed)
 
 
+@pytest.mark.connect
 @pytest.mark.parametrize("seed", range(CASES // 2))
 def test_same_change_feed_as_delta_rs(spark, tmp_path, seed):
     ours, theirs, config, _, _ = _merge_both(spark, tmp_path, seed, feed=True)
@@ -291,6 +293,7 @@ def evolving_case(rng: random.Random) -> tuple[pa.Table, pa.Table, dict, list]:
     return target, source, config, builder
 
 
+@pytest.mark.connect
 @pytest.mark.parametrize("seed", range(CASES // 2))
 def test_same_schema_evolution_as_delta_rs(spark, tmp_path, seed):
     from dbt.adapters.deltamerge.materialize import WriteSpec

@@ -25,6 +25,7 @@ def columns(path: str) -> list[str]:
     return [f.name for f in DeltaTable(path).schema().fields]
 
 
+@pytest.mark.connect
 class TestMergeSchemaEvolution:
     @pytest.fixture(scope="class")
     def models(self):

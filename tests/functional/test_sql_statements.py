@@ -24,6 +24,7 @@ HOOKED = (
 PARQUET = "{{ config(materialized='table', file_format='parquet') }}\nselect 1 as id"
 
 
+@pytest.mark.connect
 class TestInsertStatements:
     @pytest.fixture(scope="class")
     def seeds(self):

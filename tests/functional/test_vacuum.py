@@ -29,6 +29,7 @@ def _age_everything(path: str, hours: float) -> None:
             os.utime(os.path.join(folder, name), (old, old))
 
 
+@pytest.mark.connect
 class TestVacuum:
     @pytest.fixture(scope="class")
     def models(self):

@@ -23,6 +23,7 @@ from dbt_common.dataclass_schema import StrEnum
 from dbt_common.exceptions import DbtRuntimeError
 
 from dbt.adapters.deltamerge import remote
+from dbt.adapters.deltamerge.metastore import in_use_message, metastore_holder
 
 logger = AdapterLogger("DeltaMerge")
 
@@ -121,6 +122,13 @@ def start_session(warehouse: str, overrides: dict[str, str]) -> Any:
                 f"the profile asks for {warehouse}. Use one warehouse per process."
             )
         return active
+    holder = metastore_holder(warehouse)
+    if holder is not None:
+        from dbt.adapters.deltamerge.local_server import status
+
+        server = status(warehouse)
+        url = server.url if server is not None and server.pid == holder else None
+        raise DbtRuntimeError(in_use_message(warehouse, holder, url))
     os.makedirs(warehouse, exist_ok=True)
     # Python tasks (footer reads of CONVERT TO DELTA) must run in this interpreter, with this package.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)

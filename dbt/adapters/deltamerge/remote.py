@@ -8,6 +8,7 @@ to the server; the client sets the session settings the engine needs.
 
 from __future__ import annotations
 
+import atexit
 import socket
 import threading
 from typing import Any
@@ -32,6 +33,18 @@ CONNECT_SETTINGS = {
 
 _SESSIONS: dict[str, Any] = {}
 _LOCK = threading.Lock()
+
+
+def close_sessions() -> None:
+    """End this process's Connect sessions (their server-side state is released)."""
+    with _LOCK:
+        sessions = list(_SESSIONS.values())
+        _SESSIONS.clear()
+    for session in sessions:
+        try:
+            session.stop()
+        except Exception as error:  # the server may be gone already; nothing is left to release
+            logger.debug(f"Spark Connect: closing a session failed: {error}")
 
 
 def has_sessions() -> bool:
@@ -72,6 +85,8 @@ def connect_session(url: str, overrides: dict[str, str]) -> Any:
         session = _SESSIONS.get(url)
         if session is None:
             session = _open(url, overrides)
+            if not _SESSIONS:
+                atexit.register(close_sessions)
             _SESSIONS[url] = session
         return session
 

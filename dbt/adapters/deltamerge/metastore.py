@@ -1,0 +1,96 @@
+"""The embedded (Derby) metastore of a warehouse, and which process holds it.
+
+Derby lets one process open a database at a time: it takes a POSIX lock on
+``metastore_db/dbex.lck`` for as long as that process's JVM has the metastore open. A
+second Spark on the same warehouse would print thousands of ``XSDB6`` lines and fail;
+finding the holder first turns that into one clear sentence.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+METASTORE_FOLDER = "metastore_db"
+
+
+def metastore_holder(warehouse: str, *, locks: str = "/proc/locks") -> int | None:
+    """The process id holding ``warehouse``'s metastore, or None (free, or not knowable here).
+
+    Reads the kernel's lock table (Linux ``/proc/locks``); elsewhere nothing is known and
+    Spark reports the conflict itself.
+    """
+    lock_file = Path(warehouse) / METASTORE_FOLDER / "dbex.lck"
+    try:
+        inode = lock_file.stat().st_ino
+        table = Path(locks).read_text()
+    except OSError:
+        return None
+    for pid, locked_inode in _posix_locks(table):
+        if locked_inode == inode and pid != os.getpid():
+            return pid
+    return None
+
+
+def _posix_locks(table: str) -> list[tuple[int, int]]:
+    """``(pid, inode)`` of each POSIX lock in a ``/proc/locks`` text.
+
+    >>> _posix_locks("1: POSIX  ADVISORY  WRITE 32524 fe:00:2342920 0 EOF\\n"
+    ...              "2: FLOCK  ADVISORY  WRITE 9 fe:00:7 0 EOF")
+    [(32524, 2342920)]
+    """
+    found = []
+    for line in table.splitlines():
+        fields = line.split()
+        if len(fields) >= 6 and fields[1] == "POSIX" and fields[4].isdigit():
+            found.append((int(fields[4]), int(fields[5].rsplit(":", 1)[-1])))
+    return found
+
+
+def describe_process(pid: int) -> str:
+    """``pid`` with its command line, shortened (``pid 42: dbt run``).
+
+    An embedded session's JVM is a child of the Python process that started it (through
+    ``pyspark-shell``); the user knows that process (a ``dbt`` command), so it is named instead.
+    """
+    command = _command_line(pid)
+    if "pyspark-shell" in command:
+        parent = _parent(pid)
+        if parent is not None:
+            pid, command = parent, _command_line(parent)
+    if "SparkConnectServer" in command:
+        command = "the dbt-deltamerge local Spark Connect server"
+    return f"pid {pid}: {command[:100]}" if command else f"pid {pid}"
+
+
+def _command_line(pid: int) -> str:
+    try:
+        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return ""
+    words = [w for w in raw.decode(errors="replace").split("\0") if w]
+    return " ".join(os.path.basename(w) if i == 0 else w for i, w in enumerate(words))
+
+
+def _parent(pid: int) -> int | None:
+    try:
+        # The field after the parenthesized command name is the state, then the parent's pid.
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def in_use_message(warehouse: str, pid: int, server_url: str | None = None) -> str:
+    """The one line a second process on a warehouse in use gets."""
+    if server_url is not None:
+        return (
+            f"The local Spark Connect server runs on the warehouse {warehouse}: use it with "
+            f"`method: connect` and `host: {server_url}` in the profile, or stop it first "
+            f"(`deltamerge-server stop --warehouse {warehouse}`)."
+        )
+    return (
+        f"The warehouse {warehouse} is in use by another process ({describe_process(pid)}): its "
+        "embedded metastore admits one Spark process at a time. Wait for it to finish, or run "
+        f"`deltamerge-server start --warehouse {warehouse}` and use `method: connect` in the profile "
+        "so that several dbt commands share one Spark."
+    )
