@@ -11,11 +11,11 @@ classpath the table is registered ``USING delta`` instead.
 from __future__ import annotations
 
 import os
-import shutil
 from collections.abc import Iterable
 
 from pyspark.sql import SparkSession
 
+from dbt.adapters.deltamerge.delta import storage
 from dbt.adapters.deltamerge.delta.faults import crash_point
 from dbt.adapters.deltamerge.delta.paths import local_path, partition_folder
 from dbt.adapters.deltamerge.delta.schema import schema_from_json
@@ -102,15 +102,15 @@ def link_version(snapshot: Snapshot) -> str:
     """Build (once) the folder of hard links for ``snapshot``; return its path."""
     root = os.path.join(snapshot.table_path, BINDINGS_DIR)
     folder = os.path.join(root, f"v{snapshot.version:020d}")
-    if os.path.isdir(folder):
+    if storage.is_dir(folder):
         return folder
     building = folder + ".building"
-    shutil.rmtree(building, ignore_errors=True)
-    os.makedirs(building)
+    storage.delete_tree(building)
+    storage.make_new_dir(building)
     for target, source in _links(snapshot):
-        os.makedirs(os.path.dirname(os.path.join(building, target)), exist_ok=True)
-        os.link(source, os.path.join(building, target))
-    os.rename(building, folder)
+        storage.make_dirs(os.path.dirname(os.path.join(building, target)))
+        storage.link(source, os.path.join(building, target))
+    storage.rename(building, folder)
     return folder
 
 
@@ -130,8 +130,6 @@ def _links(snapshot: Snapshot) -> Iterable[tuple[str, str]]:
 def prune_bindings(table_path: str, *, keep: int) -> None:
     """Remove all but the newest ``keep`` link folders (links only; data files stay)."""
     root = os.path.join(table_path, BINDINGS_DIR)
-    if not os.path.isdir(root):
-        return
-    folders = sorted(n for n in os.listdir(root) if n.startswith("v") and "." not in n)
+    folders = sorted(n for n in storage.list_names(root) if n.startswith("v") and "." not in n)
     for name in folders[:-keep]:
-        shutil.rmtree(os.path.join(root, name), ignore_errors=True)
+        storage.delete_tree(os.path.join(root, name))

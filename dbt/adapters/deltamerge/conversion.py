@@ -16,6 +16,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql import types as T
 
 from dbt.adapters.deltamerge import catalog
+from dbt.adapters.deltamerge.delta import storage
 from dbt.adapters.deltamerge.delta.convert import (
     ALREADY_DELTA,
     ConvertError,
@@ -100,7 +101,7 @@ def _detach_managed_folders(spark: SparkSession, name: str, table_path: str) -> 
     hold the Delta table's data; after this, re-binding deletes only empty folders.
     """
     empty = os.path.join(table_path, catalog.BINDINGS_DIR, f"_converted_{uuid.uuid4().hex}")
-    os.makedirs(empty)
+    storage.make_new_dir(empty)
     partitions = (
         [str(r[0]) for r in spark.sql(f"SHOW PARTITIONS {name}").collect()]
         if _partitioned(spark, name)
@@ -108,7 +109,7 @@ def _detach_managed_folders(spark: SparkSession, name: str, table_path: str) -> 
     )
     for index, partition in enumerate(partitions):
         folder = os.path.join(empty, str(index))
-        os.makedirs(folder)
+        storage.make_new_dir(folder)
         spec = ", ".join(
             f"{quote_identifier(key)} = '{_sql_string(value or '')}'"
             for key, value in parse_partition_folder(partition)

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from dbt.adapters.deltamerge.__version__ import version as _VERSION
+from dbt.adapters.deltamerge.delta import storage
 from dbt.adapters.deltamerge.delta.conflicts import ConcurrentTransaction, ReadSet, check_winner
 from dbt.adapters.deltamerge.delta.errors import ConcurrentModification
 from dbt.adapters.deltamerge.delta.faults import commit_gate, crash_point
@@ -91,33 +92,18 @@ def encode_actions(actions: Sequence[dict[str, Any]]) -> bytes:
 
 def put_if_absent(path: str, data: bytes) -> bool:
     """Create ``path`` with ``data`` unless it exists; True if this call created it."""
-    tmp = os.path.join(os.path.dirname(path), f".{os.path.basename(path)}.{uuid.uuid4().hex}.tmp")
-    with open(tmp, "wb") as handle:
-        handle.write(data)
-        handle.flush()
-        os.fsync(handle.fileno())
-    crash_point("commit_file_written")
-    try:
-        os.link(tmp, path)
-        return True
-    except FileExistsError:
-        return False
-    finally:
-        os.unlink(tmp)
+    return storage.put_if_absent(path, data)
 
 
 def read_commit(table_path: str, version: int) -> list[dict[str, Any]]:
     """The actions of one commit file."""
-    with open(version_file(table_path, version), encoding="utf-8") as handle:
-        return [json.loads(line) for line in handle if line.strip()]
+    text = storage.read_bytes(version_file(table_path, version)).decode("utf-8")
+    return [json.loads(line) for line in text.splitlines() if line.strip()]
 
 
 def latest_version(table_path: str) -> int:
     """The highest committed version on disk (-1 when none), by listing the log."""
-    try:
-        names = os.listdir(log_dir(table_path))
-    except FileNotFoundError:
-        return -1
+    names = storage.list_names(log_dir(table_path))
     versions = [int(n[:20]) for n in names if len(n) == 25 and n.endswith(".json") and n[:20].isdigit()]
     return max(versions, default=-1)
 
@@ -152,7 +138,7 @@ def _commit(
     info: CommitInfo,
     read: ReadSet | None,
 ) -> int:
-    os.makedirs(log_dir(table_path), exist_ok=True)
+    storage.make_dirs(log_dir(table_path))
     if info.txn is not None:
         app_id, txn_version = info.txn
         committed = committed_version_of(table_path, app_id, txn_version)

@@ -11,13 +11,13 @@ folder that is renamed to ``_delta_log``, so a crash leaves no log or a whole ve
 from __future__ import annotations
 
 import os
-import shutil
 import uuid
 from dataclasses import dataclass
 
 from pyspark.sql import SparkSession
 from pyspark.sql import types as T
 
+from dbt.adapters.deltamerge.delta import storage
 from dbt.adapters.deltamerge.delta.commit import CommitInfo, encode_actions, latest_version, log_dir, now_ms
 from dbt.adapters.deltamerge.delta.convert_files import (
     ParquetFile,
@@ -67,7 +67,7 @@ def convert_to_delta(
     """Convert the parquet files under ``path`` into version 0 of a Delta table there."""
     path = os.path.abspath(path)
     name = source_name or path
-    if not os.path.isdir(path):
+    if not storage.is_dir(path):
         raise ConvertError(f"CONVERT TO DELTA: {name}: no directory at {path}")
     if latest_version(path) >= 0:
         return ConvertResult(path, None, 0, ALREADY_DELTA)
@@ -176,24 +176,21 @@ def _write_version_zero(
         [head, protocol_for(required_features(schema)).to_action(), metadata.to_action(), *adds]
     )
     staging = os.path.join(path, f".deltamerge_convert_{uuid.uuid4().hex}")
-    os.makedirs(staging)
+    storage.make_new_dir(staging)
     try:
-        with open(os.path.join(staging, f"{0:020d}.json"), "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
+        storage.write_durably(os.path.join(staging, f"{0:020d}.json"), data)
         _publish(staging, log_dir(path))
     finally:
-        shutil.rmtree(staging, ignore_errors=True)
+        storage.delete_tree(staging)
 
 
 def _publish(staging: str, log: str) -> None:
     """Rename the staged log into place: all of version 0 appears at once, or nothing."""
-    if os.path.isdir(log) and not os.listdir(log):
-        os.rmdir(log)  # an empty log folder holds no version: it is not a table yet
+    if storage.is_dir(log) and not storage.list_names(log):
+        storage.remove_empty_dir(log)  # an empty log folder holds no version: it is not a table yet
     try:
-        os.rename(staging, log)
-    except OSError as exc:
+        storage.rename(staging, log)
+    except storage.StorageError as exc:
         raise ConvertError(
             f"CONVERT TO DELTA: {log} appeared while converting (another writer?); nothing was committed"
         ) from exc

@@ -12,11 +12,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 
-import pyarrow.parquet as pq
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from dbt.adapters.deltamerge.delta import storage
 from dbt.adapters.deltamerge.delta.errors import DeltaError
 from dbt.adapters.deltamerge.delta.paths import unescape_partition_value
 from dbt.adapters.deltamerge.delta.stats import stats_from_metadata, stats_to_json
@@ -51,7 +51,7 @@ def list_data_files(root: str, partition_columns: list[str]) -> list[ParquetFile
     """Every data file under ``root`` with its partition values (names as in ``partition_columns``)."""
     canonical = {c.lower(): c for c in partition_columns}
     found: list[ParquetFile] = []
-    for folder, dirs, names in os.walk(root):
+    for folder, dirs, names in storage.walk(root):
         dirs[:] = sorted(d for d in dirs if not is_hidden(d))
         relative_dir = os.path.relpath(folder, root)
         values = partition_values(relative_dir, canonical)
@@ -59,9 +59,9 @@ def list_data_files(root: str, partition_columns: list[str]) -> list[ParquetFile
             if is_hidden(name):
                 continue
             full = os.path.join(folder, name)
-            info = os.stat(full)
+            size, mtime = storage.size_and_mtime(full)
             relative = os.path.normpath(os.path.join(relative_dir, name)).replace(os.sep, "/")
-            found.append(ParquetFile(relative, info.st_size, int(info.st_mtime * 1000), values))
+            found.append(ParquetFile(relative, size, int(mtime * 1000), values))
     return found
 
 
@@ -85,7 +85,7 @@ def not_parquet(root: str, files: list[ParquetFile]) -> tuple[str, str] | None:
     """``(format, file)`` of the first file that is not parquet (by its magic bytes)."""
     for file in files:
         full = os.path.join(root, file.relative)
-        with open(full, "rb") as handle:
+        with storage.open_input(full) as handle:
             head = handle.read(4)
             if file.size >= 8:
                 handle.seek(-4, os.SEEK_END)
@@ -113,7 +113,9 @@ def file_schemas(spark: SparkSession, root: str, files: list[ParquetFile]) -> li
 
 
 def _schema_of(root: str, relative: str) -> bytes:
-    return bytes(pq.read_schema(os.path.join(root, relative)).remove_metadata().serialize().to_pybytes())
+    return bytes(
+        storage.parquet_schema(os.path.join(root, relative)).remove_metadata().serialize().to_pybytes()
+    )
 
 
 def merge_schemas(schemas: list[tuple[str, T.StructType]]) -> T.StructType:
@@ -187,7 +189,7 @@ def file_stats_json(
 
 
 def _stats_of(root: str, schema: T.StructType, num_indexed: int, relative: str) -> bytes:
-    metadata = pq.read_metadata(os.path.join(root, relative))
+    metadata = storage.parquet_metadata(os.path.join(root, relative))
     return stats_to_json(stats_from_metadata(metadata, schema, num_indexed)).encode("utf-8")
 
 

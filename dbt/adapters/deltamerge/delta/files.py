@@ -10,9 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import uuid
-from collections.abc import Iterator
 from dataclasses import dataclass
 from urllib.parse import unquote
 
@@ -20,6 +18,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from dbt.adapters.deltamerge.delta import storage
 from dbt.adapters.deltamerge.delta.commit import now_ms
 from dbt.adapters.deltamerge.delta.faults import crash_point
 from dbt.adapters.deltamerge.delta.paths import encode_add_path, parse_partition_folder
@@ -99,7 +98,7 @@ def write_data_and_changes(
         data_schema = T.StructType([f for f in df.schema.fields if f.name not in skip])
         data: list[WrittenFile] = []
         changes: list[ChangeFile] = []
-        for relative in _parquet_files(staging):
+        for relative in _staged_files(staging):
             flag, _, rest = relative.partition(os.sep)
             if flag == f"{_CDC_PARTITION}=true":
                 changes.append(_place_change(staging, table_path, relative, rest, partition_columns))
@@ -110,7 +109,7 @@ def write_data_and_changes(
                 data.append(placed)
         return _without_empty(table_path, data), changes
     finally:
-        shutil.rmtree(staging, ignore_errors=True)
+        storage.delete_tree(staging)
         _remove_if_empty(os.path.join(table_path, STAGING_DIR))
 
 
@@ -119,17 +118,17 @@ def _place_change(
 ) -> ChangeFile:
     destination = os.path.join(CHANGE_DATA_DIR, rest)
     final = os.path.join(table_path, destination)
-    os.makedirs(os.path.dirname(final), exist_ok=True)
-    os.rename(os.path.join(staging, relative), final)
+    storage.make_dirs(os.path.dirname(final))
+    storage.rename(os.path.join(staging, relative), final)
     folder = os.path.dirname(rest)
     values = parse_partition_folder(folder, partition_columns) if partition_columns else {}
-    return ChangeFile(encode_add_path(destination), os.path.getsize(final), values)
+    return ChangeFile(encode_add_path(destination), storage.size_and_mtime(final)[0], values)
 
 
 def _without_empty(table_path: str, placed: list[WrittenFile]) -> list[WrittenFile]:
     # Spark writes one empty file for an empty result; the log needs none.
     for empty in (f for f in placed if f.num_records == 0):
-        os.unlink(os.path.join(table_path, unquote(empty.path)))
+        storage.delete_file(os.path.join(table_path, unquote(empty.path)))
     return [f for f in placed if f.num_records > 0]
 
 
@@ -152,20 +151,30 @@ def write_data_files(
         data_schema = T.StructType([f for f in df.schema.fields if f.name not in set(partition_columns)])
         placed = [
             _place(staging, table_path, rel, partition_columns, data_schema, num_indexed_cols)
-            for rel in _parquet_files(staging)
+            for rel in _staged_files(staging)
         ]
         return _without_empty(table_path, placed)
     finally:
-        shutil.rmtree(staging, ignore_errors=True)
+        storage.delete_tree(staging)
         _remove_if_empty(os.path.join(table_path, STAGING_DIR))
 
 
-def _parquet_files(root: str) -> Iterator[str]:
-    for folder, dirs, names in os.walk(root):
+def _staged_files(root: str) -> list[str]:
+    """The parquet files Spark wrote under ``root`` (relative paths, sorted)."""
+    if not storage.is_dir(root):
+        # Spark creates the folder of every write it finishes, even of an empty result: a
+        # missing one means Spark's storage is not this process's at this path.
+        raise storage.StorageError(
+            f"Spark wrote the data files to {root}, which this dbt process cannot see: the dbt process "
+            "and Spark must share the table's storage at the same paths. Nothing was committed."
+        )
+    found = []
+    for folder, dirs, names in storage.walk(root):
         dirs.sort()
         for name in sorted(names):
             if name.endswith(".parquet") and not name.startswith((".", "_")):
-                yield os.path.relpath(os.path.join(folder, name), root)
+                found.append(os.path.relpath(os.path.join(folder, name), root))
+    return found
 
 
 def _place(
@@ -179,15 +188,15 @@ def _place(
 ) -> WrittenFile:
     """Move a staged file to ``relative`` in the table and describe it (``staged``: its staging path)."""
     final = os.path.join(table_path, relative)
-    os.makedirs(os.path.dirname(final), exist_ok=True)
-    os.rename(os.path.join(staging, staged or relative), final)
+    storage.make_dirs(os.path.dirname(final))
+    storage.rename(os.path.join(staging, staged or relative), final)
     crash_point("mid_placement")
     stats = file_stats(final, data_schema, num_indexed_cols)
     folder = os.path.dirname(relative)
     values = parse_partition_folder(folder, partition_columns) if partition_columns else {}
     return WrittenFile(
         path=encode_add_path(relative),
-        size=os.path.getsize(final),
+        size=storage.size_and_mtime(final)[0],
         partition_values=values,
         stats=stats_to_json(stats),
         num_records=int(stats["numRecords"]),
@@ -195,8 +204,8 @@ def _place(
 
 
 def _remove_if_empty(folder: str) -> None:
-    with contextlib.suppress(OSError):
-        os.rmdir(folder)
+    with contextlib.suppress(storage.StorageError):
+        storage.remove_empty_dir(folder)
 
 
 def add_actions(files: list[WrittenFile]) -> list[dict[str, object]]:

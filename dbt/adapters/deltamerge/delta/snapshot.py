@@ -15,6 +15,7 @@ import pyarrow as pa
 from deltalake import DeltaTable
 from pyspark.sql import types as T
 
+from dbt.adapters.deltamerge.delta import storage
 from dbt.adapters.deltamerge.delta.errors import NotADeltaTable
 from dbt.adapters.deltamerge.delta.protocol import Protocol, TableMetadata
 from dbt.adapters.deltamerge.delta.schema import schema_from_json
@@ -75,16 +76,12 @@ class Snapshot:
 def has_delta_log(table_path: str) -> bool:
     """Whether ``table_path`` holds a Delta table (a non-empty ``_delta_log``)."""
     log = os.path.join(table_path, "_delta_log")
-    return os.path.isdir(log) and any(
-        n.endswith(".json") or n.endswith(".checkpoint.parquet") for n in os.listdir(log)
-    )
+    return any(n.endswith(".json") or n.endswith(".checkpoint.parquet") for n in storage.list_names(log))
 
 
 def visible_entries(table_path: str) -> list[str]:
     """Entries of a folder that a table would be written over (hidden ones excluded)."""
-    if not os.path.isdir(table_path):
-        return []
-    return sorted(n for n in os.listdir(table_path) if not n.startswith((".", "_")))
+    return sorted(n for n in storage.list_names(table_path) if not n.startswith((".", "_")))
 
 
 def load_snapshot(table_path: str, version: int | None = None) -> Snapshot | None:

@@ -19,6 +19,8 @@ from typing import Any
 import pyarrow.parquet as pq
 from pyspark.sql import types as T
 
+from dbt.adapters.deltamerge.delta import storage
+
 STRING_PREFIX_LENGTH = 32
 DEFAULT_NUM_INDEXED_COLS = 32
 _NO_MIN_MAX = (T.BooleanType, T.BinaryType)
@@ -191,4 +193,4 @@ def stats_to_json(stats: dict[str, Any]) -> str:
 
 def file_stats(path: str, data_schema: T.StructType, num_indexed_cols: int) -> dict[str, Any]:
     """The ``add.stats`` object for a local parquet file."""
-    return stats_from_metadata(pq.read_metadata(path), data_schema, num_indexed_cols)
+    return stats_from_metadata(storage.parquet_metadata(path), data_schema, num_indexed_cols)

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote
 
+from dbt.adapters.deltamerge.delta import storage
 from dbt.adapters.deltamerge.delta.commit import latest_version, read_commit
 from dbt.adapters.deltamerge.delta.errors import DeltaError
 from dbt.adapters.deltamerge.delta.snapshot import load_snapshot
@@ -69,7 +70,7 @@ def vacuum(
     ]
     if not dry_run:
         for relative, _ in doomed:
-            os.unlink(os.path.join(table_path, relative))
+            storage.delete_file(os.path.join(table_path, relative), missing_ok=True)
         _remove_empty_folders(table_path)
     return VacuumResult(table_path, oldest, tuple(r for r, _ in doomed), sum(s for _, s in doomed), dry_run)
 
@@ -107,7 +108,7 @@ def _files(table_path: str) -> list[tuple[str, int, int]]:
     change data folder, our staging folder and a crashed conversion's staging.
     """
     found = []
-    for folder, dirs, names in os.walk(table_path):
+    for folder, dirs, names in storage.walk(table_path):
         relative_folder = os.path.relpath(folder, table_path)
         ours = relative_folder.split(os.sep)[0] in _OWNED or relative_folder.startswith(_CONVERT_STAGING)
         if folder == table_path:
@@ -118,9 +119,9 @@ def _files(table_path: str) -> list[tuple[str, int, int]]:
             if _hidden(name) and not ours:
                 continue
             full = os.path.join(folder, name)
-            info = os.stat(full)
+            size, mtime = storage.size_and_mtime(full)
             relative = os.path.normpath(os.path.relpath(full, table_path))
-            found.append((relative, info.st_size, int(info.st_mtime * 1000)))
+            found.append((relative, size, int(mtime * 1000)))
     return found
 
 
@@ -129,7 +130,7 @@ def _hidden(name: str) -> bool:
 
 
 def _remove_empty_folders(table_path: str) -> None:
-    for folder, _, _ in sorted(os.walk(table_path), key=lambda entry: -len(entry[0])):
+    for folder, _, _ in sorted(storage.walk(table_path), key=lambda entry: -len(entry[0])):
         relative = os.path.relpath(folder, table_path)
-        if folder != table_path and relative.split(os.sep)[0] not in _KEEP and not os.listdir(folder):
-            os.rmdir(folder)
+        if folder != table_path and relative.split(os.sep)[0] not in _KEEP and not storage.list_names(folder):
+            storage.remove_empty_dir(folder)

@@ -13,7 +13,6 @@ rewrite itself, not extra scans.
 from __future__ import annotations
 
 import dataclasses
-import os
 import time
 from dataclasses import dataclass
 
@@ -21,6 +20,7 @@ from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from dbt.adapters.deltamerge.delta import storage
 from dbt.adapters.deltamerge.delta.align import align_to_schema
 from dbt.adapters.deltamerge.delta.commit import CommitInfo
 from dbt.adapters.deltamerge.delta.conflicts import ReadSet
@@ -291,4 +291,4 @@ def _zero_counts() -> dict[str, int]:
 
 def _discard(table_path: str, paths: list[str]) -> None:
     for path in paths:
-        os.unlink(local_path(table_path, path))
+        storage.delete_file(local_path(table_path, path), missing_ok=True)
