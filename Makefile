@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 
-.PHONY: install demo test unit lint bench clean
+.PHONY: install demo test unit lint bench bench-connect clean
 
 $(VENV)/.installed: setup.py
 	$(PYTHON) -m venv $(VENV)
@@ -29,6 +29,10 @@ test: install
 ## The benchmark harness (not part of the tests): writes BENCHMARKS.md and benchmarks/*. About an hour on 2 cores.
 bench: install
 	$(PY) -m benchmarks $(BENCH_ARGS)
+
+## Spark Connect vs the embedded session: cold dbt run on the warm server, 10M-row merges, a no-op merge.
+bench-connect: install
+	$(PY) -m benchmarks.connect $(BENCH_ARGS)
 
 unit: install
 	$(PY) -m pytest tests/unit dbt/adapters/deltamerge

@@ -43,9 +43,15 @@ class Settings:
 class SparkWorker:
     """The warm Spark process (``benchmarks.spark_worker``), one JSON command at a time."""
 
-    def __init__(self, rows: int) -> None:
+    def __init__(self, rows: int, connect_url: str | None = None) -> None:
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "benchmarks.spark_worker", str(rows)],
+            [
+                sys.executable,
+                "-m",
+                "benchmarks.spark_worker",
+                str(rows),
+                *([connect_url] if connect_url else []),
+            ],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             text=True,

@@ -14,7 +14,11 @@ from benchmarks.environment import describe_machine
 from benchmarks.workloads import workloads
 
 Records = list[dict[str, Any]]
-KEEP = re.compile(r"<!-- analysis:start -->.*?<!-- analysis:end -->", re.S)
+# Kept across runs: the written analysis, and the section `python -m benchmarks.connect` writes.
+KEEP = re.compile(
+    r"<!-- analysis:start -->.*?<!-- analysis:end -->(?:\s*<!-- connect:start -->.*?<!-- connect:end -->)?",
+    re.S,
+)
 MB = 1024 * 1024
 
 

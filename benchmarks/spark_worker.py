@@ -26,6 +26,7 @@ from dbt.adapters.deltamerge.delta.snapshot import load_snapshot
 from dbt.adapters.deltamerge.delta.write import WriteRequest, write_dataframe
 from dbt.adapters.deltamerge.merge.clauses import MergeSpec
 from dbt.adapters.deltamerge.merge.executor import merge_into
+from dbt.adapters.deltamerge.remote import connect_session
 
 CDF = {"delta.enableChangeDataFeed": "true"}
 
@@ -33,9 +34,12 @@ CDF = {"delta.enableChangeDataFeed": "true"}
 class Worker:
     """The commands the harness sends, each timed around exactly the work it names."""
 
-    def __init__(self, warehouse: str, rows: int) -> None:
+    def __init__(self, warehouse: str, rows: int, connect_url: str | None = None) -> None:
         started = time.monotonic()
-        self.spark: SparkSession = start_session(warehouse, {})
+        if connect_url:
+            self.spark: SparkSession = connect_session(connect_url, {})
+        else:
+            self.spark = start_session(warehouse, {})
         self.spark.range(1).collect()
         self.startup_seconds = time.monotonic() - started
         self.by_name = {w.name: w for w in workloads(rows)}
@@ -145,12 +149,13 @@ def serve(worker: Worker) -> None:
 
 def main() -> None:
     rows = int(sys.argv[1])
+    connect_url = sys.argv[2] if len(sys.argv) > 2 else None  # a Spark Connect server instead of a JVM here
     warehouse = tempfile.mkdtemp(prefix="deltamerge-bench-warehouse-")
     # Spark's and py4j's chatter must not reach the harness's answer channel.
     answers = os.fdopen(os.dup(1), "w")
     os.dup2(2, 1)
     sys.stdout = answers
-    worker = Worker(warehouse, rows)
+    worker = Worker(warehouse, rows, connect_url)
     answers.write(json.dumps({"startup_seconds": worker.startup_seconds, "pid": os.getpid()}) + "\n")
     answers.flush()
     serve(worker)

@@ -31,7 +31,7 @@ def test_an_unreachable_path_is_named_with_the_fix(tmp_path):
     assert "must reach the table's location" in message
     with pytest.raises(storage.StorageError, match="cannot move"):
         storage.rename(missing, str(tmp_path / "x"))
-    with pytest.raises(storage.StorageError, match="cannot write .*no-log-folder"):
+    with pytest.raises(storage.StorageError, match=r"cannot write .*no-log-folder"):
         storage.put_if_absent(str(tmp_path / "no-log-folder" / "0.json"), b"x")
 
 

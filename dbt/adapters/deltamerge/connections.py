@@ -23,6 +23,7 @@ from dbt_common.dataclass_schema import StrEnum
 from dbt_common.exceptions import DbtRuntimeError
 
 from dbt.adapters.deltamerge import remote
+from dbt.adapters.deltamerge.jvm_logging import java_option
 from dbt.adapters.deltamerge.metastore import in_use_message, metastore_holder
 
 logger = AdapterLogger("DeltaMerge")
@@ -132,8 +133,11 @@ def start_session(warehouse: str, overrides: dict[str, str]) -> Any:
     os.makedirs(warehouse, exist_ok=True)
     # Python tasks (footer reads of CONVERT TO DELTA) must run in this interpreter, with this package.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    conf = session_conf(warehouse, overrides)
+    if "log4j" not in conf["spark.driver.extraJavaOptions"]:  # a profile's own log4j setting wins
+        conf["spark.driver.extraJavaOptions"] += f" {java_option(warehouse)}"
     builder = SparkSession.builder.enableHiveSupport()
-    for key, value in session_conf(warehouse, overrides).items():
+    for key, value in conf.items():
         builder = builder.config(key, value)
     logger.debug(f"Starting the embedded Spark session, warehouse {warehouse}")
     session = builder.getOrCreate()

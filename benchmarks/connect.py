@@ -1,0 +1,216 @@
+"""``python -m benchmarks.connect``: Spark Connect against the embedded session, side by side in one run.
+
+Three measures (paired and interleaved, medians; the issue's targets in brackets):
+
+1. a cold ``dbt run`` (a new dbt process) of one small incremental merge: the warm local
+   server (``deltamerge-server``) against the embedded session [<= 0.3x];
+2. the merge time of the 10M-row workloads: the engine on a Connect session against the
+   embedded one, each with ``local[*]`` and the same session defaults [<= 1.2x];
+3. a no-op merge of a 4-row table through the warm server: the model's own time in
+   ``run_results.json`` [<= 1.5 s].
+
+Writes ``benchmarks/connect_results.json`` and the "Spark Connect" section of BENCHMARKS.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from benchmarks.harness import Settings, SparkWorker, base_table, source_path
+from benchmarks.measure import fresh_copy
+from benchmarks.workloads import workloads
+from dbt.adapters.deltamerge import local_server
+
+SECTION_START = "<!-- connect:start -->"
+SECTION_END = "<!-- connect:end -->"
+SMALL_MODEL = """{{ config(materialized='incremental', incremental_strategy='delta_merge', unique_key='id',
+                  location_root='TABLES') }}
+select id, concat('v', cast(id as string)) as v from range(4)
+"""
+PROFILE = """bench:
+  target: embedded
+  outputs:
+    embedded:
+      type: deltamerge
+      method: session
+      schema: bench
+      warehouse: {warehouse}
+    server:
+      type: deltamerge
+      method: connect
+      host: {url}
+      schema: bench
+"""
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.connect", description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=10_000_000)
+    parser.add_argument("--files", type=int, default=40)
+    parser.add_argument("--runs", type=int, default=3, help="counted runs per measure and contestant")
+    parser.add_argument(
+        "--workloads", default="upsert_clustered,three_clause,insert_beyond,upsert_clustered_cdf"
+    )
+    parser.add_argument("--workdir", default=os.path.join(tempfile.gettempdir(), "deltamerge-bench"))
+    parser.add_argument("--port", type=int, default=15092)
+    parser.add_argument("--out", default=".")
+    args = parser.parse_args(argv)
+    root = os.path.join(os.path.abspath(args.workdir), "connect")
+    shutil.rmtree(root, ignore_errors=True)
+    server_warehouse = os.path.join(root, "server_warehouse")
+    started = time.monotonic()
+    state = local_server.start(server_warehouse, args.port, "local[*]", {})
+    server_start = time.monotonic() - started
+    try:
+        results: dict[str, Any] = {"server_start_seconds": server_start, "runs": args.runs}
+        results["cold_dbt"] = cold_dbt_runs(root, state.url, args.runs)
+        results["merges"] = merge_runs(args, state.url)
+    finally:
+        local_server.stop(server_warehouse)
+    results["command"] = " ".join(["python -m benchmarks.connect", *(sys.argv[1:] if argv is None else argv)])
+    os.makedirs(os.path.join(args.out, "benchmarks"), exist_ok=True)
+    with open(os.path.join(args.out, "benchmarks", "connect_results.json"), "w") as f:
+        json.dump(results, f, indent=1)
+    write_section(os.path.join(args.out, "BENCHMARKS.md"), results)
+    print(section(results))
+    return 0
+
+
+def cold_dbt_runs(root: str, url: str, runs: int) -> dict[str, Any]:
+    """Cold ``dbt run``s of the small merge model, embedded and through the server, alternating."""
+    project = os.path.join(root, "dbt_project")
+    os.makedirs(os.path.join(project, "models"))
+    with open(os.path.join(project, "dbt_project.yml"), "w") as f:
+        f.write('name: bench\nversion: "1.0"\nprofile: bench\nconfig-version: 2\n')
+    with open(os.path.join(project, "profiles.yml"), "w") as f:
+        f.write(PROFILE.format(warehouse=os.path.join(root, "embedded_warehouse"), url=url))
+    records: dict[str, list[dict[str, float]]] = {"embedded": [], "server": []}
+    for target in ("embedded", "server"):  # the first run creates each table; not counted
+        _model(project, os.path.join(root, f"tables_{target}"))
+        _dbt_run(project, target)
+    for _ in range(runs):
+        for target in ("embedded", "server"):
+            _model(project, os.path.join(root, f"tables_{target}"))
+            records[target].append(_dbt_run(project, target))
+    wall = {t: statistics.median(r["wall"] for r in rs) for t, rs in records.items()}
+    model = {t: statistics.median(r["model"] for r in rs) for t, rs in records.items()}
+    return {"records": records, "wall": wall, "model": model, "ratio": wall["server"] / wall["embedded"]}
+
+
+def _model(project: str, tables: str) -> None:
+    with open(os.path.join(project, "models", "small.sql"), "w") as f:
+        f.write(SMALL_MODEL.replace("TABLES", tables))
+
+
+def _dbt_run(project: str, target: str) -> dict[str, float]:
+    dbt = os.path.join(os.path.dirname(sys.executable), "dbt")
+    started = time.monotonic()
+    done = subprocess.run(
+        [dbt, "run", "--target", target, "--project-dir", project, "--profiles-dir", project],
+        capture_output=True,
+        text=True,
+        cwd=project,
+    )
+    wall = time.monotonic() - started
+    if done.returncode != 0:
+        raise RuntimeError(f"dbt run --target {target} failed:\n{done.stdout[-3000:]}")
+    with open(os.path.join(project, "target", "run_results.json")) as f:
+        node = json.load(f)["results"][0]
+    return {"wall": wall, "model": float(node["execution_time"])}
+
+
+def merge_runs(args: argparse.Namespace, url: str) -> dict[str, Any]:
+    """The engine's merge of each workload on the embedded session and through Connect, alternating."""
+    settings = Settings(
+        rows=args.rows,
+        layouts=[args.files],
+        runs=args.runs,
+        warmups=0,
+        workdir=os.path.join(os.path.abspath(args.workdir), f"rows{args.rows}"),
+    )
+    chosen = [w for w in workloads(args.rows) if w.name in args.workloads.split(",")]
+    embedded = SparkWorker(args.rows)
+    connect = SparkWorker(args.rows, url)
+    try:
+        embedded.call("generate", root=settings.workdir, layouts=settings.layouts)
+        out: dict[str, Any] = {}
+        for workload in chosen:
+            base = base_table(settings, args.files, workload.change_data_feed)
+            seconds: dict[str, list[float]] = {"embedded": [], "connect": []}
+            for round_ in range(args.runs + 1):  # round 0 warms both up
+                for name, worker in (("embedded", embedded), ("connect", connect)):
+                    copy = fresh_copy(base, os.path.join(settings.workdir, "runs", f"connect-{name}"))
+                    answer = worker.call(
+                        "ours", workload=workload.name, table=copy, source=source_path(settings, workload)
+                    )
+                    if round_:
+                        seconds[name].append(float(answer["seconds"]))
+            median = {k: statistics.median(v) for k, v in seconds.items()}
+            out[workload.name] = {
+                "seconds": seconds,
+                "median": median,
+                "ratio": median["connect"] / median["embedded"],
+            }
+            print(
+                f"{workload.name}: embedded {median['embedded']:.2f}s, connect {median['connect']:.2f}s",
+                flush=True,
+            )
+        return out
+    finally:
+        embedded.close()
+        connect.close()
+
+
+def section(results: dict[str, Any]) -> str:
+    """The BENCHMARKS.md section of one run."""
+    cold = results["cold_dbt"]
+    lines = [
+        SECTION_START,
+        "## Spark Connect: the warm local server and Connect sessions against the embedded session",
+        "",
+        f"`{results['command']}` (medians of {results['runs']} paired runs, interleaved; "
+        f"the server started in {results['server_start_seconds']:.1f} s, once).",
+        "",
+        "| measure | embedded | Connect | ratio / value | target |",
+        "| --- | --- | --- | --- | --- |",
+        "| cold `dbt run` of a small merge model (new process, wall) "
+        f"| {cold['wall']['embedded']:.1f} s | {cold['wall']['server']:.1f} s "
+        f"| {cold['ratio']:.2f}x | <= 0.3x |",
+        "| no-op merge of a 4-row table: the model's time (`run_results.json`) "
+        f"| {cold['model']['embedded']:.2f} s | {cold['model']['server']:.2f} s "
+        f"| {cold['model']['server']:.2f} s | <= 1.5 s |",
+    ]
+    for name, merge in results["merges"].items():
+        lines.append(
+            f"| merge `{name}` (engine time) | {merge['median']['embedded']:.2f} s "
+            f"| {merge['median']['connect']:.2f} s | {merge['ratio']:.2f}x | <= 1.2x |"
+        )
+    return "\n".join([*lines, SECTION_END])
+
+
+def write_section(path: str, results: dict[str, Any]) -> None:
+    """Put this run's section into BENCHMARKS.md (replacing the previous one)."""
+    text = Path(path).read_text() if os.path.exists(path) else ""
+    new = section(results)
+    if SECTION_START in text:
+        before, _, rest = text.partition(SECTION_START)
+        _, _, after = rest.partition(SECTION_END)
+        text = before + new + after
+    else:
+        text = text.rstrip("\n") + "\n\n" + new + "\n"
+    with open(path, "w") as f:
+        f.write(text)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

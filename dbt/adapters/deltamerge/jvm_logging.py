@@ -1,0 +1,65 @@
+"""Where the embedded JVM's own log goes: a file in the warehouse, not dbt's console.
+
+Spark logs through log4j2 to stderr by default: start-up warnings, and for every failed
+task an executor stack dump, which would bury dbt's one-line error. The embedded session
+gets a log4j2 configuration that writes Spark's log (WARN and above) to
+``<warehouse>/.spark/spark.log``; with ``dbt --debug`` it goes to the console as well.
+"""
+
+from __future__ import annotations
+
+import os
+
+LOG_FOLDER = ".spark"
+
+_CONFIG = """# Written by dbt-deltamerge for the embedded Spark session; rewritten at every start.
+rootLogger.level = warn
+rootLogger.appenderRef.file.ref = file
+appender.file.type = File
+appender.file.name = file
+appender.file.fileName = {log}
+appender.file.append = true
+appender.file.layout.type = PatternLayout
+appender.file.layout.pattern = %d{{yy/MM/dd HH:mm:ss}} %p %c{{1}}: %m%n%ex
+# Spark's own noise at every start, even at WARN.
+logger.native.name = org.apache.hadoop.util.NativeCodeLoader
+logger.native.level = error
+{console}"""
+
+_CONSOLE = """rootLogger.appenderRef.console.ref = console
+appender.console.type = Console
+appender.console.name = console
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d{yy/MM/dd HH:mm:ss} %p %c{1}: %m%n%ex
+"""
+
+
+def log_config(warehouse: str, *, console: bool) -> str:
+    """The log4j2 configuration text for ``warehouse`` (the console too when ``console``).
+
+    >>> "fileName = /w/.spark/spark.log" in log_config("/w", console=False)
+    True
+    >>> "appender.console" in log_config("/w", console=True)
+    True
+    """
+    log = os.path.join(warehouse, LOG_FOLDER, "spark.log")
+    return _CONFIG.format(log=log, console=_CONSOLE if console else "")
+
+
+def java_option(warehouse: str) -> str:
+    """Write the configuration for ``warehouse``; the JVM option that makes the driver use it."""
+    folder = os.path.join(warehouse, LOG_FOLDER)
+    os.makedirs(folder, exist_ok=True)
+    path = os.path.join(folder, "log4j2.properties")
+    with open(path, "w", encoding="utf-8") as handle:
+        handle.write(log_config(warehouse, console=_dbt_debug()))
+    return f"-Dlog4j2.configurationFile=file:{path}"
+
+
+def _dbt_debug() -> bool:
+    try:
+        from dbt.flags import get_flags
+    except ImportError:
+        return False
+    return bool(getattr(get_flags(), "DEBUG", False))
