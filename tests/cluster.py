@@ -2,6 +2,9 @@
 
 A master, one worker (its executors are their own JVMs) and the dbt-deltamerge local
 Connect server pointed at that master, on free local ports, each stopped by process group.
+The worker offers two slots of one core each: the Connect server's application takes one,
+the other is left for an embedded dbt session pointed at the master (``method: session``
+with ``spark.master``).
 """
 
 from __future__ import annotations
@@ -22,6 +25,8 @@ import pyspark
 from dbt.adapters.deltamerge import local_server
 
 SPARK_HOME = os.path.dirname(pyspark.__file__)
+# What each application on the test cluster takes: one of the worker's two slots.
+APP_RESOURCES = {"spark.cores.max": "1", "spark.executor.cores": "1", "spark.executor.memory": "900m"}
 
 
 @dataclass
@@ -44,11 +49,20 @@ class Cluster:
         with urllib.request.urlopen(f"http://127.0.0.1:{self.master_ui}/json/", timeout=10) as reply:
             return json.load(reply)
 
-    def executor_task_lines(self) -> int:
-        """How many tasks the cluster's executors logged running (tasks never run in the server)."""
+    def executor_task_lines(self, app_name: str | None = None) -> int:
+        """How many tasks the cluster's executors logged running (tasks never run in a driver).
+
+        ``app_name``: only the executors of applications of that name.
+        """
+        ids = None
+        if app_name is not None:
+            state = self.master_state()
+            apps = state.get("activeapps", []) + state.get("completedapps", [])
+            ids = {a["id"] for a in apps if a["name"] == app_name}
         count = 0
         for log in Path(self.work_dir).glob("app-*/*/stderr"):
-            count += log.read_text(errors="replace").count("Running task")
+            if ids is None or log.parent.parent.name in ids:
+                count += log.read_text(errors="replace").count("Running task")
         return count
 
 
@@ -95,9 +109,9 @@ def start_cluster(root: str, server_conf: dict[str, str]) -> Cluster:
                     "org.apache.spark.deploy.worker.Worker",
                     master_url,
                     "--cores",
-                    "1",
+                    "2",
                     "--memory",
-                    "1g",
+                    "2g",
                     "--webui-port",
                     str(free_port()),
                     "--work-dir",
@@ -109,7 +123,7 @@ def start_cluster(root: str, server_conf: dict[str, str]) -> Cluster:
         )
         cluster = Cluster(master_url, ui, "", warehouse, work_dir, processes)
         _wait_for(lambda: _alive_workers(cluster) > 0, "the worker to register", processes[1])
-        conf = {"spark.executor.memory": "1g", "spark.cores.max": "1", **server_conf}
+        conf = {**APP_RESOURCES, **server_conf}
         state = local_server.start(warehouse, free_port(), master_url, conf)
         cluster.connect_url = state.url
         return cluster

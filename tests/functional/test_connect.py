@@ -6,6 +6,7 @@ import os
 import socket
 import subprocess
 import sys
+import time
 
 import pytest
 from dbt.tests.util import run_dbt
@@ -29,7 +30,7 @@ class TestMergeOnTheCluster:
         return {"merged.sql": MERGE}
 
     def test_tasks_run_on_the_cluster_executors_and_the_table_is_delta(self, project, cluster):
-        before = cluster.executor_task_lines()
+        before = cluster.executor_task_lines("dbt-deltamerge server")
         run_dbt(["run"])
         results = run_dbt(["run", "--vars", "{lo: 50, hi: 150, shift: 1}"])
         path = table_path(project, "merged")
@@ -39,16 +40,19 @@ class TestMergeOnTheCluster:
         response = results.results[0].adapter_response
         assert response["numTargetRowsUpdated"] == 50 and response["numTargetRowsInserted"] == 50
         assert table.history()[0]["operation"] == "MERGE"
-        assert cluster.executor_task_lines() > before  # tasks ran in the worker's executor JVM
-        app = cluster.master_state()["activeapps"]
-        assert [a["name"] for a in app] == ["dbt-deltamerge server"]
+        # Tasks ran in the worker's executor JVM of the server's application.
+        assert cluster.executor_task_lines("dbt-deltamerge server") > before
+        assert "dbt-deltamerge server" in [a["name"] for a in cluster.master_state()["activeapps"]]
 
 
-def _dbt_in_a_new_process(project_dir: str, profile: dict, *args: str) -> subprocess.CompletedProcess[str]:
-    lines = ["test:", "  target: t", "  outputs:", "    t:"]
-    lines += [f"      {k}: {v}" for k, v in profile.items()]
-    with open(os.path.join(project_dir, "profiles.yml"), "w") as out:
-        out.write("\n".join(lines) + "\n")
+def _dbt_in_a_new_process(
+    project_dir: str, profile: dict | None, *args: str
+) -> subprocess.CompletedProcess[str]:
+    if profile is not None:
+        lines = ["test:", "  target: t", "  outputs:", "    t:"]
+        lines += [f"      {k}: {v}" for k, v in profile.items()]
+        with open(os.path.join(project_dir, "profiles.yml"), "w") as out:
+            out.write("\n".join(lines) + "\n")
     return subprocess.run(
         [
             os.path.join(os.path.dirname(sys.executable), "dbt"),
@@ -107,3 +111,74 @@ def test_a_second_process_on_a_warehouse_in_use_says_so_in_one_line(tmp_path, sp
     output = done.stdout + done.stderr
     assert f"The warehouse {warehouse} is in use by another process (pid {os.getpid()}" in output
     assert "XSDB6" not in output and "deltamerge-server start" in output
+
+
+@pytest.mark.connect
+def test_dbt_show_while_a_dbt_run_is_going(tmp_path, request):
+    """Two dbt commands at once on one warehouse: the run is held mid-write by the commit gate."""
+    if not ON_CONNECT:
+        pytest.skip("several dbt commands at once need the Connect server (one metastore holder)")
+    url = request.getfixturevalue("cluster").connect_url
+    project = _project(tmp_path)
+    (tmp_path / "models" / "held.sql").write_text("{{ config(materialized='table') }} select 2 as id")
+    profile = {"type": "deltamerge", "method": "connect", "host": url, "schema": "show_during_run"}
+    _dbt_in_a_new_process(project, profile, "parse")
+    gate = tmp_path / "gate"
+    gate.mkdir()
+    dbt = os.path.join(os.path.dirname(sys.executable), "dbt")
+    running = subprocess.Popen(
+        [dbt, "run", "--select", "held", "--project-dir", project, "--profiles-dir", project],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        cwd=project,
+        env={**os.environ, "DELTAMERGE_COMMIT_GATE": f"{gate}:second"},
+    )
+    try:
+        while not (gate / "held.second-ready").exists():  # the run wrote its files and waits to commit
+            assert running.poll() is None, running.communicate()[0][-3000:]
+            time.sleep(0.1)
+        shown = _dbt_in_a_new_process(
+            project, None, "show", "--inline", "select 41 + 1 as answer", "--target-path", "target_show"
+        )
+        held = running.poll() is None
+    finally:
+        (gate / "held.first-done").touch()
+        out, _ = running.communicate(timeout=300)
+    assert shown.returncode == 0 and "42" in shown.stdout, shown.stdout[-2000:]
+    assert held  # the show ran while the run was inside its write
+    assert running.returncode == 0 and "OK CREATE TABLE AS SELECT: Delta version 0" in out, out[-2000:]
+
+
+@pytest.mark.connect
+def test_an_embedded_session_drives_a_standalone_cluster(tmp_path, request):
+    """``method: session`` with ``spark.master``: the driver in dbt, the tasks on the cluster's executors."""
+    if not ON_CONNECT:
+        pytest.skip("needs the test cluster (DELTAMERGE_TEST_BACKEND=connect)")
+    from tests.cluster import APP_RESOURCES
+
+    cluster = request.getfixturevalue("cluster")
+    project = _project(tmp_path)
+    tables = tmp_path / "tables"
+    (tmp_path / "models" / "merged.sql").write_text(
+        MERGE.replace("tblproperties=", f"location_root='{tables}', tblproperties=")
+    )
+    settings = {"spark.master": cluster.master_url, "spark.app.name": "dbt-on-standalone", **APP_RESOURCES}
+    profile = {
+        "type": "deltamerge",
+        "method": "session",
+        "schema": "standalone",
+        "warehouse": str(tmp_path / "warehouse"),
+        "server_side_parameters": "{" + ", ".join(f'"{k}": "{v}"' for k, v in settings.items()) + "}",
+    }
+    first = _dbt_in_a_new_process(project, profile, "run", "--select", "merged")
+    assert first.returncode == 0, first.stdout[-3000:]
+    second = _dbt_in_a_new_process(
+        project, None, "run", "--select", "merged", "--vars", "{lo: 50, hi: 150, shift: 1}"
+    )
+    assert second.returncode == 0, second.stdout[-3000:]
+    assert "OK MERGE: Delta version 1" in second.stdout
+    path = str(tables / "merged")
+    assert len(rows(path)) == 150 and rows(path)[60] == {"id": 60, "v": "v61"}
+    assert DeltaTable(path).history()[0]["operationMetrics"]["numTargetRowsUpdated"] == "50"
+    assert cluster.executor_task_lines("dbt-on-standalone") > 0  # executors of the dbt process's application

@@ -131,6 +131,9 @@ def start_session(warehouse: str, overrides: dict[str, str]) -> Any:
         url = server.url if server is not None and server.pid == holder else None
         raise DbtRuntimeError(in_use_message(warehouse, holder, url))
     os.makedirs(warehouse, exist_ok=True)
+    # Inherited from a parent process that used Spark Connect, this flag would make pyspark
+    # refuse to start a classic session here; this process has opened none.
+    os.environ.pop("SPARK_CONNECT_MODE_ENABLED", None)
     # Python tasks (footer reads of CONVERT TO DELTA) must run in this interpreter, with this package.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     conf = session_conf(warehouse, overrides)
