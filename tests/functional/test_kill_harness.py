@@ -7,6 +7,12 @@ kills itself there. After every kill: delta-rs opens the table, its rows are exa
 batch 1's or batch 2's expected rows, and the log validator finds every referenced file.
 Then one normal `dbt run` must converge every model to batch 2's rows, in Delta and in
 the catalog. ``DELTAMERGE_KILL_ROUNDS`` repeats with more seeds (default 1).
+
+The shapes are split between the backends (``make test`` runs both), each process of the
+harness being a whole dbt run: the embedded backend, where every process starts its own JVM
+and Derby metastore, kills the change-feed shape (data, change and catalog files); the
+Connect backend, where each dbt process is a light client of the test cluster's server,
+kills the other two. ``DELTAMERGE_KILL_SHAPES=all`` runs every shape on either backend.
 """
 
 from __future__ import annotations
@@ -23,14 +29,21 @@ import pytest
 from deltalake import DeltaTable
 
 from dbt.adapters.deltamerge.delta.faults import POINTS
+from tests.conftest import ON_CONNECT
 from tests.functional.validator import problems
 
+pytestmark = pytest.mark.connect
 DBT = str(Path(sys.executable).with_name("dbt"))
 ROUNDS = int(os.environ.get("DELTAMERGE_KILL_ROUNDS", "1"))
-SHAPES = {
+ALL_SHAPES = {
     "unpartitioned": {},
     "partitioned": {"partition_by": ["p"]},
     "change_feed": {"change_data_feed": True},
+}
+SHAPES = {
+    name: shape
+    for name, shape in ALL_SHAPES.items()
+    if os.environ.get("DELTAMERGE_KILL_SHAPES") == "all" or (name != "change_feed") == ON_CONNECT
 }
 CLAUSES = {
     "when_matched": [
@@ -52,10 +65,25 @@ kill:
         spark.master: "local[1]"
         spark.sql.shuffle.partitions: "2"
 """
+CONNECT_PROFILE = """
+kill:
+  target: cluster
+  outputs:
+    cluster:
+      type: deltamerge
+      method: connect
+      host: {url}
+      schema: kill
+      threads: 1
+"""
 READ_CATALOG = """
 import json, sys
-from dbt.adapters.deltamerge.connections import start_session
-spark = start_session(sys.argv[1], {"spark.master": "local[1]"})
+if sys.argv[1].startswith("sc://"):
+    from dbt.adapters.deltamerge.remote import connect_session
+    spark = connect_session(sys.argv[1], {})
+else:
+    from dbt.adapters.deltamerge.connections import start_session
+    spark = start_session(sys.argv[1], {"spark.master": "local[1]"})
 print(json.dumps({m: sorted([r.id, r.v] for r in spark.table("kill." + m).collect()) for m in sys.argv[2:]}))
 """
 
@@ -104,11 +132,17 @@ def _rows(path: str) -> dict[int, str]:
 
 
 @pytest.mark.parametrize("round_", range(ROUNDS))
-def test_kill_at_every_point_then_converge(tmp_path, round_):
+def test_kill_at_every_point_then_converge(tmp_path, round_, request):
     project = tmp_path / "kill"
     (project / "models").mkdir(parents=True)
     (project / "dbt_project.yml").write_text("name: kill\nversion: '1.0'\nprofile: kill\nconfig-version: 2\n")
-    (project / "profiles.yml").write_text(PROFILE)
+    warehouse, session = project / "warehouse", str(project / "warehouse")
+    if ON_CONNECT:
+        cluster = request.getfixturevalue("cluster")
+        warehouse, session = Path(cluster.warehouse), cluster.connect_url
+        (project / "profiles.yml").write_text(CONNECT_PROFILE.format(url=cluster.connect_url))
+    else:
+        (project / "profiles.yml").write_text(PROFILE)
     expected = {}
     for shape, config in SHAPES.items():
         for point in POINTS:
@@ -118,7 +152,7 @@ def test_kill_at_every_point_then_converge(tmp_path, round_):
             expected[model] = (one, two)
     done = _dbt(project, "run", "--vars", "{batch: 1}")
     assert done.returncode == 0, done.stdout[-3000:]
-    table = project / "warehouse" / "kill.db"
+    table = warehouse / "kill.db"
 
     for model in expected:
         point = model.split("__")[1]
@@ -137,7 +171,7 @@ def test_kill_at_every_point_then_converge(tmp_path, round_):
         assert _rows(path) == expected[model][1], f"{model}: no convergence after the kill"
         assert problems(path) == [], model
     read = subprocess.run(
-        [sys.executable, "-c", READ_CATALOG, str(project / "warehouse"), *expected],
+        [sys.executable, "-c", READ_CATALOG, session, *expected],
         capture_output=True,
         text=True,
         timeout=600,
