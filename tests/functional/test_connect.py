@@ -182,3 +182,62 @@ def test_an_embedded_session_drives_a_standalone_cluster(tmp_path, request):
     assert len(rows(path)) == 150 and rows(path)[60] == {"id": 60, "v": "v61"}
     assert DeltaTable(path).history()[0]["operationMetrics"]["numTargetRowsUpdated"] == "50"
     assert cluster.executor_task_lines("dbt-on-standalone") > 0  # executors of the dbt process's application
+
+
+@pytest.mark.connect
+def test_a_connect_dbt_process_starts_no_jvm(tmp_path, request):
+    """With no Java reachable at all, `method: connect` still seeds, merges and tests."""
+    if not ON_CONNECT:
+        pytest.skip("needs the test cluster (DELTAMERGE_TEST_BACKEND=connect)")
+    url = request.getfixturevalue("cluster").connect_url
+    project = _project(tmp_path)
+    tables = tmp_path / "tables"
+    (tmp_path / "models" / "merged.sql").write_text(
+        MERGE.replace("tblproperties=", f"location_root='{tables}', tblproperties=")
+    )
+    (tmp_path / "models" / "schema.yml").write_text(
+        "version: 2\nmodels:\n  - name: merged\n"
+        "    columns:\n      - name: id\n        data_tests: [unique]\n"
+    )
+    profile = {"type": "deltamerge", "method": "connect", "host": url, "schema": "no_jvm"}
+    _dbt_in_a_new_process(project, profile, "parse")
+    no_java = {
+        **{k: v for k, v in os.environ.items() if k not in ("JAVA_HOME", "SPARK_HOME")},
+        "JAVA_HOME": str(tmp_path / "no-java"),
+        "PATH": os.path.dirname(sys.executable),  # the venv's bin only: no `java` on the PATH
+    }
+    dbt = os.path.join(os.path.dirname(sys.executable), "dbt")
+    for args in (["run"], ["run", "--vars", "{lo: 50, hi: 150, shift: 1}"], ["test"]):
+        done = subprocess.run(
+            [dbt, *args, "--select", "merged", "--project-dir", project, "--profiles-dir", project],
+            capture_output=True,
+            text=True,
+            cwd=project,
+            env=no_java,
+            timeout=300,
+        )
+        assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    assert DeltaTable(str(tables / "merged")).history()[0]["operation"] == "MERGE"
+    assert len(rows(str(tables / "merged"))) == 150
+    failed = subprocess.run(
+        [
+            dbt,
+            "show",
+            "--inline",
+            "select * from no_jvm.missing",
+            "--project-dir",
+            project,
+            "--profiles-dir",
+            project,
+        ],
+        capture_output=True,
+        text=True,
+        cwd=project,
+        env=no_java,
+        timeout=300,
+    )
+    output = failed.stdout + failed.stderr
+    assert failed.returncode != 0 and "TABLE_OR_VIEW_NOT_FOUND" in output
+    # One error, said once: no server stack trace, no pyspark JSON log of the same error.
+    assert "JVM stacktrace" not in output and "SQLQueryContextLogger" not in output
+    assert "\tat org.apache" not in output

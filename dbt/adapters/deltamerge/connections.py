@@ -23,8 +23,8 @@ from dbt_common.dataclass_schema import StrEnum
 from dbt_common.exceptions import DbtRuntimeError
 
 from dbt.adapters.deltamerge import remote
-from dbt.adapters.deltamerge.jvm_logging import java_option
 from dbt.adapters.deltamerge.metastore import in_use_message, metastore_holder
+from dbt.adapters.deltamerge.spark_logging import java_option, quiet_python_loggers
 
 logger = AdapterLogger("DeltaMerge")
 
@@ -35,8 +35,6 @@ SESSION_DEFAULTS = {
     "spark.master": "local[*]",
     "spark.app.name": "dbt-deltamerge",
     "spark.ui.enabled": "false",
-    # Spark's own log noise stays out of dbt's console (as SparkContext.setLogLevel, at start).
-    "spark.log.level": "ERROR",
     "spark.ui.showConsoleProgress": "false",
     "spark.sql.shuffle.partitions": "4",
     "spark.sql.adaptive.enabled": "true",
@@ -194,6 +192,7 @@ class DeltaMergeConnectionManager(SparkConnectionManager):
         if connection.state == ConnectionState.OPEN:
             return connection
         overrides = dict(creds.server_side_parameters)
+        quiet_python_loggers()
         if creds.method == ConnectionMethod.CONNECT:
             if _EMBEDDED["session"] is not None:
                 raise DbtRuntimeError(_ONE_KIND)

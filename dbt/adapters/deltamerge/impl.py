@@ -208,11 +208,13 @@ class DeltaMergeAdapter(SparkAdapter):
     ) -> AdapterResponse:
         """Write one version (or merge) and re-bind the catalog; ``bound`` is the current binding."""
         schema, identifier = str(relation.schema), str(relation.identifier)
+        # The schema's folder only when it decides (one catalog round trip fewer otherwise).
+        needs_schema = not spec.location_root and not bound
         path = table_location(
             spec,
             identifier=identifier,
             bound=bound,
-            schema_location=spark.catalog.getDatabase(schema).locationUri,
+            schema_location=spark.catalog.getDatabase(schema).locationUri if needs_schema else "",
         )
         # A run killed after its commit but before re-binding leaves the table without its
         # catalog entry: an incremental model continues the Delta table at its location.

@@ -29,6 +29,9 @@ CONNECT_SETTINGS = {
     "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
     "mapreduce.fileoutputcommitter.marksuccessfuljobs": "false",
     "parquet.summary.metadata.level": "NONE",
+    # An error's message, not the server's JVM stack trace, goes to dbt (the server logs it).
+    "spark.sql.connect.serverStacktrace.enabled": "false",
+    "spark.sql.pyspark.jvmStacktrace.enabled": "false",
 }
 
 _SESSIONS: dict[str, Any] = {}

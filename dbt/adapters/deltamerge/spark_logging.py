@@ -1,13 +1,17 @@
-"""Where the embedded JVM's own log goes: a file in the warehouse, not dbt's console.
+"""Spark's own logs stay out of dbt's console (unless ``dbt --debug``).
 
 Spark logs through log4j2 to stderr by default: start-up warnings, and for every failed
 task an executor stack dump, which would bury dbt's one-line error. The embedded session
 gets a log4j2 configuration that writes Spark's log (WARN and above) to
 ``<warehouse>/.spark/spark.log``; with ``dbt --debug`` it goes to the console as well.
+pyspark's Python side logs every SQL error once more, with the server's JVM stack trace, as
+JSON on stderr (its ``SQLQueryContextLogger`` and ``DataFrameQueryContextLogger``); the
+error itself still reaches dbt, so those loggers are silenced too.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 
 LOG_FOLDER = ".spark"
@@ -55,6 +59,17 @@ def java_option(warehouse: str) -> str:
     with open(path, "w", encoding="utf-8") as handle:
         handle.write(log_config(warehouse, console=_dbt_debug()))
     return f"-Dlog4j2.configurationFile=file:{path}"
+
+
+def quiet_python_loggers() -> None:
+    """Silence pyspark's query-context loggers (each error reaches dbt as an exception anyway)."""
+    if _dbt_debug():
+        return
+    from pyspark.logger import PySparkLogger
+
+    for name in ("SQLQueryContextLogger", "DataFrameQueryContextLogger"):
+        # Created as pyspark's logger class: pyspark calls it with its own keyword arguments.
+        PySparkLogger.getLogger(name).setLevel(logging.CRITICAL + 1)
 
 
 def _dbt_debug() -> bool:
