@@ -66,6 +66,14 @@ class Cluster:
         return count
 
 
+def connect_profile(profile: str, url: str, schema: str) -> str:
+    """A ``profiles.yml`` with one ``method: connect`` target for the test cluster."""
+    return (
+        f"{profile}:\n  target: cluster\n  outputs:\n    cluster:\n      type: deltamerge\n"
+        f"      method: connect\n      host: {url}\n      schema: {schema}\n      threads: 1\n"
+    )
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

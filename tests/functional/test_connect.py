@@ -45,6 +45,14 @@ class TestMergeOnTheCluster:
         assert "dbt-deltamerge server" in [a["name"] for a in cluster.master_state()["activeapps"]]
 
 
+@pytest.fixture
+def on_cluster(request):
+    """The test cluster; these tests need the Connect backend (DELTAMERGE_TEST_BACKEND=connect)."""
+    if not ON_CONNECT:
+        pytest.skip("needs the test cluster (DELTAMERGE_TEST_BACKEND=connect)")
+    return request.getfixturevalue("cluster")
+
+
 def _dbt_in_a_new_process(
     project_dir: str, profile: dict | None, *args: str
 ) -> subprocess.CompletedProcess[str]:
@@ -114,11 +122,9 @@ def test_a_second_process_on_a_warehouse_in_use_says_so_in_one_line(tmp_path, sp
 
 
 @pytest.mark.connect
-def test_dbt_show_while_a_dbt_run_is_going(tmp_path, request):
+def test_dbt_show_while_a_dbt_run_is_going(tmp_path, on_cluster):
     """Two dbt commands at once on one warehouse: the run is held mid-write by the commit gate."""
-    if not ON_CONNECT:
-        pytest.skip("several dbt commands at once need the Connect server (one metastore holder)")
-    url = request.getfixturevalue("cluster").connect_url
+    url = on_cluster.connect_url
     project = _project(tmp_path)
     (tmp_path / "models" / "held.sql").write_text("{{ config(materialized='table') }} select 2 as id")
     profile = {"type": "deltamerge", "method": "connect", "host": url, "schema": "show_during_run"}
@@ -151,13 +157,11 @@ def test_dbt_show_while_a_dbt_run_is_going(tmp_path, request):
 
 
 @pytest.mark.connect
-def test_an_embedded_session_drives_a_standalone_cluster(tmp_path, request):
+def test_an_embedded_session_drives_a_standalone_cluster(tmp_path, on_cluster):
     """``method: session`` with ``spark.master``: the driver in dbt, the tasks on the cluster's executors."""
-    if not ON_CONNECT:
-        pytest.skip("needs the test cluster (DELTAMERGE_TEST_BACKEND=connect)")
     from tests.cluster import APP_RESOURCES
 
-    cluster = request.getfixturevalue("cluster")
+    cluster = on_cluster
     project = _project(tmp_path)
     tables = tmp_path / "tables"
     (tmp_path / "models" / "merged.sql").write_text(
@@ -185,11 +189,9 @@ def test_an_embedded_session_drives_a_standalone_cluster(tmp_path, request):
 
 
 @pytest.mark.connect
-def test_a_connect_dbt_process_starts_no_jvm(tmp_path, request):
-    """With no Java reachable at all, `method: connect` still seeds, merges and tests."""
-    if not ON_CONNECT:
-        pytest.skip("needs the test cluster (DELTAMERGE_TEST_BACKEND=connect)")
-    url = request.getfixturevalue("cluster").connect_url
+def test_a_connect_dbt_process_starts_no_jvm(tmp_path, on_cluster):
+    """With no Java reachable at all, `method: connect` still merges and tests."""
+    url = on_cluster.connect_url
     project = _project(tmp_path)
     tables = tmp_path / "tables"
     (tmp_path / "models" / "merged.sql").write_text(

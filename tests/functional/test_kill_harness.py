@@ -12,7 +12,8 @@ The shapes are split between the backends (``make test`` runs both), each proces
 harness being a whole dbt run: the embedded backend, where every process starts its own JVM
 and Derby metastore, kills the change-feed shape (data, change and catalog files); the
 Connect backend, where each dbt process is a light client of the test cluster's server,
-kills the other two. ``DELTAMERGE_KILL_SHAPES=all`` runs every shape on either backend.
+kills the partitioned one. ``DELTAMERGE_KILL_SHAPES=all`` runs every shape (the
+unpartitioned one too) on either backend.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ import pytest
 from deltalake import DeltaTable
 
 from dbt.adapters.deltamerge.delta.faults import POINTS
+from tests.cluster import connect_profile
 from tests.conftest import ON_CONNECT
 from tests.functional.validator import problems
 
@@ -43,7 +45,8 @@ ALL_SHAPES = {
 SHAPES = {
     name: shape
     for name, shape in ALL_SHAPES.items()
-    if os.environ.get("DELTAMERGE_KILL_SHAPES") == "all" or (name != "change_feed") == ON_CONNECT
+    if os.environ.get("DELTAMERGE_KILL_SHAPES") == "all"
+    or name == ("partitioned" if ON_CONNECT else "change_feed")
 }
 CLAUSES = {
     "when_matched": [
@@ -64,17 +67,6 @@ kill:
       server_side_parameters:
         spark.master: "local[1]"
         spark.sql.shuffle.partitions: "2"
-"""
-CONNECT_PROFILE = """
-kill:
-  target: cluster
-  outputs:
-    cluster:
-      type: deltamerge
-      method: connect
-      host: {url}
-      schema: kill
-      threads: 1
 """
 READ_CATALOG = """
 import json, sys
@@ -140,7 +132,7 @@ def test_kill_at_every_point_then_converge(tmp_path, round_, request):
     if ON_CONNECT:
         cluster = request.getfixturevalue("cluster")
         warehouse, session = Path(cluster.warehouse), cluster.connect_url
-        (project / "profiles.yml").write_text(CONNECT_PROFILE.format(url=cluster.connect_url))
+        (project / "profiles.yml").write_text(connect_profile("kill", cluster.connect_url, "kill"))
     else:
         (project / "profiles.yml").write_text(PROFILE)
     expected = {}
