@@ -35,6 +35,7 @@ CONNECT_SETTINGS = {
 }
 
 _SESSIONS: dict[str, Any] = {}
+_APPLIED: dict[str, dict[str, str]] = {}  # the profile settings set on each URL's session
 _LOCK = threading.Lock()
 
 
@@ -43,6 +44,7 @@ def close_sessions() -> None:
     with _LOCK:
         sessions = list(_SESSIONS.values())
         _SESSIONS.clear()
+        _APPLIED.clear()
     for session in sessions:
         try:
             session.stop()
@@ -91,6 +93,11 @@ def connect_session(url: str, overrides: dict[str, str]) -> Any:
             if not _SESSIONS:
                 atexit.register(close_sessions)
             _SESSIONS[url] = session
+            _APPLIED[url] = dict(overrides)
+        elif any(_APPLIED[url].get(k) != v for k, v in overrides.items()):
+            # A later connection of this process asks for other settings (round trips only then).
+            apply_settings(session, {k: v for k, v in overrides.items() if _APPLIED[url].get(k) != v})
+            _APPLIED[url].update(overrides)
         return session
 
 
