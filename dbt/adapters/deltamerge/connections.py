@@ -199,7 +199,7 @@ class DeltaMergeConnectionManager(SparkConnectionManager):
             spark = remote.connect_session(str(creds.host), overrides)
         else:
             spark = start_session(creds.warehouse, overrides)
-            remote.apply_settings(spark, overrides)
+            remote.apply_settings(spark, overrides)  # the session may predate this profile
         # Statements writing Delta-bound tables must reach the engine, not Spark's INSERT.
         connection.handle = SessionConnectionWrapper(DeltaConnection(spark))
         connection.state = ConnectionState.OPEN

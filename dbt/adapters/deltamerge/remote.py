@@ -35,7 +35,9 @@ CONNECT_SETTINGS = {
 }
 
 _SESSIONS: dict[str, Any] = {}
-_APPLIED: dict[str, dict[str, str]] = {}  # the profile settings set on each URL's session
+# Settings this process set on each session (by id): a connection opened later (dbt opens one
+# per model) sets only what differs, so the common case costs no round trip.
+_APPLIED: dict[int, dict[str, str]] = {}
 _LOCK = threading.Lock()
 
 
@@ -93,11 +95,7 @@ def connect_session(url: str, overrides: dict[str, str]) -> Any:
             if not _SESSIONS:
                 atexit.register(close_sessions)
             _SESSIONS[url] = session
-            _APPLIED[url] = dict(overrides)
-        elif any(_APPLIED[url].get(k) != v for k, v in overrides.items()):
-            # A later connection of this process asks for other settings (round trips only then).
-            apply_settings(session, {k: v for k, v in overrides.items() if _APPLIED[url].get(k) != v})
-            _APPLIED[url].update(overrides)
+        apply_settings(session, overrides)
         return session
 
 
@@ -142,12 +140,17 @@ def check_versions(*, client: str, server: str, url: str) -> None:
 def apply_settings(session: Any, settings: dict[str, str]) -> None:
     """Set ``settings`` on a running session; static ones (fixed when Spark started) are skipped.
 
-    A profile's ``server_side_parameters`` thus apply to every session of the connection,
-    as dbt-spark's own session cursor applies them.
+    A profile's ``server_side_parameters`` thus apply to every connection's session, as
+    dbt-spark's own session cursor applies them; settings this process already set on
+    ``session`` are skipped.
     """
     from pyspark.errors import PySparkException
 
+    applied = _APPLIED.setdefault(id(session), {})
     for key, value in settings.items():
+        if applied.get(key) == value:
+            continue
+        applied[key] = value
         try:
             if session.conf.get(key, None) != value:
                 session.conf.set(key, value)
