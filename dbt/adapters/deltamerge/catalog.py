@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 
+from pyspark.errors import AnalysisException
 from pyspark.sql import SparkSession
 
 from dbt.adapters.deltamerge.delta import storage
@@ -41,15 +42,23 @@ def delta_jars_available(spark: SparkSession) -> bool:
 
 def binding(spark: SparkSession, schema: str, identifier: str) -> tuple[str, int | None] | None:
     """``(Delta table path, version read)`` of a catalog entry, or None if it is not ours."""
-    if not spark.catalog.tableExists(table_name(schema, identifier)):
-        return None
-    rows = spark.sql(f"SHOW TBLPROPERTIES {table_name(schema, identifier)}").collect()
+    # One round trip (it counts on a Spark Connect server): a missing table is Spark's error.
+    try:
+        rows = spark.sql(f"SHOW TBLPROPERTIES {table_name(schema, identifier)}").collect()
+    except AnalysisException as error:
+        if _is_missing(error):
+            return None
+        raise
     props = {r[0]: r[1] for r in rows}
     location = props.get(LOCATION_PROPERTY)
     if location is None:
         return None
     version = props.get(VERSION_PROPERTY)
     return location, int(version) if version is not None and version.isdigit() else None
+
+
+def _is_missing(error: AnalysisException) -> bool:
+    return error.getCondition() in ("TABLE_OR_VIEW_NOT_FOUND", "SCHEMA_NOT_FOUND")
 
 
 def refresh(
