@@ -31,9 +31,7 @@ def planned_schema(
         snapshot.partition_columns,
     )
     if merge_spec is not None and merge_spec.schema_evolution:
-        referenced = _referenced_by_merge(merge_spec, result)
-        schema = evolved_schema(table, result, add=referenced, partition_columns=partition_columns, what=what)
-        return None if schema == table else schema
+        return evolved_by_merge(merge_spec, snapshot, result, what=what)
     changes = schema_changes(table, result)
     if not changes.any or on_schema_change == "ignore":
         return None
@@ -58,6 +56,22 @@ def planned_schema(
         what=what,
     )
     return None if schema == table else schema
+
+
+def evolved_by_merge(
+    spec: MergeSpec, snapshot: Snapshot, result: T.StructType, *, what: str
+) -> T.StructType | None:
+    """The schema a merge with schema evolution leaves (Delta's ``filterSchema``), or None if unchanged."""
+    referenced = _referenced_by_merge(spec, result)
+    schema = evolved_schema(
+        snapshot.schema,
+        result,
+        add=referenced,
+        partition_columns=snapshot.partition_columns,
+        what=what,
+        store_assignment=True,
+    )
+    return None if schema == snapshot.schema else schema
 
 
 def _referenced_by_merge(spec: MergeSpec, result: T.StructType) -> set[str]:

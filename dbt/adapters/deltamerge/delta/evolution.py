@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from pyspark.sql import types as T
 
-from dbt.adapters.deltamerge.delta.align import can_write
+from dbt.adapters.deltamerge.delta.align import can_store_assign, can_write
 from dbt.adapters.deltamerge.delta.errors import DeltaSchemaError
 from dbt.adapters.deltamerge.delta.schema import find_field
 
@@ -60,11 +60,13 @@ def evolved_schema(
     drop_missing: bool = False,
     partition_columns: Iterable[str] = (),
     what: str,
+    store_assignment: bool = False,
 ) -> T.StructType:
     """``target`` with the source's new columns (only those named in ``add``, if given).
 
     ``drop_missing`` also removes target columns the source lacks (dbt's
-    ``sync_all_columns``). Nested struct fields are added recursively.
+    ``sync_all_columns``). Nested struct fields are added recursively. ``store_assignment``
+    (a merge) keeps the table's type wherever Spark's store assignment casts the source's.
 
     Raises:
         DeltaSchemaError: a type that cannot be written to the table's, or a change to a
@@ -84,7 +86,9 @@ def evolved_schema(
             elif not drop_missing:
                 fields.append(field)
             continue
-        merged = _merge_type(field.dataType, found.dataType, field.name, problems, what=what)
+        merged = _merge_type(
+            field.dataType, found.dataType, field.name, problems, what=what, assign=store_assignment
+        )
         if merged != field.dataType and field.name.lower() in partitions:
             problems.append(f"{what}: partition column `{field.name}` cannot change through schema evolution")
             merged = field.dataType
@@ -98,7 +102,7 @@ def evolved_schema(
 
 
 def _merge_type(
-    target: T.DataType, source: T.DataType, path: str, problems: list[str], *, what: str
+    target: T.DataType, source: T.DataType, path: str, problems: list[str], *, what: str, assign: bool = False
 ) -> T.DataType:
     if isinstance(target, T.StructType) and isinstance(source, T.StructType):
         fields = [
@@ -106,7 +110,9 @@ def _merge_type(
                 f.name,
                 f.dataType
                 if (s := find_field(source, f.name)) is None
-                else _merge_type(f.dataType, s.dataType, f"{path}.{f.name}", problems, what=what),
+                else _merge_type(
+                    f.dataType, s.dataType, f"{path}.{f.name}", problems, what=what, assign=assign
+                ),
                 True,
                 f.metadata,
             )
@@ -120,9 +126,12 @@ def _merge_type(
         return T.StructType(fields)
     if isinstance(target, T.ArrayType) and isinstance(source, T.ArrayType):
         return T.ArrayType(
-            _merge_type(target.elementType, source.elementType, f"{path}.element", problems, what=what), True
+            _merge_type(
+                target.elementType, source.elementType, f"{path}.element", problems, what=what, assign=assign
+            ),
+            True,
         )
-    if not can_write(source, target):
+    if not (can_store_assign(source, target) if assign else can_write(source, target)):
         problems.append(
             f"{what}: column `{path}` is {target.simpleString()} in the table and {source.simpleString()} "
             "in the model's result; Delta cannot cast it implicitly (cast it in the model, or --full-refresh)"

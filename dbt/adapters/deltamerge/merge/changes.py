@@ -41,7 +41,9 @@ def output_with_changes(
         *[F.expr(sql).alias(column) for column, sql in outputs],
         *[F.col(qualified(target_alias, f.name)).alias(f"{_OLD}{i}") for i, f in enumerate(schema.fields)],
     )
-    new_values = aligned_columns(T.StructType(flat.schema.fields[1 : 1 + len(outputs)]), schema, what=what)
+    new_values = aligned_columns(
+        T.StructType(flat.schema.fields[1 : 1 + len(outputs)]), schema, what=what, store_assignment=True
+    )
     old_values = [F.col(f"{_OLD}{i}").alias(f.name) for i, f in enumerate(schema.fields)]
     updates = codes["numTargetRowsMatchedUpdated"] + codes["numTargetRowsNotMatchedBySourceUpdated"]
     deletes = codes["numTargetRowsMatchedDeleted"] + codes["numTargetRowsNotMatchedBySourceDeleted"]

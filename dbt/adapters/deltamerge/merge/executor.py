@@ -261,7 +261,7 @@ def _write_outputs(run: MergeRun, rows: DataFrame, *, copy: bool, changes: bool)
             *[F.expr(sql).alias(c) for c, sql in outputs]
         )
         # A clause's expression must fit its column's type, or the file would contradict the schema.
-        kept = align_to_schema(kept, table.schema, what=what)
+        kept = align_to_schema(kept, table.schema, what=what, store_assignment=True)
         written = write_files(kept, table.table_path, table.partition_columns, table.metadata.configuration)
     observed_counts = {k: int(v or 0) for k, v in observation.get.items()}
     counts = _zero_counts()
