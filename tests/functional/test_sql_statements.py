@@ -1,4 +1,4 @@
-"""SQL statements on Delta tables: INSERT runs as a Delta commit, UPDATE/DELETE are refused."""
+"""SQL statements on Delta tables: INSERT, UPDATE, DELETE, MERGE, TRUNCATE and CREATE run as Delta commits."""
 
 from __future__ import annotations
 
@@ -73,18 +73,41 @@ class TestInsertStatements:
             project.run_sql(f"insert into {project.test_schema}.people values (7, 'g')")
         assert DeltaTable(path).version() == before
 
-    def test_update_and_delete_are_refused_and_change_nothing(self, project):
+    def test_update_delete_merge_truncate_are_delta_commits(self, project, spark):
+        schema = project.test_schema
+        project.run_sql(f"create table {schema}.dml using delta as select * from {schema}.people")
+        path = table_path(project, "dml")
+        project.run_sql(f"update {schema}.dml set name = upper(name) where id = 1")
+        project.run_sql(f"delete from {schema}.dml as d where d.id = 2")
+        project.run_sql(
+            f"merge into {schema}.dml t using (select 1 as id, 'm' as name, date'2026-02-01' as day "
+            "union all select 8, 'h', null) s on t.id = s.id "
+            "when matched then update set t.name = s.name when not matched then insert *"
+        )
+        assert operations(path) == ["CREATE TABLE AS SELECT", "UPDATE", "DELETE", "MERGE"]
+        assert [(r["id"], r["name"]) for r in rows(path) if r["id"] in (1, 2, 8)] == [(1, "m"), (8, "h")]
+        history = {h["version"]: h for h in DeltaTable(path).history()}
+        assert history[1]["operationMetrics"]["numUpdatedRows"] == "1"
+        assert history[2]["operationMetrics"]["numDeletedRows"] == "1"
+        assert history[3]["operationMetrics"]["numTargetRowsInserted"] == "1"
+        assert [r["id"] for r in catalog_rows(spark, project, "dml", "id")] == [r["id"] for r in rows(path)]
+        project.run_sql(f"truncate table {schema}.dml")
+        assert operations(path)[-1] == "TRUNCATE" and rows(path) == []
+
+    def test_a_bad_statement_names_the_problem_and_changes_nothing(self, project):
+        schema = project.test_schema
         path = table_path(project, "people")
         before = DeltaTable(path).version()
-        for statement in (
-            f"delete from {project.test_schema}.people where id = 1",
-            f"update {project.test_schema}.people set name = 'z'",
-            f"truncate table {project.test_schema}.people",
-        ):
-            with pytest.raises(DbtRuntimeError, match=r"is not run: it is a Delta table.*delta_merge"):
-                project.run_sql(statement)
+        with pytest.raises(DbtRuntimeError, match=r"`nosuch` is not a column of the table"):
+            project.run_sql(f"update {schema}.people set nosuch = 1")
+        with pytest.raises(DbtRuntimeError, match=r"multiple source rows matched"):
+            project.run_sql(
+                f"merge into {schema}.people t using (select 1 as id union all select 1) s "
+                "on t.id = s.id when matched then update set name = 'x'"
+            )
+        with pytest.raises(DbtRuntimeError, match=r"INSERT after a leading WITH.*was not run"):
+            project.run_sql(f"with x as (select 5 as id) insert into {schema}.people (id) select id from x")
         assert DeltaTable(path).version() == before
-        assert len(rows(path)) >= 2
 
     def test_insert_overwrite_of_a_static_partition(self, project, spark):
         path = table_path(project, "by_day")

@@ -4,6 +4,12 @@ from __future__ import annotations
 
 import pytest
 
+from dbt.adapters.deltamerge.dml_parse import (
+    DeleteStatement,
+    MergeStatement,
+    TruncateStatement,
+    UpdateStatement,
+)
 from dbt.adapters.deltamerge.statement_parse import (
     InsertStatement,
     RefusedStatement,
@@ -89,10 +95,6 @@ def test_insert_header_and_the_query_as_written(sql, parts, columns, partitions,
 @pytest.mark.parametrize(
     ("sql", "parts", "statement"),
     [
-        ("update s.t set a = 1 where b = 2", ("s", "t"), "UPDATE"),
-        ("DELETE FROM t WHERE a = 1", ("t",), "DELETE"),
-        ("merge into s.t using u on t.a = u.a when matched then delete", ("s", "t"), "MERGE"),
-        ("truncate table s.t", ("s", "t"), "TRUNCATE TABLE"),
         (
             "with x as (select 1) insert into s.t select * from x",
             ("s", "t"),
@@ -101,18 +103,32 @@ def test_insert_header_and_the_query_as_written(sql, parts, columns, partitions,
         ("from x insert into s.t select a", ("s", "t"), "FROM ... INSERT"),
     ],
 )
-def test_row_changing_statements_name_their_target(sql, parts, statement):
+def test_insert_forms_not_run_name_their_target(sql, parts, statement):
     assert parse_write_statement(sql) == RefusedStatement(parts, statement)
 
 
 @pytest.mark.parametrize(
     "sql",
-    ["select 1", "create table t (a int)", "insert into", "show tables", "with x as (select 1) select 2"],
+    [
+        "select 1",
+        "create table t (a int) using parquet",
+        "insert into",
+        "show tables",
+        "with x as (select 1) select 2",
+    ],
 )
-def test_statements_that_write_no_table(sql):
+def test_statements_that_write_no_delta_table(sql):
     assert parse_write_statement(sql) is None
 
 
 def test_a_null_static_partition_is_not_guessed():
     with pytest.raises(StatementParseError, match="NULL partition value"):
         parse_write_statement("insert into t partition (p = null) select 1")
+
+
+def test_row_changing_statements_are_parsed_for_the_engine():
+    assert isinstance(parse_write_statement("update s.t set a = 1 where b = 2"), UpdateStatement)
+    assert isinstance(parse_write_statement("DELETE FROM t WHERE a = 1"), DeleteStatement)
+    assert isinstance(parse_write_statement("truncate table s.t"), TruncateStatement)
+    merge = parse_write_statement("merge into s.t using u on t.a = u.a when matched then delete")
+    assert isinstance(merge, MergeStatement) and merge.parts == ("s", "t")

@@ -36,12 +36,10 @@ class DeltaCursor(Cursor):
             with named_errors("SQL statement on a Delta table"):
                 handled = statements.run_on_delta(self.spark, sql)
             if handled is not None:
-                name, result = handled
-                rows = int(result.metrics.get("numOutputRows", 0))
-                logger.debug(f"{result.operation} of {name}: Delta version {result.version}, {rows} rows")
-                self._df = self.spark.createDataFrame(
-                    [(rows, rows)], "num_affected_rows long, num_inserted_rows long"
-                )
+                result = handled.result
+                logger.debug(f"{result.operation} of {handled.table}: Delta version {result.version}")
+                names = ", ".join(f"{k} long" for k in handled.affected)
+                self._df = self.spark.createDataFrame([tuple(handled.affected.values())], names)
                 self._rows = None
                 return
         try:

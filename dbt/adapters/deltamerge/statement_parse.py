@@ -3,8 +3,9 @@
 The cursor needs, before Spark sees a statement, to know whether it writes a table and
 which: an ``INSERT`` gives its target, column list, static partitions, ``BY NAME`` and
 ``OVERWRITE`` flags and the exact text of its query (cut from the statement by token
-offsets, so Spark runs the user's query as written); ``UPDATE``, ``DELETE``, ``MERGE`` and
-``TRUNCATE`` give their target. Anything else is not a table write.
+offsets, so Spark runs the user's query as written); ``UPDATE``, ``DELETE``, ``MERGE``,
+``TRUNCATE``, ``CREATE TABLE ... USING delta`` and ``ALTER TABLE ... ADD COLUMNS`` are parsed
+by ``dml_parse``. Anything else is not a table write.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ import sqlglot
 import sqlglot.errors
 from sqlglot import exp
 from sqlglot.tokens import Token, TokenType
+
+from dbt.adapters.deltamerge.dml_parse import DmlParseError, DmlStatement, parse_dml
 
 _SPARK = sqlglot.Dialect.get_or_raise("spark")
 _QUERY_STARTS = {TokenType.SELECT, TokenType.WITH, TokenType.VALUES, TokenType.FROM, TokenType.TABLE}
@@ -44,14 +47,7 @@ class RefusedStatement:
     statement: str
 
 
-_REFUSED: dict[type[exp.Expr], str] = {
-    exp.Update: "UPDATE",
-    exp.Delete: "DELETE",
-    exp.Merge: "MERGE",
-}
-
-
-def parse_write_statement(sql: str) -> InsertStatement | RefusedStatement | None:
+def parse_write_statement(sql: str) -> InsertStatement | RefusedStatement | DmlStatement | None:
     """The table write ``sql`` is, or None when it writes no table (or does not parse).
 
     >>> parse_write_statement("insert into s.t (a, b) values (1, 'x')")  # doctest: +NORMALIZE_WHITESPACE
@@ -60,27 +56,28 @@ def parse_write_statement(sql: str) -> InsertStatement | RefusedStatement | None
     >>> parse_write_statement("INSERT OVERWRITE TABLE t PARTITION (p='a', q) SELECT 1").static_partitions
     (('p', 'a'), ('q', None))
     >>> parse_write_statement("delete from `my s`.t where a = 1")
-    RefusedStatement(parts=('my s', 't'), statement='DELETE')
+    DeleteStatement(parts=('my s', 't'), alias=None, condition='a = 1')
     >>> parse_write_statement("select 1") is None
     True
 
     Raises:
-        StatementParseError: an INSERT whose header has a form not handled here.
+        StatementParseError: a statement writing a table in a form not handled here.
     """
     try:
         tree = sqlglot.parse_one(sql, dialect=_SPARK)
     except sqlglot.errors.SqlglotError:
-        return None  # Spark reports the syntax error itself when it runs the statement.
-    for kind, name in _REFUSED.items():
-        if isinstance(tree, kind):
-            return RefusedStatement(table_parts(tree.this), name)
+        tree = None  # Spark reports a syntax error itself when it runs the statement.
+    try:
+        dml = parse_dml(sql, tree)
+    except DmlParseError as error:
+        raise StatementParseError(str(error)) from error
+    if dml is not None or tree is None:
+        return dml
     if isinstance(tree, exp.MultitableInserts) and tree.expressions:
         first = tree.expressions[0].this
         return RefusedStatement(
             table_parts(first.this if isinstance(first, exp.Schema) else first), "FROM ... INSERT"
         )
-    if isinstance(tree, exp.TruncateTable):
-        return RefusedStatement(table_parts(tree.expressions[0]), "TRUNCATE TABLE")
     if not isinstance(tree, exp.Insert):
         return None
     target = tree.this.this if isinstance(tree.this, exp.Schema) else tree.this

@@ -81,6 +81,8 @@ class WriteRequest:
     schema: T.StructType | None = None
     # (appId, version) of the run this write belongs to: recorded as a `txn` action.
     txn: tuple[str, int] | None = None
+    # The table's description (a new or replaced table's `metaData.description`).
+    description: str | None = None
 
 
 @dataclass(frozen=True)
@@ -142,6 +144,7 @@ def _create_or_replace(df: DataFrame, request: WriteRequest, current: Snapshot |
         partition_columns=tuple(partition_columns),
         configuration=configuration,
         created_time=current.metadata.created_time if current else now_ms(),
+        description=request.description,
     )
     protocol = upgraded(
         current.protocol if current else None, table_features(configuration, required_features(schema))
@@ -160,7 +163,7 @@ def _create_or_replace(df: DataFrame, request: WriteRequest, current: Snapshot |
     operation = "CREATE OR REPLACE TABLE AS SELECT" if current else "CREATE TABLE AS SELECT"
     params: dict[str, object] = {
         "partitionBy": partition_columns,
-        "description": None,
+        "description": request.description,
         "properties": configuration,
         "isManaged": "false",
     }

@@ -12,7 +12,7 @@ satisfy the condition.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Union
 
@@ -176,7 +176,11 @@ def _like(value: Any, example: Any) -> Any:
 
 
 def target_predicate(
-    spark: SparkSession, conditions: Sequence[str], *, target_alias: str, columns: Sequence[str]
+    spark: SparkSession,
+    conditions: Sequence[str],
+    *,
+    target_alias: str | Collection[str],
+    columns: Sequence[str],
 ) -> tuple[Node, list[Any]]:
     """The conjunction of ``conditions`` as a tree over target ``columns``, and its constants.
 
@@ -194,9 +198,12 @@ def target_predicate(
 
 
 def parse_target_predicate(
-    conditions: Sequence[str], *, target_alias: str, columns: Sequence[str]
+    conditions: Sequence[str], *, target_alias: str | Collection[str], columns: Sequence[str]
 ) -> tuple[Node, list[str]]:
     """The conjunction of ``conditions`` as a tree, and the Spark SQL of each constant it refers to.
+
+    ``target_alias`` is the qualifier of target columns, or several (``""`` accepts bare
+    column names, as in an UPDATE's or DELETE's WHERE).
 
     Parsed with sqlglot's Spark dialect; a condition it cannot parse is unknown (it fails
     later, in the merge, with Spark's own message).
@@ -209,6 +216,9 @@ def parse_target_predicate(
     ["CAST('2026-01-01' AS DATE)", 'CURRENT_DATE']
     """
     names = {c.lower(): c for c in columns}
+    aliases = frozenset(
+        [target_alias.lower()] if isinstance(target_alias, str) else [a.lower() for a in target_alias]
+    )
     sqls: list[str] = []
     parts: list[Node] = []
     for condition in conditions:
@@ -217,11 +227,11 @@ def parse_target_predicate(
         except sqlglot.errors.SqlglotError:
             parts.append(None)
             continue
-        parts.append(_translate(parsed, target_alias.lower(), names, sqls))
+        parts.append(_translate(parsed, aliases, names, sqls))
     return AllOf(tuple(parts)), sqls
 
 
-def _translate(expr: exp.Expr, alias: str, names: Mapping[str, str], sqls: list[str]) -> Node:
+def _translate(expr: exp.Expr, alias: frozenset[str], names: Mapping[str, str], sqls: list[str]) -> Node:
     if isinstance(expr, exp.Paren):
         return _translate(expr.this, alias, names, sqls)
     if isinstance(expr, (exp.And, exp.Or)):
@@ -262,12 +272,12 @@ def _translate(expr: exp.Expr, alias: str, names: Mapping[str, str], sqls: list[
     return None
 
 
-def _column(expr: exp.Expr, alias: str, names: Mapping[str, str]) -> str | None:
-    """The target column ``expr`` names as ``<alias>.<column>``, or None."""
+def _column(expr: exp.Expr, alias: frozenset[str], names: Mapping[str, str]) -> str | None:
+    """The target column ``expr`` names as ``<alias>.<column>`` (an alias of ``alias``), or None."""
     expr = expr.unnest()
     if not isinstance(expr, exp.Column) or expr.args.get("db") or expr.args.get("catalog"):
         return None
-    if expr.table.lower() != alias:
+    if expr.table.lower() not in alias:
         return None
     return names.get(expr.name.lower())
 

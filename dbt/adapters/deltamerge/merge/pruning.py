@@ -62,7 +62,7 @@ class FileFilter:
         return [f for f in files if id(f) in unmatched or id(f) in matchable]
 
     def _may_match(self, file: AddFile) -> bool:
-        return self.ranges is None or may_match(file, self.ranges, _partition_types(self.snapshot))
+        return self.ranges is None or may_match(file, self.ranges, partition_types(self.snapshot))
 
     def _satisfying(self, files: list[AddFile], conditions: list[str]) -> list[AddFile]:
         if not (conditions and files):
@@ -71,7 +71,7 @@ class FileFilter:
         node, constants = target_predicate(
             self.spark, conditions, target_alias=self.spec.target_alias, columns=columns
         )
-        kinds = _partition_types(self.snapshot)
+        kinds = partition_types(self.snapshot)
         return [f for f in files if may_satisfy(node, f, constants, kinds)]
 
 
@@ -191,7 +191,8 @@ def _prune_by_partition_predicates(
     return [f for i, f in enumerate(files) if i in kept]
 
 
-def _partition_types(snapshot: Snapshot) -> dict[str, type]:
+def partition_types(snapshot: Snapshot) -> dict[str, type]:
+    """The Python type of each partition column's values (for comparing them with constants)."""
     kinds: dict[str, type] = {}
     for field in snapshot.schema.fields:
         if field.name in snapshot.partition_columns:
