@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from dbt.adapters.deltamerge.config_keys import misspelling_problems
 from dbt.adapters.deltamerge.delta.protocol import CDF_PROPERTY, change_data_feed_enabled
 from dbt.adapters.deltamerge.delta.write import WriteMode, WriteRequest
 from dbt.adapters.deltamerge.errors import ConfigError
@@ -72,6 +73,7 @@ class WriteSpec:
         location_root = config.get("location_root")
         if location_root is not None and not isinstance(location_root, str):
             problems.append("location_root must be a path")
+        problems.extend(misspelling_problems(config))
         if problems:
             raise ConfigError(model, problems)
         return cls(
