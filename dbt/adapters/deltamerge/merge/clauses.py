@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from dbt.adapters.deltamerge.errors import ConfigError
@@ -64,6 +64,9 @@ class MergeClause:
     condition: str | None = None
     assignments: tuple[Assignment, ...] | None = None
     exclude: tuple[str, ...] = ()
+    # The config keys the condition and the assignments came from (for error messages).
+    condition_key: str = field(default="", compare=False)
+    payload_key: str = field(default="", compare=False)
 
     @property
     def is_star(self) -> bool:
@@ -215,14 +218,21 @@ def _clause(kind: ClauseKind, where: str, entry: Any, problems: list[str]) -> Me
     if action == "delete":
         if payload in entry:
             problems.append(f"{where}: a delete takes no `{payload}`; remove it")
-        return MergeClause(kind, "delete", condition)
+        return MergeClause(kind, "delete", condition, condition_key=f"{where}.condition")
     value = entry.get(payload, "*")
     if kind == "not_matched_by_source" and value == "*":
         problems.append(
             f"{where}: an update of a NOT MATCHED BY SOURCE clause needs `set` (a map); `*` has no source row"
         )
         return None
-    return MergeClause(kind, action, condition, _assignments(value, f"{where}.{payload}", problems))  # type: ignore[arg-type]
+    return MergeClause(
+        kind,
+        action,  # type: ignore[arg-type]
+        condition,
+        _assignments(value, f"{where}.{payload}", problems),
+        condition_key=f"{where}.condition",
+        payload_key=f"{where}.{payload}",
+    )
 
 
 def _assignments(value: Any, where: str, problems: list[str]) -> tuple[Assignment, ...] | None:
@@ -258,22 +268,36 @@ def _from_shorthands(
             problems.append("give merge_update_columns or merge_exclude_columns, not both")
         condition = _optional_sql(config, "matched_condition", problems)
         assignments = tuple(Assignment(c, qualified(source, c)) for c in update_cols) or None
-        return (MergeClause("matched", "update", condition, assignments, exclude),)
+        return (
+            MergeClause(
+                "matched",
+                "update",
+                condition,
+                assignments,
+                exclude,
+                condition_key="matched_condition",
+                payload_key="merge_update_columns",
+            ),
+        )
     if kind == "not_matched":
         if _flag(config, "skip_not_matched_step", problems):
             return ()
-        return (
-            MergeClause("not_matched", "insert", _optional_sql(config, "not_matched_condition", problems)),
-        )
+        condition = _optional_sql(config, "not_matched_condition", problems)
+        return (MergeClause("not_matched", "insert", condition, condition_key="not_matched_condition"),)
     action = str(config.get("not_matched_by_source_action") or "ignore").lower()
     condition = _optional_sql(config, "not_matched_by_source_condition", problems)
     if action == "ignore":
         return ()
+    condition_key, payload_key = "not_matched_by_source_condition", "not_matched_by_source_set"
     if action == "delete":
-        return (MergeClause(kind, "delete", condition),)
+        return (MergeClause(kind, "delete", condition, condition_key=condition_key),)
     if action == "update":
-        sets = _assignments(config.get("not_matched_by_source_set"), "not_matched_by_source_set", problems)
-        return (MergeClause(kind, "update", condition, sets or ()),)
+        sets = _assignments(config.get(payload_key), payload_key, problems)
+        return (
+            MergeClause(
+                kind, "update", condition, sets or (), condition_key=condition_key, payload_key=payload_key
+            ),
+        )
     problems.append(
         f"not_matched_by_source_action must be one of ['ignore', 'delete', 'update'], got {action!r}"
     )

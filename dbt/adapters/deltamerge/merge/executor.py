@@ -42,6 +42,7 @@ from dbt.adapters.deltamerge.delta.write import (
 )
 from dbt.adapters.deltamerge.merge.changes import output_with_changes
 from dbt.adapters.deltamerge.merge.clauses import MergeSpec
+from dbt.adapters.deltamerge.merge.expressions import check_expressions
 from dbt.adapters.deltamerge.merge.joins import touched_joined_with_source, touched_with_unmatched_keys
 from dbt.adapters.deltamerge.merge.materialized import checkpoint_with_aggregates
 from dbt.adapters.deltamerge.merge.metrics import merge_metrics, merge_parameters
@@ -99,6 +100,7 @@ def merge_into(
         snapshot = with_change_data_feed(snapshot)
     leading = definition_actions(current, snapshot)
     merge = resolve(spec, target=snapshot.schema, source=source_df.schema, lenient_star=schema is not None)
+    check_expressions(spark, spec, snapshot.schema, source_df)
     if spec.is_insert_only and not snapshot.files:
         done = _insert_into_empty(spark, spec, merge, snapshot, source_df)
     else:
