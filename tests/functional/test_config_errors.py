@@ -1,0 +1,70 @@
+"""Config errors a user makes: they fail the model before anything is written, naming model and key."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from dbt.artifacts.schemas.results import RunStatus
+from dbt.tests.util import run_dbt, write_file
+from deltalake import DeltaTable
+
+from tests.functional.helpers import rows, table_path
+
+FIRST = (
+    "{{ config(materialized='incremental', incremental_strategy='delta_merge', unique_key='id') }}\n"
+    "select 1 as id, 'a' as v union all select 2 as id, 'b' as v"
+)
+# The user meant to delete the matched rows; the misspelled key would leave the default update.
+MISSPELLED = (
+    "{{ config(materialized='incremental', incremental_strategy='delta_merge', unique_key='id',\n"
+    "          when_matchd=[{'action': 'delete'}], owner='data-team') }}\n"
+    "select 1 as id, 'changed' as v"
+)
+
+
+class TestMisspelledKey:
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {"orders.sql": FIRST}
+
+    def test_a_misspelled_key_fails_the_model_and_writes_nothing(self, project):
+        run_dbt(["run"])
+        path = table_path(project, "orders")
+        write_file(MISSPELLED, os.path.join(project.project_root, "models", "orders.sql"))
+        results = run_dbt(["run"], expect_pass=False)
+        assert results[0].status == RunStatus.Error
+        message = results[0].message
+        assert "Model 'orders'" in message
+        assert "unknown config key `when_matchd`: did you mean `when_matched`?" in message
+        assert "owner" not in message  # a custom key stays allowed
+        assert DeltaTable(path).version() == 0
+        assert [(r["id"], r["v"]) for r in rows(path)] == [(1, "a"), (2, "b")]
+
+
+BAD_CONDITION = (
+    "{{ config(materialized='incremental', incremental_strategy='delta_merge', unique_key='id',\n"
+    "          when_matched=[{'action': 'delete', 'condition': \"DBT_INTERNAL_SOURCE.v = 'x'\"},\n"
+    "                        {'action': 'update', 'condition': 'DBT_INTERNAL_SOURCE.v >'}],\n"
+    "          when_not_matched=[{'action': 'insert', 'values': {'id': 'DBT_INTERNAL_SOURCE.nosuch'}}]) }}\n"
+    "select 1 as id, 'changed' as v"
+)
+
+
+class TestErrorsNameTheClause:
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {"orders.sql": FIRST}
+
+    def test_sql_spark_cannot_run_is_named_by_its_config_key(self, project):
+        run_dbt(["run"])
+        path = table_path(project, "orders")
+        write_file(BAD_CONDITION, os.path.join(project.project_root, "models", "orders.sql"))
+        results = run_dbt(["run"], expect_pass=False)
+        message = results[0].message
+        assert "Model 'orders'" in message
+        assert "`when_matched[1].condition`: Spark cannot run `DBT_INTERNAL_SOURCE.v >`" in message
+        assert "`when_not_matched[0].values.id`: Spark cannot run `DBT_INTERNAL_SOURCE.nosuch`" in message
+        assert "when_matched[0]" not in message  # the good clause is not blamed
+        assert "_source_row_present" not in message and "CASE" not in message
+        assert DeltaTable(path).version() == 0
