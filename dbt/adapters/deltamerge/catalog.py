@@ -15,6 +15,7 @@ from collections.abc import Iterable
 
 from pyspark.errors import AnalysisException
 from pyspark.sql import SparkSession
+from pyspark.sql import types as T
 
 from dbt.adapters.deltamerge.delta import storage
 from dbt.adapters.deltamerge.delta.faults import crash_point
@@ -28,6 +29,10 @@ LOCATION_PROPERTY = "deltamerge.location"
 VERSION_PROPERTY = "deltamerge.version"
 # Versions whose link folders stay, so a query planned just before a rebind still reads.
 KEEP_BINDINGS = 2
+# The embedded (Derby) metastore's column sizes: longer descriptions stay whole in the Delta
+# log and are cut in the catalog copy only.
+COLUMN_COMMENT_LIMIT = 256
+TABLE_COMMENT_LIMIT = 4000
 
 
 def table_name(schema: str, identifier: str) -> str:
@@ -92,7 +97,9 @@ def bind(spark: SparkSession, *, schema: str, identifier: str, snapshot: Snapsho
     if folder is None:
         spark.sql(f"CREATE TABLE {name} USING delta LOCATION {string_literal(snapshot.table_path)} {props}")
         return
-    columns = column_definitions(schema_from_json(snapshot.metadata.schema_string))
+    columns = column_definitions(_catalog_schema(schema_from_json(snapshot.metadata.schema_string)))
+    description = snapshot.metadata.description
+    comment = f"COMMENT {string_literal(description[:TABLE_COMMENT_LIMIT])}" if description else ""
     partitioned = (
         f"PARTITIONED BY ({', '.join(quote_identifier(c) for c in snapshot.partition_columns)})"
         if snapshot.partition_columns
@@ -100,11 +107,28 @@ def bind(spark: SparkSession, *, schema: str, identifier: str, snapshot: Snapsho
     )
     spark.sql(
         f"CREATE TABLE {name} ({columns}) USING parquet {partitioned} "
-        f"LOCATION {string_literal(folder)} {props}"
+        f"LOCATION {string_literal(folder)} {comment} {props}"
     )
     if snapshot.partition_columns:
         spark.sql(f"ALTER TABLE {name} RECOVER PARTITIONS")
     prune_bindings(snapshot.table_path, keep=KEEP_BINDINGS)
+
+
+def _catalog_schema(schema: T.StructType) -> T.StructType:
+    """``schema`` with column comments cut to what the metastore stores."""
+    return T.StructType(
+        [
+            T.StructField(
+                f.name,
+                f.dataType,
+                f.nullable,
+                {**f.metadata, "comment": f.metadata["comment"][:COLUMN_COMMENT_LIMIT]}
+                if isinstance(f.metadata.get("comment"), str)
+                else f.metadata,
+            )
+            for f in schema.fields
+        ]
+    )
 
 
 def link_version(snapshot: Snapshot) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import re
 import threading
 from dataclasses import dataclass, field
 from typing import Any, Dict, Optional
@@ -38,6 +39,7 @@ from dbt.adapters.deltamerge.materialize import (
 )
 from dbt.adapters.deltamerge.merge.clauses import MergeSpec
 from dbt.adapters.deltamerge.merge.executor import merge_into
+from dbt.adapters.deltamerge.python_models import python_model_frame
 from dbt.adapters.deltamerge.schema_change import planned_schema
 from dbt.adapters.deltamerge.sql import quote_identifier
 
@@ -84,6 +86,12 @@ class DeltaMergeAdapter(SparkAdapter):
             for r in relations
         ]
 
+    def parse_columns_from_information(self, relation: BaseRelation) -> list[Any]:
+        columns = super().parse_columns_from_information(relation)
+        stats = catalog_stats(getattr(relation, "information", None) or "")
+        # dbt docs' table statistics: the Delta log's, not the catalog copy's (which has no row count).
+        return [dataclasses.replace(c, table_stats=stats) for c in columns] if stats else columns
+
     def spark_session(self) -> SparkSession:
         """The Spark session of this thread's connection (embedded or Spark Connect)."""
         connection = self.connections.get_thread_connection()
@@ -100,8 +108,10 @@ class DeltaMergeAdapter(SparkAdapter):
         full_refresh: bool = False,
         batch_start: Any = None,
         batch_end: Any = None,
+        language: str = "sql",
     ) -> AdapterResponse:
-        """Run ``sql`` and write its rows as a new version of the model's Delta table."""
+        """Run ``sql`` (a Python model's compiled code for ``language='python'``) and write its
+        rows as a new version of the model's Delta table."""
         model = str(relation.identifier)
         spec = WriteSpec.from_config(model, config)
         # A project-wide strategy also reaches table models; only incremental ones merge.
@@ -119,7 +129,7 @@ class DeltaMergeAdapter(SparkAdapter):
                 )
             return self._write(
                 spark,
-                spark.sql(sql),
+                python_model_frame(spark, sql, model=model) if language == "python" else spark.sql(sql),
                 relation,
                 spec,
                 materialization,
@@ -184,6 +194,16 @@ class DeltaMergeAdapter(SparkAdapter):
         with named_errors(f"vacuum of {relation}"):
             return operations.vacuum_table(
                 self.spark_session(), relation, float(retain_hours), bool(dry_run), bool(enforce_retention)
+            )
+
+    @available
+    def delta_persist_docs(
+        self, relation: Any, description: Optional[str], column_comments: Dict[str, str]
+    ) -> Optional[int]:
+        """Descriptions into the Delta table's metadata (and its catalog entry); the version, if any."""
+        with named_errors(f"persist_docs of {relation}"):
+            return operations.persist_docs(
+                self.spark_session(), relation, description, dict(column_comments or {})
             )
 
     def _seed_types(self, agate_table: Any, config: Dict[str, Any]) -> list[str]:
@@ -295,6 +315,35 @@ def seed_dataframe(spark: SparkSession, agate_table: Any, types: list[str]) -> D
     return raw.select(
         *[F.expr(f"cast({quote_identifier(n)} as {t})").alias(n) for n, t in zip(names, types, strict=True)]
     )
+
+
+def catalog_stats(information: str) -> Dict[str, Any]:
+    """dbt docs' table statistics of a Delta-bound relation (from its ``show table extended`` text)."""
+    found = re.search(rf"{re.escape(catalog.LOCATION_PROPERTY)}=([^,\]]+)", information)
+    snapshot = load_snapshot(found.group(1).strip()) if found else None
+    if snapshot is None:
+        return {}
+    values = {
+        "rows": (
+            "Rows",
+            sum(f.num_records or 0 for f in snapshot.files),
+            "Rows in the current Delta version",
+        ),
+        "bytes": ("Bytes", snapshot.size_bytes, "Bytes of the live data files"),
+        "files": ("Files", len(snapshot.files), "Live data files"),
+        "version": ("Delta version", snapshot.version, "The table's current Delta version"),
+    }
+    stats: Dict[str, Any] = {}
+    for key, (label, value, description) in values.items():
+        stats.update(
+            {
+                f"stats:{key}:label": label,
+                f"stats:{key}:value": value,
+                f"stats:{key}:description": description,
+                f"stats:{key}:include": True,
+            }
+        )
+    return stats
 
 
 def _seed_text(value: Any) -> str:

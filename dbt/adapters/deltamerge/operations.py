@@ -1,4 +1,4 @@
-"""The adapter's operations besides materializing models: change feed and vacuum.
+"""The adapter's operations besides materializing models: change feed, vacuum, descriptions.
 
 Each takes the connection's Spark session and plain values, finds the Delta table of
 a catalog relation, runs the engine and returns plain values for Jinja.
@@ -12,6 +12,8 @@ from pyspark.sql import SparkSession
 
 from dbt.adapters.deltamerge import catalog
 from dbt.adapters.deltamerge.delta.changes import read_changes
+from dbt.adapters.deltamerge.delta.docs import set_descriptions
+from dbt.adapters.deltamerge.delta.snapshot import load_snapshot
 from dbt.adapters.deltamerge.delta.vacuum import vacuum
 from dbt.adapters.deltamerge.errors import ModelWriteError
 from dbt.adapters.deltamerge.sql import quote_identifier
@@ -26,6 +28,20 @@ def table_changes(spark: SparkSession, relation: Any, start: Any, end: Any = Non
     view = f"deltamerge_changes_{schema}_{identifier}_{int(start)}_{upto}"
     changes.createOrReplaceTempView(view)
     return quote_identifier(view)
+
+
+def persist_docs(
+    spark: SparkSession, relation: Any, description: str | None, column_comments: dict[str, str]
+) -> int | None:
+    """Write ``relation``'s descriptions into its Delta table's metadata; the version committed, if any."""
+    schema, identifier, table_path = _delta_table(spark, relation, "persist_docs")
+    snapshot = load_snapshot(table_path)
+    if snapshot is None:
+        raise ModelWriteError(f"persist_docs: no Delta table at {table_path}")
+    result = set_descriptions(snapshot, description=description, column_comments=column_comments)
+    if result.version is not None:
+        catalog.bind(spark, schema=schema, identifier=identifier, snapshot=result.snapshot)
+    return result.version
 
 
 def vacuum_table(

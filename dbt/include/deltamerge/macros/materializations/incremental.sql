@@ -1,6 +1,6 @@
 {#- Our own materialization: dbt-spark's rejects strategies it does not know. Strategy
     choice and config validation happen in the adapter (WriteSpec), not here. -#}
-{% materialization incremental, adapter='deltamerge', supported_languages=['sql'] %}
+{% materialization incremental, adapter='deltamerge', supported_languages=['sql', 'python'] %}
   {%- set file_format = config.get('file_format', 'delta') -%}
   {%- set existing_relation = load_cached_relation(this) -%}
   {%- set target_relation = this.incorporate(type='table', is_delta=(file_format == 'delta')) -%}
@@ -16,7 +16,8 @@
   {%- if file_format == 'delta' -%}
     {% set response = adapter.delta_materialize(
         target_relation, compiled_code, model.config, 'incremental', full_refresh,
-        batch.event_time_start if batch else none, batch.event_time_end if batch else none) %}
+        batch.event_time_start if batch else none, batch.event_time_end if batch else none,
+        language=model.language) %}
     {% do store_result('main', response=response) %}
   {%- else -%}
     {{ exceptions.raise_compiler_error(

@@ -1,5 +1,5 @@
 {#- Delta tables are written by the engine (adapter.delta_materialize); parquet stays dbt-spark's. -#}
-{% materialization table, adapter='deltamerge' %}
+{% materialization table, adapter='deltamerge', supported_languages=['sql', 'python'] %}
   {%- set file_format = config.get('file_format', 'delta') -%}
   {%- set existing_relation = load_cached_relation(this) -%}
   {%- set target_relation = this.incorporate(type='table', is_delta=(file_format == 'delta')) -%}
@@ -10,8 +10,13 @@
     {% do adapter.drop_relation(existing_relation) %}
   {%- endif -%}
   {%- if file_format == 'delta' -%}
-    {% set response = adapter.delta_materialize(target_relation, compiled_code, model.config, 'table') %}
+    {% set response = adapter.delta_materialize(
+        target_relation, compiled_code, model.config, 'table', language=model.language) %}
     {% do store_result('main', response=response) %}
+  {%- elif model.language == 'python' -%}
+    {{ exceptions.raise_compiler_error(
+        "Model '" ~ model.name ~ "': Python models are written as Delta tables by dbt-deltamerge "
+        ~ "(got file_format '" ~ file_format ~ "'); remove file_format or set it to 'delta'.") }}
   {%- else -%}
     {% call statement('main') -%}
       {{ create_table_as(False, target_relation, compiled_code) }}
