@@ -5,10 +5,14 @@ PY := $(VENV)/bin/python
 
 .PHONY: install demo test unit lint bench bench-connect clean
 
-$(VENV)/.installed: setup.py
-	$(PYTHON) -m venv $(VENV)
+# Re-installed whenever the package changes: a regular install, not `-e`, because dbt finds
+# adapter plugins only in its own package folder (`dbt --version` lists `deltamerge` then).
+PACKAGE_FILES := setup.py $(shell find dbt -type f \( -name '*.py' -o -name '*.sql' -o -name '*.yml' \))
+
+$(VENV)/.installed: $(PACKAGE_FILES)
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e ".[test]"
+	$(PY) -m pip install --quiet ".[test]"
 	touch $@
 
 install: $(VENV)/.installed

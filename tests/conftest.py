@@ -13,7 +13,9 @@ unless ``DELTAMERGE_CONNECT_ALL=1``.
 
 from __future__ import annotations
 
+import filecmp
 import os
+from pathlib import Path
 
 import pytest
 
@@ -26,6 +28,32 @@ SPARK_PARAMS = {
     "spark.driver.memory": "2g",
 }
 
+
+def _installed_matches_source() -> None:
+    """Stop at once when the installed package is not this source tree (run `make install`)."""
+    import dbt.adapters.deltamerge as package
+    import dbt.include.deltamerge as macros
+
+    root = Path(__file__).resolve().parent.parent
+    for installed, source in (
+        (Path(package.__file__).parent, root / "dbt" / "adapters" / "deltamerge"),
+        (Path(macros.__file__).parent, root / "dbt" / "include" / "deltamerge"),
+    ):
+        if installed.resolve() == source.resolve():
+            continue
+        files = [p.relative_to(source) for p in source.rglob("*") if p.suffix in (".py", ".sql", ".yml")]
+        stale = [
+            str(f)
+            for f in files
+            if not (installed / f).exists() or not filecmp.cmp(source / f, installed / f, shallow=False)
+        ]
+        if stale:
+            pytest.exit(
+                f"installed dbt-deltamerge differs from this source tree ({stale[:3]}): run `make install`"
+            )
+
+
+_installed_matches_source()
 
 ON_CONNECT = os.environ.get("DELTAMERGE_TEST_BACKEND", "session") == "connect"
 # Runtime settings a Connect client may set (the master and memory are the cluster's).
