@@ -28,7 +28,8 @@ demo: install
 test: install
 	$(PY) -m pytest
 	DELTAMERGE_TEST_BACKEND=connect DELTAMERGE_CONNECT_ALL=$(CONNECT_ALL) \
-		DELTAMERGE_DIFF_CASES=$${DELTAMERGE_DIFF_CASES:-8} $(PY) -m pytest tests/functional
+		DELTAMERGE_DIFF_CASES=$${DELTAMERGE_DIFF_CASES:-8} DELTAMERGE_DML_CASES=$${DELTAMERGE_DML_CASES:-4} \
+		$(PY) -m pytest tests/functional
 
 ## The benchmark harness (not part of the tests): writes BENCHMARKS.md and benchmarks/*. About an hour on 2 cores.
 bench: install

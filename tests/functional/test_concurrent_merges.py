@@ -113,9 +113,9 @@ def test_an_append_racing_an_insert_only_merge_both_land(table):
     assert problems(table) == []
 
 
-def test_stress_four_processes_ten_merges_each(table):
+def test_stress_four_processes_six_merges_each(table):
     rng = random.Random(7)
-    plans = [[("upsert", rng.sample(range(2100), 3), f"w{w}-{i}") for i in range(10)] for w in range(4)]
+    plans = [[("upsert", rng.sample(range(2100), 3), f"w{w}-{i}") for i in range(6)] for w in range(4)]
     results = _run(table, plans, race=False)
     committed = sorted((r for r in results if r[3] is not None), key=lambda r: r[3])
     versions = [r[3] for r in committed]
@@ -126,4 +126,4 @@ def test_stress_four_processes_ten_merges_each(table):
         expected.update(dict.fromkeys(keys, value))
     assert _values(table) == expected
     assert problems(table) == []
-    assert len(committed) >= 10, os.linesep.join(str(r) for r in results if r[3] is None)
+    assert len(committed) >= 6, os.linesep.join(str(r) for r in results if r[3] is None)

@@ -6,7 +6,7 @@ through our engine on one copy and delta-rs on the other: the rows, the deleted 
 counts and, with the change data feed on, the change rows must be equal. Conditions cover
 partition-only predicates (whole files removed without a rewrite), statistics-skippable
 ranges, nulls, ``IN`` and ``OR``. ``DELTAMERGE_DML_CASES`` sets the number of cases
-(default 24; thousands for a long run).
+(default 12; thousands for a long run).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from dbt.adapters.deltamerge.delta import dml
 from dbt.adapters.deltamerge.delta.snapshot import load_snapshot
 from dbt.adapters.deltamerge.delta.write import WriteRequest, write_dataframe
 
-CASES = int(os.environ.get("DELTAMERGE_DML_CASES", "24"))
+CASES = int(os.environ.get("DELTAMERGE_DML_CASES", "12"))
 SCHEMA = "k bigint, v bigint, s string, p string"
 
 
