@@ -92,10 +92,15 @@ def bind(spark: SparkSession, *, schema: str, identifier: str, snapshot: Snapsho
     )
     # Links first: the entry is missing only for the two statements that replace it.
     folder = None if delta_jars_available(spark) else link_version(snapshot)
+    marker = rebinding_marker(snapshot.table_path)
+    storage.make_dirs(os.path.dirname(marker))
+    storage.delete_file(marker, missing_ok=True)  # left by an interrupted bind
+    storage.write_durably(marker, f"{schema}.{identifier}".encode())
     spark.sql(f"DROP TABLE IF EXISTS {name}")
     crash_point("mid_catalog_bind")
     if folder is None:
         spark.sql(f"CREATE TABLE {name} USING delta LOCATION {string_literal(snapshot.table_path)} {props}")
+        storage.delete_file(marker, missing_ok=True)
         return
     columns = column_definitions(_catalog_schema(schema_from_json(snapshot.metadata.schema_string)))
     description = snapshot.metadata.description
@@ -111,7 +116,26 @@ def bind(spark: SparkSession, *, schema: str, identifier: str, snapshot: Snapsho
     )
     if snapshot.partition_columns:
         spark.sql(f"ALTER TABLE {name} RECOVER PARTITIONS")
+    storage.delete_file(marker, missing_ok=True)
     prune_bindings(snapshot.table_path, keep=KEEP_BINDINGS)
+
+
+def rebinding_marker(table_path: str) -> str:
+    """The file that exists while ``bind`` replaces a catalog entry (its name inside).
+
+    A process killed between dropping and re-creating the entry leaves it: the next statement
+    on that name binds the table again, where a table the user dropped stays dropped.
+    """
+    return os.path.join(table_path, BINDINGS_DIR, ".rebinding")
+
+
+def interrupted_binding(table_path: str, schema: str, identifier: str) -> bool:
+    """Whether a re-binding of ``schema.identifier`` to ``table_path`` was interrupted."""
+    try:
+        named = storage.read_bytes(rebinding_marker(table_path)).decode()
+    except storage.StorageError:
+        return False
+    return named.lower() == f"{schema}.{identifier}".lower()
 
 
 def _catalog_schema(schema: T.StructType) -> T.StructType:

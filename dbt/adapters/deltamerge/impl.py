@@ -23,7 +23,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from dbt.adapters.deltamerge import catalog, conversion, operations
+from dbt.adapters.deltamerge import catalog, conversion, operations, statements
 from dbt.adapters.deltamerge.connections import DeltaMergeConnectionManager, session_of
 from dbt.adapters.deltamerge.delta.paths import table_path_of
 from dbt.adapters.deltamerge.delta.snapshot import has_delta_log, load_snapshot
@@ -195,6 +195,20 @@ class DeltaMergeAdapter(SparkAdapter):
             return operations.vacuum_table(
                 self.spark_session(), relation, float(retain_hours), bool(dry_run), bool(enforce_retention)
             )
+
+    @available
+    def delta_recover_binding(self, relation: BaseRelation) -> bool:
+        """Bind again a Delta table whose catalog entry a killed run left dropped; True if it did."""
+        with named_errors(f"binding of {relation}"):
+            spark = self.spark_session()
+            schema, identifier = str(relation.schema), str(relation.identifier)
+            path = statements.interrupted_table(spark, schema, identifier)
+            snapshot = load_snapshot(path) if path is not None else None
+            if snapshot is None:
+                return False
+            catalog.bind(spark, schema=schema, identifier=identifier, snapshot=snapshot)
+            self.cache_added(relation.incorporate(type="table", is_delta=True))
+            return True
 
     @available
     def delta_persist_docs(

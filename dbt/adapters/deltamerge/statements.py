@@ -13,6 +13,7 @@ statement goes to Spark unchanged.
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 
@@ -21,6 +22,7 @@ from pyspark.sql import SparkSession
 from dbt.adapters.deltamerge import catalog
 from dbt.adapters.deltamerge.delta import dml
 from dbt.adapters.deltamerge.delta.errors import DeltaError
+from dbt.adapters.deltamerge.delta.paths import table_path_of
 from dbt.adapters.deltamerge.delta.snapshot import Snapshot, load_snapshot
 from dbt.adapters.deltamerge.delta.write import WriteResult
 from dbt.adapters.deltamerge.dml_parse import (
@@ -130,11 +132,28 @@ def _schema_of(spark: SparkSession, parts: tuple[str, ...]) -> str | None:
 def _bound_snapshot(spark: SparkSession, schema: str, identifier: str) -> Snapshot | None:
     bound = catalog.binding(spark, schema, identifier)
     if bound is None:
+        path = interrupted_table(spark, schema, identifier)
+        bound = (path, None) if path is not None else None
+    if bound is None:
         return None
+    # The statement's query (a snapshot's staging view, say) may read the table: it must see
+    # versions committed since the binding (a run killed after its commit, another writer).
+    catalog.refresh(spark, schema=schema, identifier=identifier, table_path=bound[0], version=bound[1])
     snapshot = load_snapshot(bound[0])
     if snapshot is None:
         raise StatementError(f"{schema}.{identifier} is bound to {bound[0]}, which has no Delta table")
     return snapshot
+
+
+def interrupted_table(spark: SparkSession, schema: str, identifier: str) -> str | None:
+    """The Delta table at the managed location of a name whose catalog entry a killed run was
+    replacing (a table the user dropped stays dropped): statements and snapshots bind it again."""
+    if spark.catalog.tableExists(catalog.table_name(schema, identifier)):
+        return None  # a table of another kind (a view, a parquet table): Spark's
+    if not spark.catalog.databaseExists(schema):
+        return None
+    path = os.path.join(table_path_of(spark.catalog.getDatabase(schema).locationUri), identifier.lower())
+    return path if catalog.interrupted_binding(path, schema, identifier) else None
 
 
 def _merge(spark: SparkSession, statement: MergeStatement, snapshot: Snapshot, name: str) -> WriteResult:

@@ -10,6 +10,9 @@
   {%- set strategy_name = config.get('strategy') -%}
   {%- set file_format = config.get('file_format') or 'delta' -%}
 
+  {#- A snapshot run killed while re-binding its table left no catalog entry: bind it again, or
+      this run would start the snapshot over. -#}
+  {% do adapter.delta_recover_binding(this.incorporate(type='table')) %}
   {% set target_relation_exists, target_relation = get_or_create_relation(
           database=none, schema=model.schema, identifier=target_table, type='table') -%}
 
