@@ -49,6 +49,7 @@ setup(
             "psutil>=5.9",
             "matplotlib>=3.8",
             "pytest>=8",
+            "pytest-xdist>=3.5,<4",
             "dbt-tests-adapter>=1.19,<2",
             "hypothesis>=6.100,<7",
             "mypy>=1.10",
