@@ -26,7 +26,8 @@ demo: install
 ## Spark Connect (a second process: pyspark cannot mix both kinds of session in one).
 ## CONNECT_ALL=1 runs every functional test on the cluster.
 test: install
-	$(PY) -m pytest
+	# Two workers, one test file each at a time (each with its own Spark session and warehouse).
+	$(PY) -m pytest -n 2 --dist loadfile
 	DELTAMERGE_TEST_BACKEND=connect DELTAMERGE_CONNECT_ALL=$(CONNECT_ALL) \
 		DELTAMERGE_DIFF_CASES=$${DELTAMERGE_DIFF_CASES:-8} DELTAMERGE_DML_CASES=$${DELTAMERGE_DML_CASES:-4} \
 		$(PY) -m pytest tests/functional
