@@ -38,6 +38,7 @@ ADAPTER_KEYS = frozenset(
         "not_matched_by_source_condition",
         "not_matched_by_source_set",
         "sequence_by",
+        "tombstone_retention_hours",
         "apply_as_deletes",
         "apply_as_truncates",
         "ignore_null_updates",

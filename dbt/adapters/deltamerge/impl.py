@@ -24,6 +24,8 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from dbt.adapters.deltamerge import catalog, conversion, operations, statements
+from dbt.adapters.deltamerge.cdc.apply import apply_changes
+from dbt.adapters.deltamerge.cdc.spec import CdcSpec
 from dbt.adapters.deltamerge.connections import DeltaMergeConnectionManager, session_of
 from dbt.adapters.deltamerge.delta.paths import table_path_of
 from dbt.adapters.deltamerge.delta.snapshot import has_delta_log, load_snapshot
@@ -116,7 +118,8 @@ class DeltaMergeAdapter(SparkAdapter):
         spec = WriteSpec.from_config(model, config)
         # A project-wide strategy also reaches table models; only incremental ones merge.
         merging = materialization == "incremental" and spec.strategy in MERGE_STRATEGIES
-        merge_spec = MergeSpec.from_config(model, config) if merging else None
+        cdc_spec = CdcSpec.from_config(model, config) if merging and CdcSpec.applies(config) else None
+        merge_spec = MergeSpec.from_config(model, config) if merging and cdc_spec is None else None
         with model_errors(model):
             spark = self.spark_session()
             schema, identifier = str(relation.schema), str(relation.identifier)
@@ -137,6 +140,7 @@ class DeltaMergeAdapter(SparkAdapter):
                 _batch(batch_start, batch_end),
                 merge_spec,
                 bound=bound,
+                cdc_spec=cdc_spec,
             )
 
     @available
@@ -239,6 +243,7 @@ class DeltaMergeAdapter(SparkAdapter):
         merge_spec: Optional[MergeSpec] = None,
         *,
         bound: Optional[str],
+        cdc_spec: Optional[CdcSpec] = None,
     ) -> AdapterResponse:
         """Write one version (or merge) and re-bind the catalog; ``bound`` is the current binding."""
         schema, identifier = str(relation.schema), str(relation.identifier)
@@ -255,6 +260,26 @@ class DeltaMergeAdapter(SparkAdapter):
         exists = bound is not None or (
             materialization == "incremental" and has_delta_log(table_path_of(path))
         )
+        if cdc_spec is not None:
+            create = plan_write(
+                spec,
+                materialization="table",
+                table_path=table_path_of(path),
+                exists=exists,
+                full_refresh=True,
+            )
+            result = apply_changes(
+                spark,
+                df,
+                dataclasses.replace(cdc_spec, change_data_feed=spec.change_data_feed),
+                table=load_snapshot(table_path_of(path)) if exists else None,
+                create=create,
+                txn=_run_txn(schema, identifier),
+                plan_schema=lambda main, snapshot, result: planned_schema(spec, main, snapshot, result),
+                full_refresh=full_refresh,
+            )
+            catalog.bind(spark, schema=schema, identifier=identifier, snapshot=result.snapshot)
+            return _response(result)
         if merge_spec is not None and is_merge(
             spec, materialization=materialization, exists=exists, full_refresh=full_refresh
         ):

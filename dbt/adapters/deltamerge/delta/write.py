@@ -45,6 +45,7 @@ from dbt.adapters.deltamerge.delta.files import (
     write_data_files,
 )
 from dbt.adapters.deltamerge.delta.paths import local_path, table_path_of
+from dbt.adapters.deltamerge.delta.pending import PendingCommit
 from dbt.adapters.deltamerge.delta.protocol import (
     TableMetadata,
     change_data_feed_enabled,
@@ -83,6 +84,8 @@ class WriteRequest:
     txn: tuple[str, int] | None = None
     # The table's description (a new or replaced table's `metaData.description`).
     description: str | None = None
+    # Metrics recorded beside Delta's (CDC apply's event counts).
+    extra_metrics: Mapping[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -93,6 +96,8 @@ class WriteResult:
     operation: str
     metrics: dict[str, int]
     snapshot: Snapshot
+    # A prepared commit not made yet (``merge_into(prepare_only=True)``).
+    pending: PendingCommit | None = None
 
 
 def write_dataframe(spark: SparkSession, df: DataFrame, request: WriteRequest) -> WriteResult:
@@ -281,7 +286,7 @@ def _commit(
     *,
     blind: bool,
 ) -> WriteResult:
-    metrics = write_metrics(written, removed)
+    metrics = {**write_metrics(written, removed), **request.extra_metrics}
     info = CommitInfo(operation, params, metrics, is_blind_append=blind, txn=request.txn)
     properties = current.metadata.configuration if current else request.properties
     return commit_files(request.table_path, current, info, leading, written, removed, properties)

@@ -90,6 +90,8 @@ class MergeSpec:
     not_matched_by_source: tuple[MergeClause, ...]
     schema_evolution: bool = False
     change_data_feed: bool = False
+    # A matched update that would store the values already stored is skipped (not counted).
+    update_only_if_changed: bool = False
 
     @property
     def is_insert_only(self) -> bool:
@@ -152,6 +154,7 @@ class MergeSpec:
             )
         schema_evolution = _flag(config, "merge_with_schema_evolution", problems)
         change_data_feed = _flag(config, "change_data_feed", problems)
+        only_if_changed = _flag(config, "update_only_if_changed", problems)
         if problems:
             raise ConfigError(model, problems)
         on = merge_condition or conjunction(
@@ -170,6 +173,7 @@ class MergeSpec:
             not_matched_by_source=clauses["not_matched_by_source"],
             schema_evolution=schema_evolution,
             change_data_feed=change_data_feed,
+            update_only_if_changed=only_if_changed,
         )
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from pyspark.sql import DataFrame, Observation, SparkSession
@@ -32,6 +33,7 @@ from dbt.adapters.deltamerge.delta.definition import (
 )
 from dbt.adapters.deltamerge.delta.files import ChangeFile, WrittenFile
 from dbt.adapters.deltamerge.delta.paths import local_path
+from dbt.adapters.deltamerge.delta.pending import PendingCommit
 from dbt.adapters.deltamerge.delta.protocol import change_data_feed_enabled, check_writable
 from dbt.adapters.deltamerge.delta.snapshot import AddFile, Snapshot
 from dbt.adapters.deltamerge.delta.write import (
@@ -79,12 +81,16 @@ def merge_into(
     *,
     schema: T.StructType | None = None,
     txn: tuple[str, int] | None = None,
+    extra_metrics: Mapping[str, int] | None = None,
+    prepare_only: bool = False,
 ) -> WriteResult:
     """Merge ``source_df`` into the table at ``snapshot`` as one MERGE commit.
 
     ``schema`` is the table schema the merge leaves (schema evolution): the new
     ``metaData`` is part of the merge's commit, and ``*`` actions then take only the
     columns the source has (an update keeps the others, an insert writes null).
+    ``extra_metrics`` join Delta's in the commit (CDC apply's event counts).
+    ``prepare_only`` writes the files but returns the commit as ``pending`` instead of making it.
     """
     started = time.monotonic()
     check_writable(
@@ -125,6 +131,7 @@ def merge_into(
         num_source_rows=done.num_source_rows,
         timings=(int((time.monotonic() - started) * 1000), done.scan_ms, done.rewrite_ms),
     )
+    metrics.update(extra_metrics or {})
     changed = (
         counts["numTargetRowsInserted"] + counts["numTargetRowsUpdated"] + counts["numTargetRowsDeleted"]
     )
@@ -135,6 +142,19 @@ def merge_into(
         # Only a merge that commits anyway gives an older table the txn retention.
         snapshot = with_transaction_retention(snapshot)
         leading = definition_actions(current, snapshot)
+    if prepare_only:
+        pending = PendingCommit.of_files(
+            table_path=snapshot.table_path,
+            read_version=snapshot.version,
+            operation="MERGE",
+            leading=leading,
+            written=written,
+            removed=touched,
+            changes=changes,
+            parameters=merge_parameters(spec),
+            metrics=metrics,
+        )
+        return WriteResult(None, "MERGE", metrics, snapshot, pending=pending)
     info = CommitInfo("MERGE", merge_parameters(spec), metrics, txn=txn)
     return commit_files(
         snapshot.table_path,

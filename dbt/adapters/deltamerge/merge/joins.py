@@ -49,10 +49,11 @@ def files_holding_matches(run: MergeRun, touched: list[AddFile]) -> list[AddFile
     """Files that hold every target row a source row matches.
 
     With a WHEN MATCHED clause phase 1 touches every file holding a matched row; without
-    one, matched rows are copied as they are, so their files need not be touched, and
-    only the data-skipped candidates bound where a source row may have its match.
+    one (or with ``update_only_if_changed``, which leaves files whose matched rows keep
+    their values), matched rows are copied as they are, so their files need not be touched,
+    and only the data-skipped candidates bound where a source row may have its match.
     """
-    return touched if run.spec.matched else run.candidates
+    return touched if run.spec.matched and not run.spec.update_only_if_changed else run.candidates
 
 
 def touched_with_unmatched_keys(run: MergeRun, touched: list[AddFile]) -> tuple[DataFrame, str]:

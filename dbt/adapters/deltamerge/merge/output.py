@@ -51,8 +51,20 @@ def action_expression(
 def _first_clause(clauses: tuple[ResolvedClause, ...], otherwise: str) -> str:
     if not clauses:
         return f"'{otherwise}'"
-    whens = [f"WHEN ({c.condition or 'true'}) THEN '{action_code(c, i)}'" for i, c in enumerate(clauses)]
+    whens = [f"WHEN ({c.condition or 'true'}) THEN {_outcome(c, i)}" for i, c in enumerate(clauses)]
     return "CASE " + " ".join(whens) + f" ELSE '{otherwise}' END"
+
+
+def _outcome(clause: ResolvedClause, index: int) -> str:
+    """The clause's code; a copy where it would store what is already stored (the clause still wins)."""
+    if clause.unchanged is None:
+        return f"'{action_code(clause, index)}'"
+    return f"CASE WHEN {clause.unchanged} THEN '{COPY}' ELSE '{action_code(clause, index)}' END"
+
+
+def matched_action_expression(merge: ResolvedMerge) -> str:
+    """The code the WHEN MATCHED clauses give a matched row (``copy`` when none changes it)."""
+    return _first_clause(merge.matched, COPY)
 
 
 def output_expressions(

@@ -15,7 +15,7 @@ from pyspark.sql import types as T
 
 from dbt.adapters.deltamerge.errors import ConfigError
 from dbt.adapters.deltamerge.merge.clauses import ClauseKind, MergeClause, MergeSpec
-from dbt.adapters.deltamerge.sql import qualified
+from dbt.adapters.deltamerge.sql import conjunction, qualified
 
 
 @dataclass(frozen=True)
@@ -26,6 +26,8 @@ class ResolvedClause:
     action: str
     condition: str | None
     outputs: tuple[tuple[str, str], ...]
+    # SQL true when the row already holds what this update assigns (``update_only_if_changed``).
+    unchanged: str | None = None
 
 
 @dataclass(frozen=True)
@@ -57,7 +59,10 @@ def resolve(
             if clause.action == "delete"
             else _outputs(spec, clause, columns, source_names, where, problems, lenient_star)
         )
-        return ResolvedClause(clause.kind, clause.action, clause.condition, outputs)
+        unchanged = None
+        if spec.update_only_if_changed and clause.kind == "matched" and clause.action == "update":
+            unchanged = unchanged_condition(spec.target_alias, outputs)
+        return ResolvedClause(clause.kind, clause.action, clause.condition, outputs, unchanged)
 
     resolved = {
         kind: tuple(one(c, f"{kind} clause {i + 1} ({c.action})") for i, c in enumerate(clauses))
@@ -81,6 +86,20 @@ def resolve(
     return ResolvedMerge(
         spec, columns, resolved["matched"], resolved["not_matched"], resolved["not_matched_by_source"]
     )
+
+
+def unchanged_condition(target_alias: str, outputs: tuple[tuple[str, str], ...]) -> str:
+    """SQL true when every assigned value equals (null-safely) the stored one.
+
+    >>> unchanged_condition("t", (("id", "`t`.`id`"), ("v", "`s`.`v`")))
+    '(`t`.`v` <=> (`s`.`v`))'
+    """
+    pairs = [
+        f"{qualified(target_alias, column)} <=> ({sql})"
+        for column, sql in outputs
+        if sql != qualified(target_alias, column)
+    ]
+    return conjunction(pairs) if pairs else "true"
 
 
 def _outputs(

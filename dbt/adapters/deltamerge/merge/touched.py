@@ -16,6 +16,7 @@ from dbt.adapters.deltamerge.delta.paths import local_path, table_path_of
 from dbt.adapters.deltamerge.delta.snapshot import AddFile
 from dbt.adapters.deltamerge.merge.broadcast import fits_in_broadcast
 from dbt.adapters.deltamerge.merge.materialized import checkpoint_with_aggregates
+from dbt.adapters.deltamerge.merge.output import COPY, matched_action_expression
 from dbt.adapters.deltamerge.merge.pruning import matches_by_key_alone, skips_by_key_range
 from dbt.adapters.deltamerge.merge.run import (
     FILE,
@@ -56,12 +57,20 @@ def _files_with_matches(run: MergeRun, target: DataFrame) -> set[str]:
     joined = aliased_source(run).join(target, F.expr(spec.on_condition), "inner")
     if spec.is_matched_only and all(c.condition for c in spec.matched):
         joined = joined.where(" OR ".join(f"({c.condition})" for c in spec.matched))
-    per_row = joined.groupBy(FILE, ROW_ID).agg(F.count(F.lit(1)).alias("n"))
-    per_file = per_row.groupBy(FILE).agg(F.max("n").alias("most")).collect()
+    # With update_only_if_changed a file whose matched rows all keep their values is not touched.
+    changes = (
+        F.max((F.expr(matched_action_expression(run.merge)) != COPY).cast("int"))
+        if spec.update_only_if_changed
+        else F.lit(1)
+    )
+    per_row = joined.groupBy(FILE, ROW_ID).agg(F.count(F.lit(1)).alias("n"), changes.alias("changes"))
+    per_file = (
+        per_row.groupBy(FILE).agg(F.max("n").alias("most"), F.max("changes").alias("changes")).collect()
+    )
     run.duplicate_matches = any(r["most"] > 1 for r in per_file)
     if run.duplicate_matches and not spec.is_only_one_unconditional_delete:
         raise MultipleMatchesError(_multiple_matches_message(run, joined))
-    return {table_path_of(r[FILE]) for r in per_file} if spec.matched else set()
+    return {table_path_of(r[FILE]) for r in per_file if r["changes"]} if spec.matched else set()
 
 
 def _may_match_twice(run: MergeRun) -> bool:

@@ -1,0 +1,213 @@
+"""CDC apply: a run's change events folded with Spark, then written by the merge engine.
+
+Parse (``CdcSpec``) -> fold (``scd1``; the state of the events' keys read with data
+skipping) -> the state's next commit prepared and recorded -> the table's own write
+(a merge with update-only-if-changed, or a CREATE on the first run and ``--full-refresh``)
+-> the state's commit. See ``state.py`` for why the record makes the pair crash-safe.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from typing import Any, Callable
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from dbt.adapters.deltamerge.cdc import state as st
+from dbt.adapters.deltamerge.cdc.events import Events, framed_events
+from dbt.adapters.deltamerge.cdc.scd1 import DROP, OP, RESET, Folded, fold
+from dbt.adapters.deltamerge.cdc.spec import CdcSpec
+from dbt.adapters.deltamerge.delta.commit import committed_version_of
+from dbt.adapters.deltamerge.delta.read import read_files
+from dbt.adapters.deltamerge.delta.snapshot import Snapshot
+from dbt.adapters.deltamerge.delta.write import WriteRequest, WriteResult, write_dataframe
+from dbt.adapters.deltamerge.merge.clauses import DEFAULT_SOURCE_ALIAS as S
+from dbt.adapters.deltamerge.merge.clauses import DEFAULT_TARGET_ALIAS as T_
+from dbt.adapters.deltamerge.merge.clauses import MergeSpec
+from dbt.adapters.deltamerge.merge.executor import merge_into
+from dbt.adapters.deltamerge.merge.pruning import files_from_profile, profile_aggregates
+from dbt.adapters.deltamerge.sql import qualified, quote_identifier
+
+# Every this-many state versions, tombstones older than the retention are dropped (a full state scan).
+PRUNE_EVERY = 10
+
+PlanSchema = Callable[[MergeSpec, Snapshot, T.StructType], "T.StructType | None"]
+
+
+def apply_changes(
+    spark: SparkSession,
+    source: DataFrame,
+    spec: CdcSpec,
+    *,
+    table: Snapshot | None,
+    create: WriteRequest,
+    txn: tuple[str, int],
+    plan_schema: PlanSchema,
+    full_refresh: bool = False,
+) -> WriteResult:
+    """Apply the events of ``source`` to the table at ``table``.
+
+    With no table, or ``full_refresh``, the table is (re)created with ``create`` from the
+    events alone, with the same semantics; otherwise the events are merged in.
+    """
+    table_path = create.table_path
+    if table is not None:
+        st.recover(table_path)
+    stored = spec.stored_columns(source.columns)
+    state = st.load_or_create(spark, st.state_path(table_path), _state_schema(spec, source))
+    fresh = table is None or full_refresh
+    skip_spec = _state_skipping_spec(spec)
+    events = framed_events(source, spec, profile_aggregates(skip_spec))
+    folded = _fold(spark, spec, events, stored, state, skip_spec, fresh=fresh)
+    record = _prepare_state(spark, spec, folded, state, txn, fresh=fresh)
+    try:
+        if fresh or table is None:
+            request = dataclasses.replace(create, txn=txn, extra_metrics=folded.counts)
+            upserts = folded.changes.where(F.col(OP) == "upsert").select(
+                *[quote_identifier(c) for c in stored]
+            )
+            result = write_dataframe(spark, upserts, request)
+        else:
+            main = _merge_spec(spec, stored, table.schema, evolve=False)
+            evolved = plan_schema(main, table, folded.changes.select(*map(quote_identifier, stored)).schema)
+            if evolved is not None:
+                main = _merge_spec(spec, stored, evolved, evolve=True)
+            result = merge_into(
+                spark, folded.changes, table, main, schema=evolved, txn=txn, extra_metrics=folded.counts
+            )
+    except BaseException:
+        if record is not None and committed_version_of(table_path, *txn) is None:
+            st.abandon(record)
+        raise
+    if record is not None:
+        st.complete(record, table_committed=result.version is not None)
+    return result
+
+
+def _fold(
+    spark: SparkSession,
+    spec: CdcSpec,
+    events: Events,
+    stored: tuple[str, ...],
+    state: Snapshot,
+    skip_spec: MergeSpec,
+    *,
+    fresh: bool,
+) -> Folded:
+    """The fold against the stored state of the events' keys (none on the first run or a full refresh)."""
+    if fresh or not state.files:
+        empty = spark.createDataFrame([], state.schema)
+        return fold(spec, events, stored, empty, watermark=None, all_state_keys=None)
+    candidates, _, _ = files_from_profile(spark, skip_spec, state, events.profile)
+    key_rows = F.col(st.ROW) == st.KEY_ROW
+    return fold(
+        spec,
+        events,
+        stored,
+        read_files(spark, state, candidates).where(key_rows),
+        watermark=st.truncate_watermark(spark, state),
+        all_state_keys=read_files(spark, state, state.files).where(key_rows),
+    )
+
+
+def _prepare_state(
+    spark: SparkSession, spec: CdcSpec, folded: Folded, state: Snapshot, txn: tuple[str, int], *, fresh: bool
+) -> st.Record | None:
+    """Write the state's next commit and its record; None when the state does not change."""
+    prune = fresh or state.version % PRUNE_EVERY == PRUNE_EVERY - 1
+    result = merge_into(
+        spark,
+        folded.state_rows,
+        state,
+        _state_merge_spec(spec, state.schema, fresh=fresh, prune=prune),
+        prepare_only=True,
+    )
+    if result.pending is None:
+        return None
+    return st.write_record(state.table_path, result.pending, txn)
+
+
+def _merge_spec(spec: CdcSpec, stored: tuple[str, ...], target: T.StructType, *, evolve: bool) -> MergeSpec:
+    """The table's merge: delete or upsert each key of the net changes, only where values change."""
+    names = {f.name.lower() for f in target.fields}
+    keys = {k.lower() for k in spec.keys}
+    columns = [c for c in stored if evolve or c.lower() in names]
+    values = [c for c in columns if c.lower() not in keys]
+    op = qualified(S, OP)
+
+    def assigned(column: str) -> str:
+        new = qualified(S, column)
+        if not spec.ignore_null_updates:
+            return new
+        return f"CASE WHEN {qualified(S, RESET)} THEN {new} ELSE coalesce({new}, {qualified(T_, column)}) END"
+
+    matched: list[dict[str, Any]] = [{"condition": f"{op} = 'delete'", "action": "delete"}]
+    if values:
+        matched.append({"action": "update", "set": {c: assigned(c) for c in values}})
+    config = {
+        "unique_key": list(spec.keys),
+        "when_matched": matched,
+        "when_not_matched": [
+            {
+                "condition": f"{op} = 'upsert'",
+                "action": "insert",
+                "values": {c: qualified(S, c) for c in columns},
+            }
+        ],
+        "update_only_if_changed": True,
+        "change_data_feed": spec.change_data_feed,
+    }
+    return MergeSpec.from_config(spec.model, config)
+
+
+def _state_merge_spec(spec: CdcSpec, schema: T.StructType, *, fresh: bool, prune: bool) -> MergeSpec:
+    """The state's merge: set each applied key's row, drop truncated keys, prune old tombstones."""
+    columns = [f.name for f in schema.fields]
+    by_source: list[dict[str, Any]] = []
+    if fresh:
+        by_source = [{"action": "delete"}]
+    elif prune:
+        horizon = int(time.time() - spec.tombstone_retention_hours * 3600)
+        old_tombstone = (
+            f"{qualified(T_, st.DELETED)} AND {qualified(T_, st.APPLIED_AT)} < timestamp_seconds({horizon})"
+        )
+        by_source = [{"condition": old_tombstone, "action": "delete"}]
+    config = {
+        "unique_key": [st.ROW, *spec.keys],
+        "when_matched": [
+            {"condition": qualified(S, DROP), "action": "delete"},
+            {"action": "update", "set": {c: qualified(S, c) for c in (st.SEQ, st.DELETED, st.APPLIED_AT)}},
+        ],
+        "when_not_matched": [
+            {
+                "condition": f"NOT {qualified(S, DROP)}",
+                "action": "insert",
+                "values": {c: qualified(S, c) for c in columns},
+            }
+        ],
+        "when_not_matched_by_source": by_source,
+    }
+    return MergeSpec.from_config(f"{spec.model} (CDC state)", config)
+
+
+def _state_skipping_spec(spec: CdcSpec) -> MergeSpec:
+    """A merge on the keys alone: its profile of the events' keys skips state files."""
+    return MergeSpec.from_config(
+        spec.model, {"unique_key": list(spec.keys), "when_not_matched": [{"action": "insert"}]}
+    )
+
+
+def _state_schema(spec: CdcSpec, source: DataFrame) -> T.StructType:
+    by_lower = {f.name.lower(): f for f in source.schema.fields}
+    keys = [by_lower[k.lower()] for k in spec.keys if k.lower() in by_lower]
+    sequence = T.StructType(
+        [
+            T.StructField(by_lower[c.lower()].name, by_lower[c.lower()].dataType)
+            for c in spec.sequence_by
+            if c.lower() in by_lower
+        ]
+    )
+    return st.state_schema(keys, sequence)

@@ -1,0 +1,98 @@
+"""A run's change events on Spark: framed, checked, de-duplicated, and set against the stored state.
+
+Every event gets its sequence as one struct (compared field by field, so a list of
+``sequence_by`` columns orders lexicographically), a delete flag and a truncate flag.
+The events are materialized once; a null sequence or two different events of one key
+with one sequence fail the run before anything is written (identical events collapse).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+from dbt.adapters.deltamerge.cdc.spec import CdcSpec
+from dbt.adapters.deltamerge.errors import ConfigError
+from dbt.adapters.deltamerge.merge.materialized import checkpoint_with_aggregates
+from dbt.adapters.deltamerge.sql import quote_identifier
+
+SEQ, IS_DELETE, IS_TRUNCATE = "__cdc_seq", "__cdc_is_delete", "__cdc_is_truncate"
+# State columns (see ``state.py``) as they appear next to an event after the join.
+STATE_SEQ, STATE_DELETED = "__cdc_state_seq", "__cdc_state_deleted"
+_EXAMPLES = 5
+
+
+@dataclass(frozen=True)
+class Events:
+    """One run's events, materialized, with what the checks found."""
+
+    frame: DataFrame
+    received: int
+    truncate_seq: Any
+    profile: dict[str, Any]
+
+
+def col(name: str) -> Column:
+    """A column by its (quoted) name."""
+    return F.col(quote_identifier(name))
+
+
+def framed_events(source: DataFrame, spec: CdcSpec, profile: list[Column]) -> Events:
+    """The source's events materialized with sequence and flags; a null sequence fails the run."""
+    seq = F.struct(*[col(c).alias(c) for c in spec.sequence_by])
+    null_seq = " OR ".join(f"{quote_identifier(c)} IS NULL" for c in spec.sequence_by)
+    framed = source.select(
+        *[col(c) for c in source.columns],
+        seq.alias(SEQ),
+        _flag(spec.apply_as_deletes).alias(IS_DELETE),
+        _flag(spec.apply_as_truncates).alias(IS_TRUNCATE),
+    )
+    frame, aggregates = checkpoint_with_aggregates(
+        framed,
+        "cdc_events",
+        [
+            F.count(F.lit(1)).alias("received"),
+            F.sum(F.expr(null_seq).cast("long")).alias("null_sequences"),
+            F.max(F.when(col(IS_TRUNCATE), col(SEQ))).alias("truncate_seq"),
+            F.sum(col(IS_TRUNCATE).cast("long")).alias("truncates"),
+            *profile,
+        ],
+    )
+    if aggregates["null_sequences"]:
+        examples = frame.where(null_seq).select(*[col(k) for k in spec.keys]).limit(_EXAMPLES).collect()
+        raise ConfigError(
+            spec.model,
+            [
+                f"{aggregates['null_sequences']} event(s) have a null sequence_by "
+                f"({', '.join(spec.sequence_by)}), e.g. keys {_keys_text(spec, examples)}; every event "
+                "needs a sequence to be applied in order. Nothing was written."
+            ],
+        )
+    distinct = frame.dropDuplicates(source.columns)
+    return Events(distinct, int(aggregates["received"]), aggregates["truncate_seq"], aggregates)
+
+
+def check_distinct_sequences(spec: CdcSpec, per_key: DataFrame) -> None:
+    """Fail naming the keys where two different events share a sequence (``n`` vs ``sequences``)."""
+    clashes = per_key.where(F.col("n") != F.col("sequences")).limit(_EXAMPLES).collect()
+    if clashes:
+        raise ConfigError(
+            spec.model,
+            [
+                "two different events of one key have the same sequence_by "
+                f"({', '.join(spec.sequence_by)}) for keys {_keys_text(spec, clashes)}: their order is "
+                "unknown. Make the sequence unique per key (add a tie-breaker column to sequence_by). "
+                "Nothing was written."
+            ],
+        )
+
+
+def _flag(condition: str | None) -> Column:
+    return F.coalesce(F.expr(condition), F.lit(False)) if condition else F.lit(False)
+
+
+def _keys_text(spec: CdcSpec, rows: list[Any]) -> str:
+    return "; ".join(", ".join(f"{k}={row[k]!r}" for k in spec.keys) for row in rows)

@@ -1,0 +1,234 @@
+"""SCD type 1: a run's events folded per key into the table's net changes and the state's new rows.
+
+One aggregation over the events (joined with the stored state of their keys) decides, per
+key, which events are late (not newer than the key's stored sequence, or older than the
+latest truncate) and the latest of the others: its row is stored (upsert) or its key deleted.
+With ``ignore_null_updates`` every column takes its latest non-null value after the key's
+last delete instead, and ``__cdc_reset`` says whether the stored row still counts (no delete
+or truncate since), so that a null keeps the stored value. A truncate newer than the last one
+deletes every stored key whose last event is older than it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from dbt.adapters.deltamerge.cdc import state as st
+from dbt.adapters.deltamerge.cdc.events import (
+    IS_DELETE,
+    IS_TRUNCATE,
+    SEQ,
+    STATE_DELETED,
+    STATE_SEQ,
+    Events,
+    check_distinct_sequences,
+    col,
+)
+from dbt.adapters.deltamerge.cdc.spec import CdcSpec
+from dbt.adapters.deltamerge.merge.materialized import checkpoint_with_aggregates
+from dbt.adapters.deltamerge.sql import quote_identifier
+
+OP, RESET, DROP = "__cdc_op", "__cdc_reset", "__cdc_drop"
+_WINNER, _LAST_DELETE, _KEY = "__cdc_winner", "__cdc_last_delete", "__cdc_key_"
+
+
+@dataclass(frozen=True)
+class Folded:
+    """A run's net changes for the table and new rows for the state, with the event counts."""
+
+    changes: DataFrame  # keys, OP ('upsert' / 'delete'), RESET, the stored columns
+    state_rows: DataFrame  # the state's columns plus DROP
+    counts: dict[str, int]
+
+
+def fold(
+    spec: CdcSpec,
+    events: Events,
+    stored: tuple[str, ...],
+    state_keys: DataFrame,
+    *,
+    watermark: Any,
+    all_state_keys: DataFrame | None,
+) -> Folded:
+    """Fold ``events`` against ``state_keys`` (the state's key rows that may hold their keys).
+
+    ``watermark`` is the stored truncate sequence; ``all_state_keys`` (every key row) is
+    needed only when this run's truncate is newer than it.
+    """
+    new_truncate = events.truncate_seq is not None and (watermark is None or events.truncate_seq > watermark)
+    cutoff = events.truncate_seq if new_truncate else watermark
+    seq_type = events.frame.schema[SEQ].dataType
+    joined = _with_state(spec, events.frame.where(~col(IS_TRUNCATE)), state_keys)
+    late = (col(STATE_SEQ).isNotNull() & (col(SEQ) <= col(STATE_SEQ))) | (
+        (col(SEQ) < _literal(cutoff, seq_type)) if cutoff is not None else F.lit(False)
+    )
+    per_key, totals = checkpoint_with_aggregates(
+        _per_key(spec, stored, joined.withColumn("__cdc_late", late)),
+        "cdc_fold",
+        [F.sum("n").alias("events"), F.sum("late").alias("late")],
+    )
+    check_distinct_sequences(spec, per_key)
+    winners = per_key.where(F.col(_WINNER).isNotNull())
+    truncated = (
+        _truncated_keys(spec, all_state_keys, winners, _literal(cutoff, seq_type))
+        if new_truncate and all_state_keys is not None
+        else None
+    )
+    changes = _changes(spec, stored, winners, truncated, new_truncate, _literal(cutoff, seq_type))
+    state_rows = _state_rows(spec, winners, truncated, cutoff if new_truncate else None, seq_type)
+    received, non_truncate = events.received, int(totals["events"] or 0)
+    duplicates = max(0, received - int(events.profile.get("truncates") or 0) - non_truncate)
+    late_count = int(totals["late"] or 0)
+    counts = {
+        "numEventsReceived": received,
+        "numEventsApplied": received - duplicates - late_count,
+        "numEventsIgnoredAsLate": late_count,
+        "numEventsDuplicate": duplicates,
+    }
+    return Folded(changes, state_rows, counts)
+
+
+def _with_state(spec: CdcSpec, events: DataFrame, state_keys: DataFrame) -> DataFrame:
+    """Each event with its key's stored sequence and tombstone flag (null when the key is new)."""
+    stored = state_keys.select(
+        *[col(k).alias(f"{_KEY}{i}") for i, k in enumerate(spec.keys)],
+        col(st.SEQ).alias(STATE_SEQ),
+        col(st.DELETED).alias(STATE_DELETED),
+    )
+    on = [col(k).eqNullSafe(F.col(f"{_KEY}{i}")) for i, k in enumerate(spec.keys)]
+    condition = on[0]
+    for part in on[1:]:
+        condition = condition & part
+    return events.join(stored, condition, "left").drop(*[f"{_KEY}{i}" for i in range(len(spec.keys))])
+
+
+def _per_key(spec: CdcSpec, stored: tuple[str, ...], joined: DataFrame) -> DataFrame:
+    """One row per key: event counts, the latest live event (or per-column latest values), state."""
+    keys = [col(k) for k in spec.keys]
+    values = [c for c in stored if c.lower() not in {k.lower() for k in spec.keys}]
+    live = ~F.col("__cdc_late")
+    aggregates: list[Column] = [
+        F.count(F.lit(1)).alias("n"),
+        F.count_distinct(col(SEQ)).alias("sequences"),
+        F.sum(F.col("__cdc_late").cast("long")).alias("late"),
+        F.max(F.when(live, F.struct(col(SEQ).alias("seq"), col(IS_DELETE).alias("del")))).alias(_WINNER),
+        F.first(col(STATE_SEQ), ignorenulls=True).alias(STATE_SEQ),
+        F.first(col(STATE_DELETED), ignorenulls=True).alias(STATE_DELETED),
+    ]
+    if spec.ignore_null_updates:
+        last_delete = F.max(F.when(live & col(IS_DELETE), col(SEQ))).over(Window.partitionBy(*keys))
+        joined = joined.withColumn(_LAST_DELETE, last_delete)
+        after = live & ~col(IS_DELETE) & (F.col(_LAST_DELETE).isNull() | (col(SEQ) > F.col(_LAST_DELETE)))
+        aggregates.append(F.max(F.col(_LAST_DELETE)).alias(_LAST_DELETE))
+        for name in values:
+            latest = F.when(
+                after & col(name).isNotNull(), F.struct(col(SEQ).alias("s"), col(name).alias("v"))
+            )
+            aggregates.append(F.max(latest).getField("v").alias(name))
+    else:
+        whole = F.struct(col(SEQ).alias("seq"), *[col(c).alias(c) for c in values])
+        aggregates.append(F.max(F.when(live, whole)).alias("__cdc_latest"))
+    per_key = joined.groupBy(*keys).agg(*aggregates)
+    if not spec.ignore_null_updates:
+        per_key = per_key.select("*", *[F.col("__cdc_latest").getField(c).alias(c) for c in values]).drop(
+            "__cdc_latest"
+        )
+    return per_key
+
+
+def _changes(
+    spec: CdcSpec,
+    stored: tuple[str, ...],
+    winners: DataFrame,
+    truncated: DataFrame | None,
+    new_truncate: bool,
+    cutoff: Column,
+) -> DataFrame:
+    """The table's net changes: one row per key to upsert or delete."""
+    op = F.when(F.col(_WINNER).getField("del"), F.lit("delete")).otherwise(F.lit("upsert"))
+    reset = F.lit(False)
+    if spec.ignore_null_updates:
+        # The stored row no longer counts after a delete in this run, or a truncate that removed it.
+        reset = F.col(_LAST_DELETE).isNotNull()
+        if new_truncate:
+            was_live = F.col(STATE_SEQ).isNotNull() & ~F.coalesce(F.col(STATE_DELETED), F.lit(False))
+            reset = reset | (was_live & (F.col(STATE_SEQ) < cutoff))
+    changes = winners.select(
+        *[col(c) for c in stored if c.lower() in {k.lower() for k in spec.keys}],
+        op.alias(OP),
+        reset.alias(RESET),
+        *[col(c) for c in stored if c.lower() not in {k.lower() for k in spec.keys}],
+    )
+    if truncated is not None:
+        missing = [
+            F.lit(None).cast(changes.schema[c].dataType).alias(c)
+            for c in changes.columns
+            if c not in (OP, RESET) and c.lower() not in {k.lower() for k in spec.keys}
+        ]
+        deletes = truncated.select(
+            *[col(k) for k in spec.keys], F.lit("delete").alias(OP), F.lit(True).alias(RESET), *missing
+        )
+        changes = changes.unionByName(deletes)
+    return changes
+
+
+def _truncated_keys(spec: CdcSpec, all_keys: DataFrame, winners: DataFrame, cutoff: Column) -> DataFrame:
+    """Stored live keys whose last event is older than the new truncate and that no event of this run sets."""
+    older = all_keys.where(~col(st.DELETED) & (col(st.SEQ) < cutoff)).select(*[col(k) for k in spec.keys])
+    touched = winners.select(*[col(k) for k in spec.keys])
+    on = [older[quote_identifier(k)].eqNullSafe(touched[quote_identifier(k)]) for k in spec.keys]
+    condition = on[0]
+    for part in on[1:]:
+        condition = condition & part
+    return older.join(touched, condition, "left_anti")
+
+
+def _state_rows(
+    spec: CdcSpec, winners: DataFrame, truncated: DataFrame | None, truncate_seq: Any, seq_type: T.DataType
+) -> DataFrame:
+    """The state's new rows: each set key's last sequence and tombstone flag; truncated keys dropped."""
+    now = F.current_timestamp()
+    rows = winners.select(
+        F.lit(st.KEY_ROW).alias(st.ROW),
+        *[col(k) for k in spec.keys],
+        F.col(_WINNER).getField("seq").alias(st.SEQ),
+        F.col(_WINNER).getField("del").alias(st.DELETED),
+        now.alias(st.APPLIED_AT),
+        F.lit(False).alias(DROP),
+    )
+    key_types = {k: rows.schema[k].dataType for k in spec.keys}
+    if truncated is not None:
+        rows = rows.unionByName(
+            truncated.select(
+                F.lit(st.KEY_ROW).alias(st.ROW),
+                *[col(k) for k in spec.keys],
+                F.lit(None).cast(seq_type).alias(st.SEQ),
+                F.lit(None).cast("boolean").alias(st.DELETED),
+                now.alias(st.APPLIED_AT),
+                F.lit(True).alias(DROP),
+            )
+        )
+    if truncate_seq is not None:
+        watermark = rows.sparkSession.range(1).select(
+            F.lit(st.TRUNCATE_ROW).alias(st.ROW),
+            *[F.lit(None).cast(t).alias(k) for k, t in key_types.items()],
+            _literal(truncate_seq, seq_type).alias(st.SEQ),
+            F.lit(False).alias(st.DELETED),
+            now.alias(st.APPLIED_AT),
+            F.lit(False).alias(DROP),
+        )
+        rows = rows.unionByName(watermark)
+    return rows
+
+
+def _literal(value: Any, data_type: T.DataType) -> Column:
+    """A sequence value (a Row of the sequence struct) as a typed struct literal."""
+    if value is None:
+        return F.lit(None).cast(data_type)
+    assert isinstance(data_type, T.StructType)
+    return F.struct(*[F.lit(value[i]).cast(f.dataType).alias(f.name) for i, f in enumerate(data_type.fields)])

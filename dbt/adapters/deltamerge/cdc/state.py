@@ -1,0 +1,149 @@
+"""CDC apply's state: a companion Delta table the table's consumers never see.
+
+It lives at ``<table>/_deltamerge_cdc`` (Delta readers, Spark and VACUUM skip folders that
+start with ``_``) and holds, per key, the sequence of the last event applied and whether
+that event deleted the key (a tombstone), plus one row with the latest truncate's sequence.
+
+The table and its state change in two commits, kept consistent by a write-ahead record:
+the state's next commit is written (files and actions) and recorded under ``_pending``
+before the table commits with the run's ``txn``; the state commits with the same ``txn``
+afterwards. A run that finds a record whose ``txn`` the table holds completes it (the
+commit is idempotent by ``txn``); a record whose table commit never happened is dropped
+once it is an hour old (its run died before committing, or is still running).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from dbt.adapters.deltamerge.delta import storage
+from dbt.adapters.deltamerge.delta.commit import CommitInfo, commit, committed_version_of
+from dbt.adapters.deltamerge.delta.conflicts import ReadSet
+from dbt.adapters.deltamerge.delta.pending import PendingCommit
+from dbt.adapters.deltamerge.delta.snapshot import Snapshot, load_snapshot
+from dbt.adapters.deltamerge.delta.write import WriteRequest, write_dataframe
+
+STATE_FOLDER = "_deltamerge_cdc"
+ROW, SEQ, DELETED, APPLIED_AT = "__cdc_row", "__cdc_seq", "__cdc_deleted", "__cdc_applied_at"
+KEY_ROW, TRUNCATE_ROW = "key", "truncate"
+_STALE_RECORD_SECONDS = 3600
+
+
+def state_path(table_path: str) -> str:
+    """Where the state of the table at ``table_path`` lives."""
+    return os.path.join(table_path, STATE_FOLDER)
+
+
+def state_schema(keys: Sequence[T.StructField], sequence: T.DataType) -> T.StructType:
+    """The state table's columns: the keys, the row kind, the sequence, the tombstone flag, when."""
+    return T.StructType(
+        [
+            T.StructField(ROW, T.StringType()),
+            *[T.StructField(k.name, k.dataType) for k in keys],
+            T.StructField(SEQ, sequence),
+            T.StructField(DELETED, T.BooleanType()),
+            T.StructField(APPLIED_AT, T.TimestampType()),
+        ]
+    )
+
+
+def load_or_create(spark: SparkSession, path: str, schema: T.StructType) -> Snapshot:
+    """The state table, created empty when missing (a commit of its own: it holds no state yet)."""
+    snapshot = load_snapshot(path)
+    if snapshot is not None:
+        return snapshot
+    empty = spark.createDataFrame([], schema)
+    return write_dataframe(spark, empty, WriteRequest(table_path=path, mode="create_or_replace")).snapshot
+
+
+def truncate_watermark(spark: SparkSession, snapshot: Snapshot) -> Any:
+    """The sequence of the latest truncate applied (None if none)."""
+    from dbt.adapters.deltamerge.delta.read import read_files
+
+    if not snapshot.files:
+        return None
+    rows = (
+        read_files(spark, snapshot, snapshot.files)
+        .where(F.col(ROW) == TRUNCATE_ROW)
+        .agg(F.max(F.col(SEQ)).alias("w"))
+        .collect()
+    )
+    return rows[0]["w"] if rows else None
+
+
+@dataclass(frozen=True)
+class Record:
+    """The write-ahead record of one run's next state commit."""
+
+    path: str
+    pending: PendingCommit
+    txn: tuple[str, int]
+
+
+def write_record(state: str, pending: PendingCommit, txn: tuple[str, int]) -> Record:
+    """Record ``pending`` (its files are written) before the table commits with ``txn``."""
+    folder = os.path.join(state, "_pending")
+    storage.make_dirs(folder)
+    app_id, version = txn
+    path = os.path.join(folder, f"{_safe(app_id)}-{version}.json")
+    body = {"app_id": app_id, "txn_version": version, "created": time.time(), "pending": pending.to_json()}
+    storage.put_if_absent(path, json.dumps(body).encode("utf-8"))
+    return Record(path, pending, txn)
+
+
+def complete(record: Record, *, table_committed: bool) -> None:
+    """Commit the recorded state change (with the run's ``txn`` if the table committed); drop the record."""
+    _commit_state(record.pending, record.txn if table_committed else None)
+    storage.delete_file(record.path, missing_ok=True)
+
+
+def abandon(record: Record | None) -> None:
+    """The table did not commit: drop the record and the state files it names."""
+    if record is None:
+        return
+    for path in record.pending.written_paths():
+        storage.delete_file(path, missing_ok=True)
+    storage.delete_file(record.path, missing_ok=True)
+
+
+def recover(table_path: str) -> int:
+    """Complete the records whose table commit happened; drop stale ones. How many were completed."""
+    folder = os.path.join(state_path(table_path), "_pending")
+    completed = 0
+    for name in sorted(storage.list_names(folder)):
+        path = os.path.join(folder, name)
+        body = json.loads(storage.read_bytes(path).decode("utf-8"))
+        txn = (str(body["app_id"]), int(body["txn_version"]))
+        pending = PendingCommit.from_json(body["pending"])
+        if committed_version_of(table_path, *txn) is not None:
+            _commit_state(pending, txn)
+            storage.delete_file(path, missing_ok=True)
+            completed += 1
+        elif time.time() - float(body["created"]) > _STALE_RECORD_SECONDS:
+            storage.delete_file(path, missing_ok=True)
+    return completed
+
+
+def _commit_state(pending: PendingCommit, txn: tuple[str, int] | None) -> None:
+    removed = frozenset(pending.removed_paths())
+    info = CommitInfo(pending.operation, pending.parameters, pending.metrics, txn=txn)
+    commit(
+        pending.table_path,
+        read_version=pending.read_version,
+        actions=pending.actions,
+        info=info,
+        read=ReadSet(files_read=removed, removed=removed),
+    )
+
+
+def _safe(text: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in text)
