@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 
-.PHONY: install demo test unit lint bench bench-connect clean
+.PHONY: install demo test unit lint bench bench-connect bench-cdc clean
 
 # Re-installed whenever the package changes: a regular install, not `-e`, because dbt finds
 # adapter plugins only in its own package folder (`dbt --version` lists `deltamerge` then).
@@ -39,6 +39,10 @@ bench: install
 ## Spark Connect vs the embedded session: cold dbt run on the warm server, 10M-row merges, a no-op merge.
 bench-connect: install
 	$(PY) -m benchmarks.connect $(BENCH_ARGS)
+
+## CDC apply against a plain merge of the same net changes (10M rows, 100k events).
+bench-cdc: install
+	$(PY) -m benchmarks.cdc $(BENCH_ARGS)
 
 unit: install
 	$(PY) -m pytest tests/unit dbt/adapters/deltamerge

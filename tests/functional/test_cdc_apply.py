@@ -6,6 +6,7 @@ reference in ``tests/cdc_reference.py``.
 
 from __future__ import annotations
 
+import itertools
 import os
 import random
 
@@ -16,7 +17,7 @@ from deltalake import DeltaTable
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.cdc_reference import Scd1, final_scd1
+from tests.cdc_reference import Scd1, Scd2, final_scd1
 from tests.functional.helpers import rows, table_path
 
 CDC = {
@@ -35,9 +36,7 @@ def events_sql(events: list[tuple]) -> str:
     if not events:
         return "select cast(1 as int) id, 'U' op, cast(0 as int) ts, cast('x' as string) v where false"
     values = ", ".join(
-        "({}, '{}', {}, {})".format(
-            "null" if i is None else i, op, ts, "null" if v is None else f"'{v}'"
-        )
+        "({}, '{}', {}, {})".format("null" if i is None else i, op, ts, "null" if v is None else f"'{v}'")
         for i, op, ts, v in events
     )
     return (
@@ -84,12 +83,20 @@ class TestScd1:
         assert DeltaTable(path).history()[0]["operationMetrics"]["numEventsReceived"] == "6"
 
         # A late update (ts 2 < 3), an older event for deleted key 2, a newer update, a new key.
-        put(project, "customers", cdc_model([(1, "U", 2, "late"), (2, "U", 1, "old"), (3, "U", 6, "c6"), (4, "U", 1, "d")]))
+        put(
+            project,
+            "customers",
+            cdc_model([(1, "U", 2, "late"), (2, "U", 1, "old"), (3, "U", 6, "c6"), (4, "U", 1, "d")]),
+        )
         results, _ = run_dbt_and_capture(["run", "--select", "customers"])
         assert table(path) == [(1, "a3"), (3, "c6"), (4, "d")]
         response = results.results[0].adapter_response
         metrics = response["operation_metrics"]
-        assert (metrics["numEventsReceived"], metrics["numEventsIgnoredAsLate"], metrics["numEventsApplied"]) == (4, 2, 2)
+        assert (
+            metrics["numEventsReceived"],
+            metrics["numEventsIgnoredAsLate"],
+            metrics["numEventsApplied"],
+        ) == (4, 2, 2)
         assert (metrics["numTargetRowsUpdated"], metrics["numTargetRowsInserted"]) == (1, 1)
         commit = newest(path)
         assert commit["operation"] == "MERGE"
@@ -101,7 +108,11 @@ class TestScd1:
         assert DeltaTable(path).version() == version
 
         # A delete, then a truncate at 10 that removes every key whose last event is older.
-        put(project, "customers", cdc_model([(4, "D", 7, None), (9, "T", 10, None), (5, "U", 11, "e"), (3, "U", 9, "too old")]))
+        put(
+            project,
+            "customers",
+            cdc_model([(4, "D", 7, None), (9, "T", 10, None), (5, "U", 11, "e"), (3, "U", 9, "too old")]),
+        )
         run_dbt(["run", "--select", "customers"])
         assert table(path) == [(5, "e")]
         put(project, "customers", cdc_model([(1, "U", 9, "before the truncate"), (1, "U", 12, "after")]))
@@ -148,8 +159,12 @@ class TestRunTimeErrors:
         put(project, "events", cdc_model([(1, "U", 2, "x"), (1, "U", 2, "y"), (2, "U", 1, "b")]))
         _, out = run_dbt_and_capture(["run", "--select", "events"], expect_pass=False)
         assert "two different events of one key have the same sequence_by (ts) for keys id=1" in out
-        put(project, "events", "{{ config(" + ", ".join(f"{k}={v!r}" for k, v in CDC.items()) + ") }}\n"
-            "select 3 as id, 'U' as op, cast(null as int) as ts, 'c' as v")
+        put(
+            project,
+            "events",
+            "{{ config(" + ", ".join(f"{k}={v!r}" for k, v in CDC.items()) + ") }}\n"
+            "select 3 as id, 'U' as op, cast(null as int) as ts, 'c' as v",
+        )
         _, out = run_dbt_and_capture(["run", "--select", "events"], expect_pass=False)
         assert "1 event(s) have a null sequence_by (ts), e.g. keys id=3" in out
         assert DeltaTable(path).version() == version
@@ -235,6 +250,12 @@ def distinct_sequences(events: list[tuple]) -> list[tuple]:
     return [(i, op, ts, None if op != "U" else v) for i, op, ts, v in kept]
 
 
+def split_runs(events: list[tuple], cuts: list[int]) -> list[list[tuple]]:
+    """``events`` cut into consecutive runs at ``cuts`` (at least one run)."""
+    bounds = sorted({0, len(events), *[min(c, len(events)) for c in cuts]})
+    return [events[a:b] for a, b in itertools.pairwise(bounds)] or [[]]
+
+
 class TestScd1Property:
     @pytest.fixture(scope="class")
     def models(self):
@@ -250,8 +271,7 @@ class TestScd1Property:
     def test_every_run_equals_the_reference(self, project, events, cuts, seed):
         events = distinct_sequences(events)
         shuffled = random.Random(seed)
-        bounds = sorted({0, len(events), *[min(c, len(events)) for c in cuts]})
-        runs = [events[a:b] for a, b in zip(bounds, bounds[1:])] or [[]]
+        runs = split_runs(events, cuts)
         reference = Scd1(("v",))
         path = table_path(project, "stream")
         for number, batch in enumerate(runs):
@@ -263,3 +283,99 @@ class TestScd1Property:
             assert rows(path, order_by="id") == reference.rows(), (runs, number)
         whole = final_scd1([{"id": i, "op": op, "seq": ts, "v": v} for i, op, ts, v in events], ("v",))
         assert rows(path, order_by="id") == whole, runs
+
+
+SCD2 = {"stored_as_scd_type": 2, "apply_as_truncates": None}
+
+
+def nulls_last(row: tuple) -> tuple:
+    return tuple((v is None, "" if v is None else v) for v in row)
+
+
+def versions(path: str) -> list[tuple]:
+    return sorted(
+        (
+            (r["id"], r["v"], r["__START_AT"], r["__END_AT"])
+            for r in DeltaTable(path).to_pyarrow_table().to_pylist()
+        ),
+        key=nulls_last,
+    )
+
+
+class TestScd2:
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {"history.sql": cdc_model([(1, "U", 1, "a"), (1, "U", 3, "b"), (2, "U", 2, "x")], **SCD2)}
+
+    def test_history(self, project):
+        path = table_path(project, "history")
+        run_dbt(["run", "--select", "history"])
+        assert versions(path) == [(1, "a", 1, 3), (1, "b", 3, None), (2, "x", 2, None)]
+        assert [f.name for f in DeltaTable(path).schema().fields] == ["id", "v", "__START_AT", "__END_AT"]
+        # A late event lands where its sequence puts it; a delete closes the current version.
+        put(project, "history", cdc_model([(1, "U", 2, "late"), (2, "D", 5, None)], **SCD2))
+        results = run_dbt(["run", "--select", "history"])
+        assert versions(path) == [(1, "a", 1, 2), (1, "b", 3, None), (1, "late", 2, 3), (2, "x", 2, 5)]
+        metrics = results.results[0].adapter_response["operation_metrics"]
+        assert (metrics["numTargetRowsInserted"], metrics["numTargetRowsUpdated"]) == (1, 2)
+        version = DeltaTable(path).version()
+        run_dbt(["run", "--select", "history"])  # the same batch again: already applied
+        assert DeltaTable(path).version() == version
+
+
+class TestScd2TrackedColumns:
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {"tiers.sql": self.model([(1, "gold", "a@x", 1)])}
+
+    @staticmethod
+    def model(events: list[tuple]) -> str:
+        select = " union all ".join(
+            f"select {i} as id, '{tier}' as tier, '{mail}' as email, {ts} as ts"
+            for i, tier, mail, ts in events
+        )
+        config = (
+            "materialized='incremental', incremental_strategy='delta_merge', unique_key='id', "
+            "sequence_by='ts', stored_as_scd_type=2, track_history_column_list=['tier'], "
+            "except_column_list=['ts']"
+        )
+        return "{{ config(" + config + ") }}\n" + select
+
+    def test_untracked_change_updates_in_place(self, project):
+        path = table_path(project, "tiers")
+        run_dbt(["run", "--select", "tiers"])
+        put(project, "tiers", self.model([(1, "gold", "b@x", 2), (1, "silver", "b@x", 3)]))
+        run_dbt(["run", "--select", "tiers"])
+        rows_ = sorted(
+            (r["tier"], r["email"], r["__START_AT"], r["__END_AT"])
+            for r in DeltaTable(path).to_pyarrow_table().to_pylist()
+        )
+        assert rows_ == [("gold", "b@x", 1, 3), ("silver", "b@x", 3, None)]
+
+
+class TestScd2Property:
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {"stream2.sql": cdc_model([], **SCD2)}
+
+    @settings(
+        max_examples=EXAMPLES,
+        deadline=None,
+        derandomize=True,
+        suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+    )
+    @given(events=EVENTS, cuts=st.lists(st.integers(0, 14), max_size=2), seed=st.integers(0, 10**6))
+    def test_every_run_equals_the_reference(self, project, events, cuts, seed):
+        events = [e for e in distinct_sequences(events) if e[1] != "T"]
+        shuffled = random.Random(seed)
+        runs = split_runs(events, cuts)
+        reference = Scd2(("v",), ("v",))
+        path = table_path(project, "stream2")
+        for number, batch in enumerate(runs):
+            batch = list(batch)
+            shuffled.shuffle(batch)
+            put(project, "stream2", cdc_model(batch, **SCD2))
+            run_dbt(["run", "--select", "stream2", *(["--full-refresh"] if number == 0 else [])])
+            reference.run([{"id": i, "op": op, "seq": ts, "v": v} for i, op, ts, v in batch])
+            expected = [(r["id"], r["v"], r["__START_AT"], r["__END_AT"]) for r in reference.rows()]
+            assert versions(path) == sorted(expected, key=nulls_last), (runs, number)

@@ -79,6 +79,25 @@ def test_example_project_across_processes(tmp_path, request):
         k: merge["operationMetrics"][k]
         for k in ("numTargetRowsInserted", "numTargetRowsUpdated", "numTargetRowsDeleted")
     } == {"numTargetRowsInserted": "2", "numTargetRowsUpdated": "1", "numTargetRowsDeleted": "1"}
+    # CDC apply: a late event and an event older than a delete are ignored (SCD 1), placed (SCD 2).
+    latest = DeltaTable(str(warehouse / "shop.db" / "customers_latest")).to_pyarrow_table().to_pylist()
+    assert sorted((r["customer_id"], r["name"], r["tier"]) for r in latest) == [
+        (1, "Ada", "silver"),
+        (2, "Grace H.", "gold"),
+        (4, "Ken", "bronze"),
+    ]
+    tiers = DeltaTable(str(warehouse / "shop.db" / "customer_tiers")).to_pyarrow_table().to_pylist()
+    assert sorted(
+        (r["customer_id"], r["name"], r["tier"], r["__START_AT"], r["__END_AT"]) for r in tiers
+    ) == [
+        (1, "Ada", "bronze", 1, 2),
+        (1, "Ada", "gold", 2, 3),
+        (1, "Ada", "silver", 3, None),
+        (2, "Grace H.", "gold", 2, None),
+        (3, "Linus", "bronze", 4, 5),
+        (3, "Linus", "silver", 5, 6),
+        (4, "Ken", "bronze", 7, None),
+    ]
     seen = json.loads(run(sys.executable, "-c", READ_CATALOG, str(warehouse), url, cwd=project))
     assert seen == delta_rows
     run(*dbt, "test", "--profiles-dir", ".", "--target", target, cwd=project)

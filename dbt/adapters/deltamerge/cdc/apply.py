@@ -17,10 +17,12 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from dbt.adapters.deltamerge.cdc import state as st
-from dbt.adapters.deltamerge.cdc.events import Events, framed_events
+from dbt.adapters.deltamerge.cdc.events import SEQ, Events, check_distinct_sequences, framed_events
 from dbt.adapters.deltamerge.cdc.scd1 import DROP, OP, RESET, Folded, fold
-from dbt.adapters.deltamerge.cdc.spec import CdcSpec
+from dbt.adapters.deltamerge.cdc.scd2 import replay
+from dbt.adapters.deltamerge.cdc.spec import END_AT, START_AT, CdcSpec
 from dbt.adapters.deltamerge.delta.commit import committed_version_of
+from dbt.adapters.deltamerge.delta.faults import crash_point
 from dbt.adapters.deltamerge.delta.read import read_files
 from dbt.adapters.deltamerge.delta.snapshot import Snapshot
 from dbt.adapters.deltamerge.delta.write import WriteRequest, WriteResult, write_dataframe
@@ -54,15 +56,20 @@ def apply_changes(
     events alone, with the same semantics; otherwise the events are merged in.
     """
     table_path = create.table_path
+    stored = spec.stored_columns(source.columns)
+    if spec.scd_type == 2:
+        return _apply_scd2(
+            spark, source, spec, stored, table=None if full_refresh else table, create=create, txn=txn
+        )
     if table is not None:
         st.recover(table_path)
-    stored = spec.stored_columns(source.columns)
     state = st.load_or_create(spark, st.state_path(table_path), _state_schema(spec, source))
     fresh = table is None or full_refresh
     skip_spec = _state_skipping_spec(spec)
     events = framed_events(source, spec, profile_aggregates(skip_spec))
     folded = _fold(spark, spec, events, stored, state, skip_spec, fresh=fresh)
     record = _prepare_state(spark, spec, folded, state, txn, fresh=fresh)
+    crash_point("cdc_state_recorded")
     try:
         if fresh or table is None:
             request = dataclasses.replace(create, txn=txn, extra_metrics=folded.counts)
@@ -82,9 +89,86 @@ def apply_changes(
         if record is not None and committed_version_of(table_path, *txn) is None:
             st.abandon(record)
         raise
+    crash_point("cdc_table_committed")
     if record is not None:
         st.complete(record, table_committed=result.version is not None)
     return result
+
+
+def _apply_scd2(
+    spark: SparkSession,
+    source: DataFrame,
+    spec: CdcSpec,
+    stored: tuple[str, ...],
+    *,
+    table: Snapshot | None,
+    create: WriteRequest,
+    txn: tuple[str, int],
+) -> WriteResult:
+    """SCD 2: replay the run's keys' history with its events, then merge (or create) the versions."""
+    skip_spec = _state_skipping_spec(spec)
+    events = framed_events(source, spec, profile_aggregates(skip_spec))
+    keys = [quote_identifier(k) for k in spec.keys]
+    check_distinct_sequences(
+        spec,
+        events.frame.groupBy(*keys).agg(
+            F.count(F.lit(1)).alias("n"), F.count_distinct(SEQ).alias("sequences")
+        ),
+    )
+    if table is None:
+        history = spark.createDataFrame([], _history_schema(spec, events.frame.schema, stored))
+    else:
+        candidates, _, _ = files_from_profile(spark, skip_spec, table, events.profile)
+        touched_keys = events.frame.select(*keys).distinct()
+        history = _semi_join(read_files(spark, table, candidates), touched_keys, spec.keys)
+    replayed = replay(spec, events.frame, stored, history, events.received)
+    columns = [*stored, START_AT, END_AT]
+    if table is None:
+        request = dataclasses.replace(create, txn=txn, extra_metrics=replayed.counts)
+        rows = replayed.changes.where(F.col(OP) == "upsert").select(*map(quote_identifier, columns))
+        return write_dataframe(spark, rows, request)
+    values = [c for c in stored if c.lower() not in {k.lower() for k in spec.keys}]
+    config = {
+        "unique_key": [*spec.keys, START_AT],
+        "when_matched": [
+            {"condition": f"{qualified(S, OP)} = 'delete'", "action": "delete"},
+            {"action": "update", "set": {c: qualified(S, c) for c in (*values, END_AT)}},
+        ],
+        "when_not_matched": [
+            {
+                "condition": f"{qualified(S, OP)} = 'upsert'",
+                "action": "insert",
+                "values": {c: qualified(S, c) for c in columns},
+            }
+        ],
+        "update_only_if_changed": True,
+        "change_data_feed": spec.change_data_feed,
+    }
+    main = MergeSpec.from_config(spec.model, config)
+    return merge_into(spark, replayed.changes, table, main, txn=txn, extra_metrics=replayed.counts)
+
+
+def _history_schema(spec: CdcSpec, events: T.StructType, stored: tuple[str, ...]) -> T.StructType:
+    seq = events[SEQ].dataType
+    assert isinstance(seq, T.StructType)
+    at = seq.fields[0].dataType if len(spec.sequence_by) == 1 else seq
+    return T.StructType(
+        [
+            *[T.StructField(events[c].name, events[c].dataType) for c in stored],
+            T.StructField(START_AT, at),
+            T.StructField(END_AT, at),
+        ]
+    )
+
+
+def _semi_join(rows: DataFrame, keys: DataFrame, names: tuple[str, ...]) -> DataFrame:
+    """``rows`` whose key (null-safely) is among ``keys``' rows."""
+    renamed = keys.select(*[F.col(quote_identifier(k)).alias(f"__cdc_k{i}") for i, k in enumerate(names)])
+    condition = None
+    for i, k in enumerate(names):
+        part = F.col(quote_identifier(k)).eqNullSafe(F.col(f"__cdc_k{i}"))
+        condition = part if condition is None else condition & part
+    return rows.join(F.broadcast(renamed), condition, "left_semi")
 
 
 def _fold(

@@ -9,13 +9,15 @@ the state's next commit is written (files and actions) and recorded under ``_pen
 before the table commits with the run's ``txn``; the state commits with the same ``txn``
 afterwards. A run that finds a record whose ``txn`` the table holds completes it (the
 commit is idempotent by ``txn``); a record whose table commit never happened is dropped
-once it is an hour old (its run died before committing, or is still running).
+once its run's process has ended (same host; its files are deleted) or, from another host, a
+day after it was written.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import socket
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -28,6 +30,7 @@ from pyspark.sql import types as T
 from dbt.adapters.deltamerge.delta import storage
 from dbt.adapters.deltamerge.delta.commit import CommitInfo, commit, committed_version_of
 from dbt.adapters.deltamerge.delta.conflicts import ReadSet
+from dbt.adapters.deltamerge.delta.errors import DeltaError
 from dbt.adapters.deltamerge.delta.pending import PendingCommit
 from dbt.adapters.deltamerge.delta.snapshot import Snapshot, load_snapshot
 from dbt.adapters.deltamerge.delta.write import WriteRequest, write_dataframe
@@ -35,7 +38,7 @@ from dbt.adapters.deltamerge.delta.write import WriteRequest, write_dataframe
 STATE_FOLDER = "_deltamerge_cdc"
 ROW, SEQ, DELETED, APPLIED_AT = "__cdc_row", "__cdc_seq", "__cdc_deleted", "__cdc_applied_at"
 KEY_ROW, TRUNCATE_ROW = "key", "truncate"
-_STALE_RECORD_SECONDS = 3600
+_STALE_RECORD_SECONDS = 24 * 3600
 
 
 def state_path(table_path: str) -> str:
@@ -95,13 +98,26 @@ def write_record(state: str, pending: PendingCommit, txn: tuple[str, int]) -> Re
     storage.make_dirs(folder)
     app_id, version = txn
     path = os.path.join(folder, f"{_safe(app_id)}-{version}.json")
-    body = {"app_id": app_id, "txn_version": version, "created": time.time(), "pending": pending.to_json()}
+    body = {
+        "app_id": app_id,
+        "txn_version": version,
+        "created": time.time(),
+        "host": socket.gethostname(),
+        "pid": os.getpid(),
+        "pending": pending.to_json(),
+    }
     storage.put_if_absent(path, json.dumps(body).encode("utf-8"))
     return Record(path, pending, txn)
 
 
 def complete(record: Record, *, table_committed: bool) -> None:
     """Commit the recorded state change (with the run's ``txn`` if the table committed); drop the record."""
+    if not storage.exists(record.path):
+        raise DeltaError(
+            f"CDC state of the table at {os.path.dirname(os.path.dirname(record.path))}: this run's state "
+            "record was dropped as stale by another run before the state could commit. Re-run the model "
+            "with --full-refresh to rebuild the table and its state from the events."
+        )
     _commit_state(record.pending, record.txn if table_committed else None)
     storage.delete_file(record.path, missing_ok=True)
 
@@ -124,13 +140,36 @@ def recover(table_path: str) -> int:
         body = json.loads(storage.read_bytes(path).decode("utf-8"))
         txn = (str(body["app_id"]), int(body["txn_version"]))
         pending = PendingCommit.from_json(body["pending"])
-        if committed_version_of(table_path, *txn) is not None:
-            _commit_state(pending, txn)
-            storage.delete_file(path, missing_ok=True)
-            completed += 1
-        elif time.time() - float(body["created"]) > _STALE_RECORD_SECONDS:
-            storage.delete_file(path, missing_ok=True)
+        if committed_version_of(table_path, *txn) is None:
+            gone = _writer_gone(body)
+            # Asked again: the writer may have committed just before it ended.
+            if gone is None or committed_version_of(table_path, *txn) is None:
+                if gone:
+                    abandon(Record(path, pending, txn))
+                elif gone is None:
+                    storage.delete_file(path, missing_ok=True)
+                continue
+        _commit_state(pending, txn)
+        storage.delete_file(path, missing_ok=True)
+        completed += 1
     return completed
+
+
+def _writer_gone(body: dict[str, Any]) -> bool | None:
+    """Whether the run that wrote a record ended: True (its process on this host is gone),
+    None (another host's record a day old: dropped, its files left for VACUUM), False (it may
+    still commit)."""
+    if body.get("host") != socket.gethostname():
+        return None if time.time() - float(body["created"]) > _STALE_RECORD_SECONDS else False
+    if body.get("pid") == os.getpid():
+        return False
+    try:
+        os.kill(int(body["pid"]), 0)
+    except ProcessLookupError:
+        return True
+    except (OSError, ValueError, KeyError):
+        return False
+    return False
 
 
 def _commit_state(pending: PendingCommit, txn: tuple[str, int] | None) -> None:

@@ -27,6 +27,11 @@ POINTS = (
     "before_catalog_bind",  # committed, the catalog still reads the old version
     "mid_catalog_bind",  # the catalog entry was dropped, not created again
 )
+# CDC apply's two-table commit (cdc/state.py), besides the points above.
+CDC_POINTS = (
+    "cdc_state_recorded",  # the state's next commit is written and recorded, the table not committed
+    "cdc_table_committed",  # the table committed with the run's txn, the state not yet
+)
 
 
 def crash_point(name: str) -> None:

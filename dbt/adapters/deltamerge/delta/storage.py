@@ -129,6 +129,11 @@ def size_and_mtime(path: str) -> tuple[int, float]:
     return info.st_size, info.st_mtime
 
 
+def exists(path: str) -> bool:
+    """Whether ``path`` (a file or folder) exists for this process."""
+    return os.path.exists(path)
+
+
 def is_dir(path: str) -> bool:
     """Whether ``path`` is a folder this process can see."""
     return os.path.isdir(path)

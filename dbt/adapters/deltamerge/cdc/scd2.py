@@ -1,0 +1,171 @@
+"""SCD type 2: the keys a run touches get their history replayed with the run's events.
+
+Per contract §6, the stored versions of the run's keys stand for events (each version for
+the upsert that opened it at ``__START_AT``; each ``__END_AT`` no version starts at for a
+delete) and are replayed, in sequence order, together with the run's events (a run's event
+at a sequence the history already has is already applied). The replay is window functions
+over the keys, no Python on executors: a delete ends a segment; within a segment an upsert
+opens a version when a tracked column differs from the previous upsert's; a version ends at
+the next version's start or the delete. The new history is then merged into the table on
+(keys, ``__START_AT``) with update-only-if-changed: versions that stay as they were are not
+rewritten, versions the replay no longer has are deleted.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from dbt.adapters.deltamerge.cdc.events import IS_DELETE, SEQ, col
+from dbt.adapters.deltamerge.cdc.scd1 import OP
+from dbt.adapters.deltamerge.cdc.spec import END_AT, START_AT, CdcSpec
+from dbt.adapters.deltamerge.merge.materialized import checkpoint_with_aggregates
+
+_SEGMENT, _NEW, _VERSION, _END = "__cdc_segment", "__cdc_new_version", "__cdc_version", "__cdc_end"
+
+
+@dataclass(frozen=True)
+class Replayed:
+    """The merge source (new history rows to upsert, old versions to delete) and the counts."""
+
+    changes: DataFrame  # keys, OP, the stored values, __START_AT, __END_AT
+    counts: dict[str, int]
+
+
+def sequence_column(spec: CdcSpec, seq: Column) -> Column:
+    """``__START_AT``'s value for a sequence struct: the column itself for one ``sequence_by``."""
+    return seq.getField(spec.sequence_by[0]) if len(spec.sequence_by) == 1 else seq
+
+
+def as_sequence(spec: CdcSpec, value: Column, seq_type: T.DataType) -> Column:
+    """The sequence struct of a ``__START_AT`` / ``__END_AT`` value."""
+    if len(spec.sequence_by) == 1:
+        assert isinstance(seq_type, T.StructType)
+        return F.struct(value.cast(seq_type.fields[0].dataType).alias(spec.sequence_by[0]))
+    return value
+
+
+def replay(
+    spec: CdcSpec, run_events: DataFrame, stored: tuple[str, ...], history: DataFrame, received: int
+) -> Replayed:
+    """The new history of the run's keys and the merge rows that turn ``history`` into it."""
+    keys = list(spec.keys)
+    values = [c for c in stored if c.lower() not in {k.lower() for k in keys}]
+    seq_type = run_events.schema[SEQ].dataType
+    past = _history_events(spec, history, values, seq_type)
+    known = past.select(*[col(k) for k in keys], col(SEQ))
+    fresh = run_events.select(*[col(k) for k in keys], *[col(c) for c in values], col(SEQ), col(IS_DELETE))
+    fresh = _join(fresh, known, [*keys, SEQ], "left_anti")
+    events, totals = checkpoint_with_aggregates(
+        fresh.withColumn("__cdc_run", F.lit(True)).unionByName(past.withColumn("__cdc_run", F.lit(False))),
+        "cdc_replay",
+        [F.sum(F.col("__cdc_run").cast("long")).alias("applied")],
+    )
+    new_history = _versions(spec, events.drop("__cdc_run"), values, seq_type)
+    old = history.select(*[col(k) for k in keys], col(START_AT))
+    gone = _join(
+        old, new_history.select(*[col(k) for k in keys], col(START_AT)), [*keys, START_AT], "left_anti"
+    )
+    deletes = gone.select(
+        *[col(k) for k in keys],
+        F.lit("delete").alias(OP),
+        *[F.lit(None).cast(new_history.schema[c].dataType).alias(c) for c in values],
+        col(START_AT),
+        F.lit(None).cast(new_history.schema[END_AT].dataType).alias(END_AT),
+    )
+    upserts = new_history.select(
+        *[col(k) for k in keys],
+        F.lit("upsert").alias(OP),
+        *[col(c) for c in values],
+        col(START_AT),
+        col(END_AT),
+    )
+    applied = int(totals["applied"] or 0)
+    counts = {
+        "numEventsReceived": received,
+        "numEventsApplied": applied,
+        "numEventsIgnoredAsLate": max(0, received - applied),
+    }
+    return Replayed(upserts.unionByName(deletes), counts)
+
+
+def _history_events(spec: CdcSpec, history: DataFrame, values: list[str], seq_type: T.DataType) -> DataFrame:
+    """Stored versions as events: an upsert at each start, a delete at each end no version starts at."""
+    keys = list(spec.keys)
+    upserts = history.select(
+        *[col(k) for k in keys],
+        *[col(c) for c in values],
+        as_sequence(spec, col(START_AT), seq_type).alias(SEQ),
+        F.lit(False).alias(IS_DELETE),
+    )
+    ends = history.where(col(END_AT).isNotNull()).select(*[col(k) for k in keys], col(END_AT).alias(_END))
+    starts = history.select(*[col(k) for k in keys], col(START_AT).alias(_END))
+    deletes = _join(ends, starts, [*keys, _END], "left_anti").select(
+        *[col(k) for k in keys],
+        *[F.lit(None).cast(history.schema[c].dataType).alias(c) for c in values],
+        as_sequence(spec, col(_END), seq_type).alias(SEQ),
+        F.lit(True).alias(IS_DELETE),
+    )
+    return upserts.unionByName(deletes)
+
+
+def _versions(spec: CdcSpec, events: DataFrame, values: list[str], seq_type: T.DataType) -> DataFrame:
+    """The versions the events replay into: keys, values, ``__START_AT``, ``__END_AT``."""
+    keys = [col(k) for k in spec.keys]
+    by_key = Window.partitionBy(*keys).orderBy(col(SEQ))
+    before = by_key.rowsBetween(Window.unboundedPreceding, -1)
+    events = events.withColumn(_SEGMENT, F.coalesce(F.sum(col(IS_DELETE).cast("int")).over(before), F.lit(0)))
+    upserts = events.where(~col(IS_DELETE))
+    in_segment = Window.partitionBy(*keys, F.col(_SEGMENT)).orderBy(col(SEQ))
+    if spec.ignore_null_updates:
+        so_far = in_segment.rowsBetween(Window.unboundedPreceding, 0)
+        upserts = upserts.select(
+            *[col(k) for k in spec.keys],
+            *[F.last(col(c), ignorenulls=True).over(so_far).alias(c) for c in values],
+            col(SEQ),
+            col(IS_DELETE),
+            F.col(_SEGMENT),
+        )
+    tracked = spec.tracked_columns(values)
+    first = F.lag(col(SEQ)).over(in_segment).isNull()
+    changed = [~col(c).eqNullSafe(F.lag(col(c)).over(in_segment)) for c in tracked]
+    opens = first
+    for change in changed:
+        opens = opens | change
+    upserts = upserts.withColumn(_NEW, opens)
+    running = by_key.rowsBetween(Window.unboundedPreceding, 0)
+    upserts = upserts.withColumn(_VERSION, F.sum(F.col(_NEW).cast("int")).over(running))
+    bounds = (
+        upserts.where(F.col(_NEW))
+        .select(*keys, col(SEQ), F.lit(False).alias(IS_DELETE))
+        .unionByName(events.where(col(IS_DELETE)).select(*keys, col(SEQ), col(IS_DELETE)))
+    )
+    bounds = bounds.withColumn(_END, F.lead(col(SEQ)).over(by_key)).where(~col(IS_DELETE))
+    latest = F.max(F.struct(col(SEQ).alias("s"), *[col(c).alias(c) for c in values])).alias("__cdc_last")
+    per_version = upserts.groupBy(*keys, F.col(_VERSION)).agg(F.min(col(SEQ)).alias("__cdc_start"), latest)
+    bounds = bounds.select(*keys, col(SEQ).alias("__cdc_start"), F.col(_END))
+    joined = _join(per_version, bounds, [*spec.keys, "__cdc_start"], "inner")
+    return joined.select(
+        *keys,
+        *[F.col("__cdc_last").getField(c).alias(c) for c in values],
+        sequence_column(spec, F.col("__cdc_start")).alias(START_AT),
+        sequence_column(spec, F.col(_END)).alias(END_AT),
+    )
+
+
+def _join(left: DataFrame, right: DataFrame, names: list[str], how: str) -> DataFrame:
+    """``left`` joined with ``right`` on null-safe equality of ``names`` (``right``'s copies dropped).
+
+    ``right``'s join columns are renamed first: both sides often derive from one frame, and
+    Spark would otherwise resolve both sides of the condition to the same column.
+    """
+    renamed = {name: f"__cdc_right_{i}" for i, name in enumerate(names)}
+    right = right.select(*[col(c).alias(renamed[c]) if c in renamed else col(c) for c in right.columns])
+    condition = col(names[0]).eqNullSafe(F.col(renamed[names[0]]))
+    for name in names[1:]:
+        condition = condition & col(name).eqNullSafe(F.col(renamed[name]))
+    joined = left.join(right, condition, how)
+    return joined if how in ("left_anti", "left_semi") else joined.drop(*renamed.values())
