@@ -237,7 +237,7 @@ EVENTS = st.lists(
     ),
     max_size=14,
 )
-EXAMPLES = int(os.environ.get("DELTAMERGE_CDC_EXAMPLES", "6"))
+EXAMPLES = int(os.environ.get("DELTAMERGE_CDC_EXAMPLES", "4"))
 
 
 def distinct_sequences(events: list[tuple]) -> list[tuple]:

@@ -10,9 +10,9 @@ the catalog. ``DELTAMERGE_KILL_ROUNDS`` repeats with more seeds (default 1).
 
 The shapes are split between the backends (``make test`` runs both), each process of the
 harness being a whole dbt run: the embedded backend, where every process starts its own JVM
-and Derby metastore, kills the change-feed shape (data, change and catalog files); the
-Connect backend, where each dbt process is a light client of the test cluster's server,
-kills the partitioned one. ``DELTAMERGE_KILL_SHAPES=all`` runs every shape (the
+and Derby metastore, kills the change-feed shape (data, change and catalog files) at four
+points; the Connect backend, where each dbt process is a light client of the test cluster's
+server, kills the partitioned one at every point. ``DELTAMERGE_KILL_SHAPES=all`` runs every shape (the
 unpartitioned one too) on either backend.
 """
 
@@ -48,6 +48,14 @@ SHAPES = {
     if os.environ.get("DELTAMERGE_KILL_SHAPES") == "all"
     or name == ("partitioned" if ON_CONNECT else "change_feed")
 }
+# Every point on the Connect backend (light dbt processes); on the embedded one, where each
+# kill is a fresh JVM, the points where the change-feed shape's files are in flight
+# (DELTAMERGE_KILL_POINTS=all: every point there too).
+KILL_POINTS = (
+    POINTS
+    if ON_CONNECT or os.environ.get("DELTAMERGE_KILL_POINTS") == "all"
+    else ("after_staging", "mid_placement", "commit_file_written", "mid_catalog_bind")
+)
 CLAUSES = {
     "when_matched": [
         {"condition": "DBT_INTERNAL_SOURCE.op = 'D'", "action": "delete"},
@@ -137,7 +145,7 @@ def test_kill_at_every_point_then_converge(tmp_path, round_, request):
         (project / "profiles.yml").write_text(PROFILE)
     expected = {}
     for shape, config in SHAPES.items():
-        for point in POINTS:
+        for point in KILL_POINTS:
             model = f"{shape}__{point}"
             first, second, one, two = _batches(zlib.crc32(f"{model}:{round_}".encode()))
             (project / "models" / f"{model}.sql").write_text(_model(first, second, config))

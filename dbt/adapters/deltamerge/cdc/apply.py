@@ -9,7 +9,6 @@ skipping) -> the state's next commit prepared and recorded -> the table's own wr
 from __future__ import annotations
 
 import dataclasses
-import time
 from typing import Any, Callable
 
 from pyspark.sql import DataFrame, SparkSession
@@ -18,7 +17,7 @@ from pyspark.sql import types as T
 
 from dbt.adapters.deltamerge.cdc import state as st
 from dbt.adapters.deltamerge.cdc.events import SEQ, Events, check_distinct_sequences, framed_events
-from dbt.adapters.deltamerge.cdc.scd1 import DROP, OP, RESET, Folded, fold
+from dbt.adapters.deltamerge.cdc.scd1 import OP, RESET, Folded, fold
 from dbt.adapters.deltamerge.cdc.scd2 import replay
 from dbt.adapters.deltamerge.cdc.spec import END_AT, START_AT, CdcSpec
 from dbt.adapters.deltamerge.delta.commit import committed_version_of
@@ -26,6 +25,7 @@ from dbt.adapters.deltamerge.delta.faults import crash_point
 from dbt.adapters.deltamerge.delta.read import read_files
 from dbt.adapters.deltamerge.delta.snapshot import Snapshot
 from dbt.adapters.deltamerge.delta.write import WriteRequest, WriteResult, write_dataframe
+from dbt.adapters.deltamerge.merge.broadcast import fits_in_broadcast
 from dbt.adapters.deltamerge.merge.clauses import DEFAULT_SOURCE_ALIAS as S
 from dbt.adapters.deltamerge.merge.clauses import DEFAULT_TARGET_ALIAS as T_
 from dbt.adapters.deltamerge.merge.clauses import MergeSpec
@@ -33,8 +33,8 @@ from dbt.adapters.deltamerge.merge.executor import merge_into
 from dbt.adapters.deltamerge.merge.pruning import files_from_profile, profile_aggregates
 from dbt.adapters.deltamerge.sql import qualified, quote_identifier
 
-# Every this-many state versions, tombstones older than the retention are dropped (a full state scan).
-PRUNE_EVERY = 10
+# A new table's files hold about this many rows each, in key order (data skipping on the keys).
+ROWS_PER_FILE = 250_000
 
 PlanSchema = Callable[[MergeSpec, Snapshot, T.StructType], "T.StructType | None"]
 
@@ -76,7 +76,7 @@ def apply_changes(
             upserts = folded.changes.where(F.col(OP) == "upsert").select(
                 *[quote_identifier(c) for c in stored]
             )
-            result = write_dataframe(spark, upserts, request)
+            result = write_dataframe(spark, _by_key(upserts, spec, request, folded.state_row_count), request)
         else:
             main = _merge_spec(spec, stored, table.schema, evolve=False)
             evolved = plan_schema(main, table, folded.changes.select(*map(quote_identifier, stored)).schema)
@@ -111,22 +111,23 @@ def _apply_scd2(
     keys = [quote_identifier(k) for k in spec.keys]
     check_distinct_sequences(
         spec,
-        events.frame.groupBy(*keys).agg(
-            F.count(F.lit(1)).alias("n"), F.count_distinct(SEQ).alias("sequences")
-        ),
+        events.distinct()
+        .groupBy(*keys)
+        .agg(F.count(F.lit(1)).alias("n"), F.count_distinct(SEQ).alias("sequences")),
     )
     if table is None:
         history = spark.createDataFrame([], _history_schema(spec, events.frame.schema, stored))
     else:
         candidates, _, _ = files_from_profile(spark, skip_spec, table, events.profile)
         touched_keys = events.frame.select(*keys).distinct()
-        history = _semi_join(read_files(spark, table, candidates), touched_keys, spec.keys)
-    replayed = replay(spec, events.frame, stored, history, events.received)
+        small = fits_in_broadcast(touched_keys.schema, events.received)
+        history = _semi_join(read_files(spark, table, candidates), touched_keys, spec.keys, broadcast=small)
+    replayed = replay(spec, events.distinct(), stored, history, events.received)
     columns = [*stored, START_AT, END_AT]
     if table is None:
         request = dataclasses.replace(create, txn=txn, extra_metrics=replayed.counts)
         rows = replayed.changes.where(F.col(OP) == "upsert").select(*map(quote_identifier, columns))
-        return write_dataframe(spark, rows, request)
+        return write_dataframe(spark, _by_key(rows, spec, request, events.received), request)
     values = [c for c in stored if c.lower() not in {k.lower() for k in spec.keys}]
     config = {
         "unique_key": [*spec.keys, START_AT],
@@ -161,14 +162,16 @@ def _history_schema(spec: CdcSpec, events: T.StructType, stored: tuple[str, ...]
     )
 
 
-def _semi_join(rows: DataFrame, keys: DataFrame, names: tuple[str, ...]) -> DataFrame:
+def _semi_join(
+    rows: DataFrame, keys: DataFrame, names: tuple[str, ...], *, broadcast: bool = True
+) -> DataFrame:
     """``rows`` whose key (null-safely) is among ``keys``' rows."""
     renamed = keys.select(*[F.col(quote_identifier(k)).alias(f"__cdc_k{i}") for i, k in enumerate(names)])
     condition = None
     for i, k in enumerate(names):
         part = F.col(quote_identifier(k)).eqNullSafe(F.col(f"__cdc_k{i}"))
         condition = part if condition is None else condition & part
-    return rows.join(F.broadcast(renamed), condition, "left_semi")
+    return rows.join(F.broadcast(renamed) if broadcast else renamed, condition, "left_semi")
 
 
 def _fold(
@@ -187,13 +190,17 @@ def _fold(
         return fold(spec, events, stored, empty, watermark=None, all_state_keys=None)
     candidates, _, _ = files_from_profile(spark, skip_spec, state, events.profile)
     key_rows = F.col(st.ROW) == st.KEY_ROW
+    # Only the events' keys: the latest row per key is then computed over few rows.
+    keys = events.frame.select(*[quote_identifier(k) for k in spec.keys]).distinct()
+    small = fits_in_broadcast(keys.schema, events.received)
+    rows = _semi_join(read_files(spark, state, candidates).where(key_rows), keys, spec.keys, broadcast=small)
     return fold(
         spec,
         events,
         stored,
-        read_files(spark, state, candidates).where(key_rows),
+        rows,
         watermark=st.truncate_watermark(spark, state),
-        all_state_keys=read_files(spark, state, state.files).where(key_rows),
+        all_state_keys=st.latest(read_files(spark, state, state.files).where(key_rows), spec.keys),
     )
 
 
@@ -201,17 +208,15 @@ def _prepare_state(
     spark: SparkSession, spec: CdcSpec, folded: Folded, state: Snapshot, txn: tuple[str, int], *, fresh: bool
 ) -> st.Record | None:
     """Write the state's next commit and its record; None when the state does not change."""
-    prune = fresh or state.version % PRUNE_EVERY == PRUNE_EVERY - 1
-    result = merge_into(
+    pending = st.prepare(
         spark,
-        folded.state_rows,
         state,
-        _state_merge_spec(spec, state.schema, fresh=fresh, prune=prune),
-        prepare_only=True,
+        folded.state_rows,
+        new_rows=folded.state_row_count,
+        replace=fresh,
+        retention_hours=spec.tombstone_retention_hours,
     )
-    if result.pending is None:
-        return None
-    return st.write_record(state.table_path, result.pending, txn)
+    return None if pending is None else st.write_record(state.table_path, pending, txn)
 
 
 def _merge_spec(spec: CdcSpec, stored: tuple[str, ...], target: T.StructType, *, evolve: bool) -> MergeSpec:
@@ -247,34 +252,15 @@ def _merge_spec(spec: CdcSpec, stored: tuple[str, ...], target: T.StructType, *,
     return MergeSpec.from_config(spec.model, config)
 
 
-def _state_merge_spec(spec: CdcSpec, schema: T.StructType, *, fresh: bool, prune: bool) -> MergeSpec:
-    """The state's merge: set each applied key's row, drop truncated keys, prune old tombstones."""
-    columns = [f.name for f in schema.fields]
-    by_source: list[dict[str, Any]] = []
-    if fresh:
-        by_source = [{"action": "delete"}]
-    elif prune:
-        horizon = int(time.time() - spec.tombstone_retention_hours * 3600)
-        old_tombstone = (
-            f"{qualified(T_, st.DELETED)} AND {qualified(T_, st.APPLIED_AT)} < timestamp_seconds({horizon})"
-        )
-        by_source = [{"condition": old_tombstone, "action": "delete"}]
-    config = {
-        "unique_key": [st.ROW, *spec.keys],
-        "when_matched": [
-            {"condition": qualified(S, DROP), "action": "delete"},
-            {"action": "update", "set": {c: qualified(S, c) for c in (st.SEQ, st.DELETED, st.APPLIED_AT)}},
-        ],
-        "when_not_matched": [
-            {
-                "condition": f"NOT {qualified(S, DROP)}",
-                "action": "insert",
-                "values": {c: qualified(S, c) for c in columns},
-            }
-        ],
-        "when_not_matched_by_source": by_source,
-    }
-    return MergeSpec.from_config(f"{spec.model} (CDC state)", config)
+def _by_key(rows: DataFrame, spec: CdcSpec, request: WriteRequest, count: int) -> DataFrame:
+    """A new table's rows in key ranges, one per file, so later runs skip files by key.
+
+    A partitioned table keeps Spark's order: ranges would scatter every task over the partitions.
+    """
+    if request.partition_by:
+        return rows
+    files = max(1, count // ROWS_PER_FILE)
+    return rows.repartitionByRange(files, *[F.col(quote_identifier(k)) for k in spec.keys])
 
 
 def _state_skipping_spec(spec: CdcSpec) -> MergeSpec:

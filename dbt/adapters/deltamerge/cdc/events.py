@@ -3,7 +3,8 @@
 Every event gets its sequence as one struct (compared field by field, so a list of
 ``sequence_by`` columns orders lexicographically), a delete flag and a truncate flag.
 The events are materialized once; a null sequence or two different events of one key
-with one sequence fail the run before anything is written (identical events collapse).
+with one sequence fail the run before anything is written (identical events collapse:
+``Events.distinct``, or a set per key in SCD 1's fold).
 """
 
 from __future__ import annotations
@@ -29,10 +30,15 @@ _EXAMPLES = 5
 class Events:
     """One run's events, materialized, with what the checks found."""
 
-    frame: DataFrame
+    frame: DataFrame  # every event as received (identical ones not folded yet)
     received: int
     truncate_seq: Any
     profile: dict[str, Any]
+    source_columns: tuple[str, ...] = ()
+
+    def distinct(self) -> DataFrame:
+        """The events with identical ones folded."""
+        return self.frame.dropDuplicates(list(self.source_columns))
 
 
 def col(name: str) -> Column:
@@ -71,8 +77,9 @@ def framed_events(source: DataFrame, spec: CdcSpec, profile: list[Column]) -> Ev
                 "needs a sequence to be applied in order. Nothing was written."
             ],
         )
-    distinct = frame.dropDuplicates(source.columns)
-    return Events(distinct, int(aggregates["received"]), aggregates["truncate_seq"], aggregates)
+    return Events(
+        frame, int(aggregates["received"]), aggregates["truncate_seq"], aggregates, tuple(source.columns)
+    )
 
 
 def check_distinct_sequences(spec: CdcSpec, per_key: DataFrame) -> None:

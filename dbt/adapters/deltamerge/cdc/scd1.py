@@ -11,6 +11,7 @@ deletes every stored key whose last event is older than it.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,7 +34,7 @@ from dbt.adapters.deltamerge.cdc.spec import CdcSpec
 from dbt.adapters.deltamerge.merge.materialized import checkpoint_with_aggregates
 from dbt.adapters.deltamerge.sql import quote_identifier
 
-OP, RESET, DROP = "__cdc_op", "__cdc_reset", "__cdc_drop"
+OP, RESET = "__cdc_op", "__cdc_reset"
 _WINNER, _LAST_DELETE, _KEY = "__cdc_winner", "__cdc_last_delete", "__cdc_key_"
 
 
@@ -42,8 +43,9 @@ class Folded:
     """A run's net changes for the table and new rows for the state, with the event counts."""
 
     changes: DataFrame  # keys, OP ('upsert' / 'delete'), RESET, the stored columns
-    state_rows: DataFrame  # the state's columns plus DROP
+    state_rows: DataFrame  # the state's columns
     counts: dict[str, int]
+    state_row_count: int
 
 
 def fold(
@@ -55,7 +57,7 @@ def fold(
     watermark: Any,
     all_state_keys: DataFrame | None,
 ) -> Folded:
-    """Fold ``events`` against ``state_keys`` (the state's key rows that may hold their keys).
+    """Fold ``events`` against ``state_keys`` (the state's key rows of the events' keys, any age).
 
     ``watermark`` is the stored truncate sequence; ``all_state_keys`` (every key row) is
     needed only when this run's truncate is newer than it.
@@ -63,16 +65,31 @@ def fold(
     new_truncate = events.truncate_seq is not None and (watermark is None or events.truncate_seq > watermark)
     cutoff = events.truncate_seq if new_truncate else watermark
     seq_type = events.frame.schema[SEQ].dataType
-    joined = _with_state(spec, events.frame.where(~col(IS_TRUNCATE)), state_keys)
-    late = (col(STATE_SEQ).isNotNull() & (col(SEQ) <= col(STATE_SEQ))) | (
-        (col(SEQ) < _literal(cutoff, seq_type)) if cutoff is not None else F.lit(False)
-    )
+    bound = _literal(cutoff, seq_type) if cutoff is not None else None
+
+    def late(seq: Column) -> Column:
+        stale = col(STATE_SEQ).isNotNull() & (seq <= col(STATE_SEQ))
+        return stale | (seq < bound) if bound is not None else stale
+
+    if spec.ignore_null_updates:
+        joined = _with_state(
+            spec, events.distinct().where(~col(IS_TRUNCATE)), st.latest(state_keys, spec.keys)
+        )
+        per_key = _per_key(spec, stored, joined.withColumn("__cdc_late", late(col(SEQ))))
+    else:
+        per_key = _per_key_by_set(spec, stored, events.frame.where(~col(IS_TRUNCATE)), state_keys, late)
     per_key, totals = checkpoint_with_aggregates(
-        _per_key(spec, stored, joined.withColumn("__cdc_late", late)),
+        per_key,
         "cdc_fold",
-        [F.sum("n").alias("events"), F.sum("late").alias("late")],
+        [
+            F.sum("n").alias("events"),
+            F.sum("late").alias("late"),
+            F.count(F.col(_WINNER)).alias("keys"),
+            F.sum((F.col("n") != F.col("sequences")).cast("long")).alias("clashes"),
+        ],
     )
-    check_distinct_sequences(spec, per_key)
+    if totals["clashes"]:
+        check_distinct_sequences(spec, per_key)
     winners = per_key.where(F.col(_WINNER).isNotNull())
     truncated = (
         _truncated_keys(spec, all_state_keys, winners, _literal(cutoff, seq_type))
@@ -80,7 +97,7 @@ def fold(
         else None
     )
     changes = _changes(spec, stored, winners, truncated, new_truncate, _literal(cutoff, seq_type))
-    state_rows = _state_rows(spec, winners, truncated, cutoff if new_truncate else None, seq_type)
+    state_rows = _state_rows(spec, winners, cutoff if new_truncate else None, seq_type)
     received, non_truncate = events.received, int(totals["events"] or 0)
     duplicates = max(0, received - int(events.profile.get("truncates") or 0) - non_truncate)
     late_count = int(totals["late"] or 0)
@@ -90,7 +107,7 @@ def fold(
         "numEventsIgnoredAsLate": late_count,
         "numEventsDuplicate": duplicates,
     }
-    return Folded(changes, state_rows, counts)
+    return Folded(changes, state_rows, counts, int(totals["keys"] or 0) + (1 if new_truncate else 0))
 
 
 def _with_state(spec: CdcSpec, events: DataFrame, state_keys: DataFrame) -> DataFrame:
@@ -107,8 +124,51 @@ def _with_state(spec: CdcSpec, events: DataFrame, state_keys: DataFrame) -> Data
     return events.join(stored, condition, "left").drop(*[f"{_KEY}{i}" for i in range(len(spec.keys))])
 
 
+def _per_key_by_set(
+    spec: CdcSpec,
+    stored: tuple[str, ...],
+    events: DataFrame,
+    state_rows: DataFrame,
+    late: Callable[[Column], Column],
+) -> DataFrame:
+    """One row per key of the events, from one aggregation over the events and the key's state rows.
+
+    A key's distinct events gather in a set (identical events fold there), its state rows
+    into their latest (highest sequence); then the counts, the late events and the latest
+    live event are read off the set.
+    """
+    keys = [col(k) for k in spec.keys]
+    values = [c for c in stored if c.lower() not in {k.lower() for k in spec.keys}]
+    event = F.struct(col(SEQ).alias("s"), col(IS_DELETE).alias("d"), *[col(c).alias(c) for c in values])
+    stored_state = F.struct(col(st.SEQ).alias("s"), col(st.DELETED).alias("d"))
+    both = events.select(*keys, event.alias("__cdc_event")).unionByName(
+        state_rows.select(*keys, stored_state.alias("__cdc_state")), allowMissingColumns=True
+    )
+    grouped = (
+        both.groupBy(*keys)
+        .agg(F.collect_set("__cdc_event").alias("__cdc_events"), F.max("__cdc_state").alias("__cdc_state"))
+        .where(F.size("__cdc_events") > 0)
+        .withColumn(STATE_SEQ, F.col("__cdc_state.s"))
+        .withColumn(STATE_DELETED, F.col("__cdc_state.d"))
+    )
+    events_ = F.col("__cdc_events")
+    winner = F.array_max(F.filter(events_, lambda e: ~late(e["s"])))
+    return grouped.select(
+        *keys,
+        F.size(events_).alias("n"),
+        F.size(F.array_distinct(F.transform(events_, lambda e: e["s"]))).alias("sequences"),
+        F.size(F.filter(events_, lambda e: late(e["s"]))).alias("late"),
+        F.when(winner.isNotNull(), F.struct(winner["s"].alias("seq"), winner["d"].alias("del"))).alias(
+            _WINNER
+        ),
+        col(STATE_SEQ),
+        col(STATE_DELETED),
+        *[winner[c].alias(c) for c in values],
+    )
+
+
 def _per_key(spec: CdcSpec, stored: tuple[str, ...], joined: DataFrame) -> DataFrame:
-    """One row per key: event counts, the latest live event (or per-column latest values), state."""
+    """One row per key (``ignore_null_updates``): event counts, per-column latest values, state."""
     keys = [col(k) for k in spec.keys]
     values = [c for c in stored if c.lower() not in {k.lower() for k in spec.keys}]
     live = ~F.col("__cdc_late")
@@ -188,10 +248,11 @@ def _truncated_keys(spec: CdcSpec, all_keys: DataFrame, winners: DataFrame, cuto
     return older.join(touched, condition, "left_anti")
 
 
-def _state_rows(
-    spec: CdcSpec, winners: DataFrame, truncated: DataFrame | None, truncate_seq: Any, seq_type: T.DataType
-) -> DataFrame:
-    """The state's new rows: each set key's last sequence and tombstone flag; truncated keys dropped."""
+def _state_rows(spec: CdcSpec, winners: DataFrame, truncate_seq: Any, seq_type: T.DataType) -> DataFrame:
+    """The state's new rows: each set key's last sequence and tombstone flag, and a new truncate's.
+
+    Keys a truncate removed need no row: the truncate's sequence makes their older events late.
+    """
     now = F.current_timestamp()
     rows = winners.select(
         F.lit(st.KEY_ROW).alias(st.ROW),
@@ -199,28 +260,14 @@ def _state_rows(
         F.col(_WINNER).getField("seq").alias(st.SEQ),
         F.col(_WINNER).getField("del").alias(st.DELETED),
         now.alias(st.APPLIED_AT),
-        F.lit(False).alias(DROP),
     )
-    key_types = {k: rows.schema[k].dataType for k in spec.keys}
-    if truncated is not None:
-        rows = rows.unionByName(
-            truncated.select(
-                F.lit(st.KEY_ROW).alias(st.ROW),
-                *[col(k) for k in spec.keys],
-                F.lit(None).cast(seq_type).alias(st.SEQ),
-                F.lit(None).cast("boolean").alias(st.DELETED),
-                now.alias(st.APPLIED_AT),
-                F.lit(True).alias(DROP),
-            )
-        )
     if truncate_seq is not None:
         watermark = rows.sparkSession.range(1).select(
             F.lit(st.TRUNCATE_ROW).alias(st.ROW),
-            *[F.lit(None).cast(t).alias(k) for k, t in key_types.items()],
+            *[F.lit(None).cast(rows.schema[k].dataType).alias(k) for k in spec.keys],
             _literal(truncate_seq, seq_type).alias(st.SEQ),
             F.lit(False).alias(st.DELETED),
             now.alias(st.APPLIED_AT),
-            F.lit(False).alias(DROP),
         )
         rows = rows.unionByName(watermark)
     return rows

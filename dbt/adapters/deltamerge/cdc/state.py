@@ -2,7 +2,9 @@
 
 It lives at ``<table>/_deltamerge_cdc`` (Delta readers, Spark and VACUUM skip folders that
 start with ``_``) and holds, per key, the sequence of the last event applied and whether
-that event deleted the key (a tombstone), plus one row with the latest truncate's sequence.
+that event deleted the key (a tombstone), plus rows with truncates' sequences. A run only
+appends a small file of its keys' new rows (a key's newest row is its state, see ``latest``),
+sorted by key so that data skipping finds a batch's keys; small files are compacted.
 
 The table and its state change in two commits, kept consistent by a write-ahead record:
 the state's next commit is written (files and actions) and recorded under ``_pending``
@@ -23,22 +25,29 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from dbt.adapters.deltamerge.delta import storage
+from dbt.adapters.deltamerge.delta.align import align_to_schema
 from dbt.adapters.deltamerge.delta.commit import CommitInfo, commit, committed_version_of
 from dbt.adapters.deltamerge.delta.conflicts import ReadSet
 from dbt.adapters.deltamerge.delta.errors import DeltaError
 from dbt.adapters.deltamerge.delta.pending import PendingCommit
-from dbt.adapters.deltamerge.delta.snapshot import Snapshot, load_snapshot
-from dbt.adapters.deltamerge.delta.write import WriteRequest, write_dataframe
+from dbt.adapters.deltamerge.delta.read import read_files
+from dbt.adapters.deltamerge.delta.snapshot import AddFile, Snapshot, load_snapshot
+from dbt.adapters.deltamerge.delta.write import WriteRequest, write_dataframe, write_files, write_metrics
+from dbt.adapters.deltamerge.sql import quote_identifier
 
 STATE_FOLDER = "_deltamerge_cdc"
 ROW, SEQ, DELETED, APPLIED_AT = "__cdc_row", "__cdc_seq", "__cdc_deleted", "__cdc_applied_at"
 KEY_ROW, TRUNCATE_ROW = "key", "truncate"
 _STALE_RECORD_SECONDS = 24 * 3600
+# State files hold about ROWS_PER_FILE rows in key order; appended files with fewer than half
+# as many are compacted once COMPACT_AT of them have gathered.
+ROWS_PER_FILE = 250_000
+COMPACT_AT = 16
 
 
 def state_path(table_path: str) -> str:
@@ -68,19 +77,94 @@ def load_or_create(spark: SparkSession, path: str, schema: T.StructType) -> Snap
     return write_dataframe(spark, empty, WriteRequest(table_path=path, mode="create_or_replace")).snapshot
 
 
-def truncate_watermark(spark: SparkSession, snapshot: Snapshot) -> Any:
-    """The sequence of the latest truncate applied (None if none)."""
-    from dbt.adapters.deltamerge.delta.read import read_files
+def latest(rows: DataFrame, keys: Sequence[str]) -> DataFrame:
+    """One row per state key: its latest (highest) sequence and that event's flag.
 
-    if not snapshot.files:
+    The state only grows by appends (a key's applied sequence only rises), so the newest row
+    of a key is the one with the highest sequence.
+    """
+    latest_row = F.max(
+        F.struct(F.col(SEQ).alias("s"), F.col(DELETED).alias("d"), F.col(APPLIED_AT).alias("a"))
+    )
+    return (
+        rows.groupBy(F.col(ROW), *[F.col(quote_identifier(k)) for k in keys])
+        .agg(latest_row.alias("__cdc_latest"))
+        .select(
+            F.col(ROW),
+            *[F.col(quote_identifier(k)) for k in keys],
+            F.col("__cdc_latest.s").alias(SEQ),
+            F.col("__cdc_latest.d").alias(DELETED),
+            F.col("__cdc_latest.a").alias(APPLIED_AT),
+        )
+    )
+
+
+def truncate_watermark(spark: SparkSession, snapshot: Snapshot) -> Any:
+    """The sequence of the latest truncate applied (None if none).
+
+    Only files whose statistics say they may hold a truncate row are read (``truncate`` sorts
+    after ``key``, so a file of key rows only has ``key`` as its maximum row kind).
+    """
+    files = [f for f in snapshot.files if _may_hold_truncate(f)]
+    if not files:
         return None
     rows = (
-        read_files(spark, snapshot, snapshot.files)
+        read_files(spark, snapshot, files)
         .where(F.col(ROW) == TRUNCATE_ROW)
         .agg(F.max(F.col(SEQ)).alias("w"))
         .collect()
     )
     return rows[0]["w"] if rows else None
+
+
+def _may_hold_truncate(file: AddFile) -> bool:
+    highest = file.max_values.get(ROW)
+    return highest is None or str(highest) >= TRUNCATE_ROW
+
+
+def prepare(
+    spark: SparkSession,
+    snapshot: Snapshot,
+    rows: DataFrame,
+    *,
+    new_rows: int,
+    replace: bool,
+    retention_hours: float,
+) -> PendingCommit | None:
+    """The state's next commit: ``rows`` appended (or, with ``replace``, instead of every file).
+
+    Appended files are small; once ``COMPACT_AT`` of them have gathered they are rewritten
+    into one, with each key's latest row, tombstones older than the retention dropped.
+    """
+    keys = [f.name for f in snapshot.schema.fields if f.name not in (ROW, SEQ, DELETED, APPLIED_AT)]
+    small = [] if replace else [f for f in snapshot.files if (f.num_records or 0) < ROWS_PER_FILE // 2]
+    removed = list(snapshot.files) if replace else (small if len(small) >= COMPACT_AT else [])
+    total = new_rows
+    if removed and not replace:
+        horizon = F.timestamp_seconds(F.lit(int(time.time() - retention_hours * 3600)))
+        rows = latest(rows.unionByName(read_files(spark, snapshot, removed)), keys).where(
+            ~(F.col(DELETED) & (F.col(APPLIED_AT) < horizon))
+        )
+        total += sum(f.num_records or 0 for f in removed)
+    if not total and not removed:
+        return None
+    rows = align_to_schema(rows, snapshot.schema, what=f"CDC state at {snapshot.table_path}")
+    ordered = rows.repartitionByRange(
+        max(1, total // ROWS_PER_FILE), F.col(ROW), *[F.col(quote_identifier(k)) for k in keys]
+    )
+    written = write_files(ordered, snapshot.table_path, [], snapshot.metadata.configuration)
+    if not written and not removed:
+        return None
+    return PendingCommit.of_files(
+        table_path=snapshot.table_path,
+        read_version=snapshot.version,
+        operation="WRITE",
+        leading=[],
+        written=written,
+        removed=removed,
+        parameters={"mode": "Overwrite" if replace else "Append"},
+        metrics=write_metrics(written, removed),
+    )
 
 
 @dataclass(frozen=True)
@@ -174,13 +258,16 @@ def _writer_gone(body: dict[str, Any]) -> bool | None:
 
 def _commit_state(pending: PendingCommit, txn: tuple[str, int] | None) -> None:
     removed = frozenset(pending.removed_paths())
-    info = CommitInfo(pending.operation, pending.parameters, pending.metrics, txn=txn)
+    # An append reads nothing it could conflict with; a compaction or replacement read what it removes.
+    info = CommitInfo(
+        pending.operation, pending.parameters, pending.metrics, is_blind_append=not removed, txn=txn
+    )
     commit(
         pending.table_path,
         read_version=pending.read_version,
         actions=pending.actions,
         info=info,
-        read=ReadSet(files_read=removed, removed=removed),
+        read=ReadSet(files_read=removed, removed=removed) if removed else None,
     )
 
 

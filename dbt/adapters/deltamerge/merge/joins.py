@@ -48,12 +48,14 @@ def touched_joined_with_source(run: MergeRun, touched: list[AddFile]) -> DataFra
 def files_holding_matches(run: MergeRun, touched: list[AddFile]) -> list[AddFile]:
     """Files that hold every target row a source row matches.
 
-    With a WHEN MATCHED clause phase 1 touches every file holding a matched row; without
-    one (or with ``update_only_if_changed``, which leaves files whose matched rows keep
-    their values), matched rows are copied as they are, so their files need not be touched,
-    and only the data-skipped candidates bound where a source row may have its match.
+    With a WHEN MATCHED clause phase 1 touches every file holding a matched row (with
+    ``update_only_if_changed`` it names them, touched or not); without one, matched rows are
+    copied as they are, so their files need not be touched, and only the data-skipped
+    candidates bound where a source row may have its match.
     """
-    return touched if run.spec.matched and not run.spec.update_only_if_changed else run.candidates
+    if run.spec.matched and run.spec.update_only_if_changed and run.matched_files is not None:
+        return touched if run.matched_files == touched else run.matched_files
+    return touched if run.spec.matched else run.candidates
 
 
 def touched_with_unmatched_keys(run: MergeRun, touched: list[AddFile]) -> tuple[DataFrame, str]:

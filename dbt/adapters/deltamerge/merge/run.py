@@ -42,6 +42,8 @@ class MergeRun:
     change_data: bool = False
     # Phase 1's target keys (ON is the unique key's) no source row matches, when small enough to broadcast.
     unmatched_keys: DataFrame | None = None
+    # With update_only_if_changed: the files holding a matched row (touched or not).
+    matched_files: list[AddFile] | None = None
 
 
 def aliased_source(run: MergeRun) -> DataFrame:

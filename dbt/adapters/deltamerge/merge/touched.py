@@ -70,6 +70,11 @@ def _files_with_matches(run: MergeRun, target: DataFrame) -> set[str]:
     run.duplicate_matches = any(r["most"] > 1 for r in per_file)
     if run.duplicate_matches and not spec.is_only_one_unconditional_delete:
         raise MultipleMatchesError(_multiple_matches_message(run, joined))
+    if spec.update_only_if_changed:
+        matched = {table_path_of(r[FILE]) for r in per_file}
+        run.matched_files = [
+            f for f in run.candidates if local_path(run.snapshot.table_path, f.path) in matched
+        ]
     return {table_path_of(r[FILE]) for r in per_file if r["changes"]} if spec.matched else set()
 
 
