@@ -131,5 +131,26 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         ]
         config.hook.pytest_deselected(items=[i for i in items if i not in keep])
         items[:] = keep
-    # Unit tests first: they fail fast and need no JVM.
-    items.sort(key=lambda item: 0 if f"{os.sep}unit{os.sep}" in str(item.fspath) else 1)
+    # Unit tests first: they fail fast and need no JVM. Then the longest files: two xdist workers
+    # (`--dist loadfile`) take whole files in this order, so a long file collected last would
+    # leave one worker running it alone (a stable sort: each file's tests keep their order).
+    rank = {name: i for i, name in enumerate(_LONGEST_FIRST)}
+    items.sort(
+        key=lambda item: (
+            0 if f"{os.sep}unit{os.sep}" in str(item.fspath) else 1,
+            rank.get(item.path.name, len(rank)),
+        )
+    )
+
+
+_LONGEST_FIRST = (
+    "test_cdc_apply.py",
+    "test_kill_harness.py",
+    "test_example_project.py",
+    "test_benchmark_smoke.py",
+    "test_snapshots.py",
+    "test_merge_differential.py",
+    "test_dbt_standard_suites.py",
+    "test_concurrent_dbt_runs.py",
+    "test_dml_differential.py",
+)

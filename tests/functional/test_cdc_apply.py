@@ -237,7 +237,7 @@ EVENTS = st.lists(
     ),
     max_size=14,
 )
-EXAMPLES = int(os.environ.get("DELTAMERGE_CDC_EXAMPLES", "4"))
+EXAMPLES = int(os.environ.get("DELTAMERGE_CDC_EXAMPLES", "3"))
 
 
 def distinct_sequences(events: list[tuple]) -> list[tuple]:

@@ -10,10 +10,10 @@ the catalog. ``DELTAMERGE_KILL_ROUNDS`` repeats with more seeds (default 1).
 
 The shapes are split between the backends (``make test`` runs both), each process of the
 harness being a whole dbt run: the embedded backend, where every process starts its own JVM
-and Derby metastore, kills the change-feed shape (data, change and catalog files) at four
-points; the Connect backend, where each dbt process is a light client of the test cluster's
-server, kills the partitioned one at every point. ``DELTAMERGE_KILL_SHAPES=all`` runs every shape (the
-unpartitioned one too) on either backend.
+and Derby metastore, kills the change-feed shape (data, change and catalog files); the
+Connect backend, where each dbt process is a light client of the test cluster's server, kills
+the partitioned one; the crash points are split between them (``KILL_POINTS``).
+``DELTAMERGE_KILL_SHAPES=all`` runs every shape (the unpartitioned one too) on either backend.
 """
 
 from __future__ import annotations
@@ -48,13 +48,14 @@ SHAPES = {
     if os.environ.get("DELTAMERGE_KILL_SHAPES") == "all"
     or name == ("partitioned" if ON_CONNECT else "change_feed")
 }
-# Every point on the Connect backend (light dbt processes); on the embedded one, where each
-# kill is a fresh JVM, the points where the change-feed shape's files are in flight
-# (DELTAMERGE_KILL_POINTS=all: every point there too).
+# The points are split between the backends, so that `make test` kills at every point once: on
+# the embedded one (a fresh JVM per kill) where the change-feed shape's files are in flight, on
+# Connect the others. DELTAMERGE_KILL_POINTS=all: every point on either.
+_EMBEDDED_POINTS = ("after_staging", "mid_placement", "commit_file_written", "mid_catalog_bind")
 KILL_POINTS = (
     POINTS
-    if ON_CONNECT or os.environ.get("DELTAMERGE_KILL_POINTS") == "all"
-    else ("after_staging", "mid_placement", "commit_file_written", "mid_catalog_bind")
+    if os.environ.get("DELTAMERGE_KILL_POINTS") == "all"
+    else tuple(p for p in POINTS if (p in _EMBEDDED_POINTS) != ON_CONNECT)
 )
 CLAUSES = {
     "when_matched": [

@@ -278,7 +278,8 @@ class DeltaMergeAdapter(SparkAdapter):
                 plan_schema=lambda main, snapshot, result: planned_schema(spec, main, snapshot, result),
                 full_refresh=full_refresh,
             )
-            catalog.bind(spark, schema=schema, identifier=identifier, snapshot=result.snapshot)
+            if result.version is not None or bound is None:
+                catalog.bind(spark, schema=schema, identifier=identifier, snapshot=result.snapshot)
             return _response(result)
         if merge_spec is not None and is_merge(
             spec, materialization=materialization, exists=exists, full_refresh=full_refresh
