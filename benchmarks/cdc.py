@@ -21,13 +21,13 @@ import statistics
 import sys
 import tempfile
 import time
-from pathlib import Path
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from benchmarks import data
+from benchmarks.connect import replace_section
 from benchmarks.measure import fresh_copy
 from dbt.adapters.deltamerge.cdc.apply import apply_changes
 from dbt.adapters.deltamerge.cdc.spec import CdcSpec
@@ -191,16 +191,7 @@ def section(results: dict[str, Any]) -> str:
 
 def write_section(path: str, results: dict[str, Any]) -> None:
     """Put this run's section into BENCHMARKS.md (replacing the previous one)."""
-    text = Path(path).read_text() if os.path.exists(path) else ""
-    new = section(results)
-    if SECTION_START in text:
-        before, _, rest = text.partition(SECTION_START)
-        _, _, after = rest.partition(SECTION_END)
-        text = before + new + after
-    else:
-        text = text.rstrip("\n") + "\n\n" + new + "\n"
-    with open(path, "w") as f:
-        f.write(text)
+    replace_section(path, SECTION_START, SECTION_END, section(results))
 
 
 if __name__ == "__main__":

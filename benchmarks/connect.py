@@ -269,11 +269,15 @@ def section(results: dict[str, Any]) -> str:
 
 def write_section(path: str, results: dict[str, Any]) -> None:
     """Put this run's section into BENCHMARKS.md (replacing the previous one)."""
+    replace_section(path, SECTION_START, SECTION_END, section(results))
+
+
+def replace_section(path: str, start: str, end: str, new: str) -> None:
+    """Replace the text between the ``start`` and ``end`` markers of ``path`` (or append ``new``)."""
     text = Path(path).read_text() if os.path.exists(path) else ""
-    new = section(results)
-    if SECTION_START in text:
-        before, _, rest = text.partition(SECTION_START)
-        _, _, after = rest.partition(SECTION_END)
+    if start in text:
+        before, _, rest = text.partition(start)
+        _, _, after = rest.partition(end)
         text = before + new + after
     else:
         text = text.rstrip("\n") + "\n\n" + new + "\n"
