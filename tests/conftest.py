@@ -19,6 +19,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.backend import ON_CONNECT
+
 pytest_plugins = ["dbt.tests.fixtures.project"]
 
 SPARK_PARAMS = {
@@ -55,7 +57,6 @@ def _installed_matches_source() -> None:
 
 _installed_matches_source()
 
-ON_CONNECT = os.environ.get("DELTAMERGE_TEST_BACKEND", "session") == "connect"
 # Runtime settings a Connect client may set (the master and memory are the cluster's).
 CONNECT_PARAMS = {"spark.sql.shuffle.partitions": "2"}
 
