@@ -106,3 +106,35 @@ def test_a_dead_runs_record_is_dropped_with_its_files(spark, tmp_path):
     apply(spark, path, [(1, "U", 2, "b")], 1)
     assert table(path) == [{"id": 1, "v": "b"}]
     assert os.listdir(folder) == [] and not os.path.exists(orphan)
+
+
+def test_source_columns_named_like_the_folds_counts(spark, tmp_path):
+    """Columns such as ``n`` or ``late`` are the user's: the fold's own columns never clash with them."""
+    schema = "id INT, ts INT, n STRING, late BOOLEAN, sequences INT, keys STRING"
+    for ignore_nulls in (False, True):
+        path = str(tmp_path / f"named_{ignore_nulls}")
+        spec = CdcSpec.from_config(
+            "named", {"unique_key": "id", "sequence_by": "ts", "ignore_null_updates": ignore_nulls}
+        )
+        for run, batch in enumerate(
+            [
+                [(1, 5, "a", True, 1, "k"), (2, 5, "b", False, 2, "k")],
+                # in order for key 1; key 2's event is older than the stored one (late)
+                [(1, 6, "c", False, 3, None), (1, 7, "d", None, 4, "x"), (2, 4, "z", True, 9, "z")],
+            ]
+        ):
+            apply_changes(
+                spark,
+                spark.createDataFrame(batch, schema),
+                spec,
+                table=load_snapshot(path),
+                create=WriteRequest(table_path=path, mode="create_or_replace"),
+                txn=(f"named-{ignore_nulls}-{run}", 0),
+                plan_schema=lambda main, snapshot, result: None,
+            )
+        late_kept = False if ignore_nulls else None  # ignoring nulls: ts 6 is the latest non-null
+        assert table(path) == [
+            {"id": 1, "ts": 7, "n": "d", "late": late_kept, "sequences": 4, "keys": "x"},
+            {"id": 2, "ts": 5, "n": "b", "late": False, "sequences": 2, "keys": "k"},
+        ], ignore_nulls
+        assert DeltaTable(path).history(1)[0]["operationMetrics"]["numEventsIgnoredAsLate"] == "1"

@@ -16,21 +16,30 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from dbt.adapters.deltamerge.cdc import state as st
-from dbt.adapters.deltamerge.cdc.events import SEQ, Events, check_distinct_sequences, framed_events
+from dbt.adapters.deltamerge.cdc.events import (
+    EVENTS_N,
+    SEQ,
+    SEQUENCE_LOW,
+    SEQUENCES_N,
+    Events,
+    check_distinct_sequences,
+    framed_events,
+)
 from dbt.adapters.deltamerge.cdc.scd1 import OP, RESET, Folded, fold
 from dbt.adapters.deltamerge.cdc.scd2 import replay
 from dbt.adapters.deltamerge.cdc.spec import END_AT, START_AT, CdcSpec
 from dbt.adapters.deltamerge.delta.commit import committed_version_of
 from dbt.adapters.deltamerge.delta.faults import crash_point
 from dbt.adapters.deltamerge.delta.read import read_files
-from dbt.adapters.deltamerge.delta.snapshot import Snapshot
+from dbt.adapters.deltamerge.delta.snapshot import AddFile, Snapshot
 from dbt.adapters.deltamerge.delta.write import WriteRequest, WriteResult, write_dataframe
 from dbt.adapters.deltamerge.merge.broadcast import fits_in_broadcast
 from dbt.adapters.deltamerge.merge.clauses import DEFAULT_SOURCE_ALIAS as S
 from dbt.adapters.deltamerge.merge.clauses import DEFAULT_TARGET_ALIAS as T_
 from dbt.adapters.deltamerge.merge.clauses import MergeSpec
 from dbt.adapters.deltamerge.merge.executor import merge_into
-from dbt.adapters.deltamerge.merge.pruning import files_from_profile, profile_aggregates
+from dbt.adapters.deltamerge.merge.pruning import as_instant, files_from_profile, profile_aggregates
+from dbt.adapters.deltamerge.merge.skipping import comparable
 from dbt.adapters.deltamerge.sql import qualified, quote_identifier
 
 # A new table's files hold about this many rows each, in key order (data skipping on the keys).
@@ -113,7 +122,7 @@ def _apply_scd2(
         spec,
         events.distinct()
         .groupBy(*keys)
-        .agg(F.count(F.lit(1)).alias("n"), F.count_distinct(SEQ).alias("sequences")),
+        .agg(F.count(F.lit(1)).alias(EVENTS_N), F.count_distinct(SEQ).alias(SEQUENCES_N)),
     )
     if table is None:
         history = spark.createDataFrame([], _history_schema(spec, events.frame.schema, stored))
@@ -186,22 +195,50 @@ def _fold(
 ) -> Folded:
     """The fold against the stored state of the events' keys (none on the first run or a full refresh)."""
     if fresh or not state.files:
-        empty = spark.createDataFrame([], state.schema)
-        return fold(spec, events, stored, empty, watermark=None, all_state_keys=None)
+        return fold(spec, events, stored, None, watermark=None, all_state_keys=None)
     candidates, _, _ = files_from_profile(spark, skip_spec, state, events.profile)
     key_rows = F.col(st.ROW) == st.KEY_ROW
-    # Only the events' keys: the latest row per key is then computed over few rows.
-    keys = events.frame.select(*[quote_identifier(k) for k in spec.keys]).distinct()
-    small = fits_in_broadcast(keys.schema, events.received)
-    rows = _semi_join(read_files(spark, state, candidates).where(key_rows), keys, spec.keys, broadcast=small)
     return fold(
         spec,
         events,
         stored,
-        rows,
+        _state_rows_that_matter(spark, spec, events, state, candidates),
         watermark=st.truncate_watermark(spark, state),
-        all_state_keys=st.latest(read_files(spark, state, state.files).where(key_rows), spec.keys),
+        # Every stored key, needed only when the run's truncate is newer than the stored one.
+        all_state_keys=st.latest(read_files(spark, state, state.files).where(key_rows), spec.keys)
+        if events.truncate_seq is not None
+        else None,
     )
+
+
+def _state_rows_that_matter(
+    spark: SparkSession, spec: CdcSpec, events: Events, state: Snapshot, candidates: list[AddFile]
+) -> DataFrame | None:
+    """The state's key rows of the events' keys that can make one of their events late.
+
+    Only events whose sequence does not start above the newest stored one (file statistics)
+    can be late, so only their keys' rows are read; none when every event is newer (events in
+    order, the usual case). With ``ignore_null_updates`` a truncate in the run needs every
+    event key's row (was the key live?).
+    """
+    sequence = events.frame.schema[SEQ].dataType
+    assert isinstance(sequence, T.StructType)
+    first, low = sequence.fields[0].name, events.profile[SEQUENCE_LOW]
+    if isinstance(sequence.fields[0].dataType, T.TimestampType):
+        low = as_instant(low)  # statistics hold instants
+    wanted = events.frame
+    if not (spec.ignore_null_updates and events.truncate_seq is not None):
+        high = st.newest_start(candidates, sequence)
+        if high is not None and comparable(high, low):
+            if high < low:
+                return None
+            kind = sequence.fields[0].dataType
+            if not isinstance(kind, T.TimestampNTZType):  # a wall-clock literal would shift by time zone
+                wanted = wanted.where(F.col(quote_identifier(first)) <= F.lit(high).cast(kind))
+    keys = wanted.select(*[quote_identifier(k) for k in spec.keys]).distinct()
+    small = fits_in_broadcast(keys.schema, events.received)
+    rows = read_files(spark, state, candidates).where(F.col(st.ROW) == st.KEY_ROW)
+    return _semi_join(rows, keys, spec.keys, broadcast=small)
 
 
 def _prepare_state(

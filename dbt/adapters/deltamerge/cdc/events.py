@@ -21,6 +21,11 @@ from dbt.adapters.deltamerge.merge.materialized import checkpoint_with_aggregate
 from dbt.adapters.deltamerge.sql import quote_identifier
 
 SEQ, IS_DELETE, IS_TRUNCATE = "__cdc_seq", "__cdc_is_delete", "__cdc_is_truncate"
+# Each event's own id (stable: the frame is materialized), so a winner is found by one value.
+EVENT_ID = "__cdc_event_id"
+SEQUENCE_LOW = "__cdc_sequence_low"
+# Per key: distinct events and distinct sequences among them (a clash when they differ).
+EVENTS_N, SEQUENCES_N = "__cdc_events_n", "__cdc_sequences_n"
 # State columns (see ``state.py``) as they appear next to an event after the join.
 STATE_SEQ, STATE_DELETED = "__cdc_state_seq", "__cdc_state_deleted"
 _EXAMPLES = 5
@@ -55,6 +60,7 @@ def framed_events(source: DataFrame, spec: CdcSpec, profile: list[Column]) -> Ev
         seq.alias(SEQ),
         _flag(spec.apply_as_deletes).alias(IS_DELETE),
         _flag(spec.apply_as_truncates).alias(IS_TRUNCATE),
+        F.monotonically_increasing_id().alias(EVENT_ID),
     )
     frame, aggregates = checkpoint_with_aggregates(
         framed,
@@ -64,6 +70,9 @@ def framed_events(source: DataFrame, spec: CdcSpec, profile: list[Column]) -> Ev
             F.sum(F.expr(null_seq).cast("long")).alias("null_sequences"),
             F.max(F.when(col(IS_TRUNCATE), col(SEQ))).alias("truncate_seq"),
             F.sum(col(IS_TRUNCATE).cast("long")).alias("truncates"),
+            # The least value of the sequence's first column: when the stored state holds only
+            # smaller ones, no event of the run can be late (``state.older_than``).
+            F.min(col(spec.sequence_by[0])).alias(SEQUENCE_LOW),
             *profile,
         ],
     )
@@ -83,8 +92,8 @@ def framed_events(source: DataFrame, spec: CdcSpec, profile: list[Column]) -> Ev
 
 
 def check_distinct_sequences(spec: CdcSpec, per_key: DataFrame) -> None:
-    """Fail naming the keys where two different events share a sequence (``n`` vs ``sequences``)."""
-    clashes = per_key.where(F.col("n") != F.col("sequences")).limit(_EXAMPLES).collect()
+    """Fail naming the keys where two different events share a sequence (``EVENTS_N`` vs ``SEQUENCES_N``)."""
+    clashes = per_key.where(F.col(EVENTS_N) != F.col(SEQUENCES_N)).limit(_EXAMPLES).collect()
     if clashes:
         raise ConfigError(
             spec.model,

@@ -21,9 +21,12 @@ from pyspark.sql import types as T
 
 from dbt.adapters.deltamerge.cdc import state as st
 from dbt.adapters.deltamerge.cdc.events import (
+    EVENT_ID,
+    EVENTS_N,
     IS_DELETE,
     IS_TRUNCATE,
     SEQ,
+    SEQUENCES_N,
     STATE_DELETED,
     STATE_SEQ,
     Events,
@@ -31,11 +34,13 @@ from dbt.adapters.deltamerge.cdc.events import (
     col,
 )
 from dbt.adapters.deltamerge.cdc.spec import CdcSpec
+from dbt.adapters.deltamerge.merge.broadcast import fits_in_broadcast
 from dbt.adapters.deltamerge.merge.materialized import checkpoint_with_aggregates
 from dbt.adapters.deltamerge.sql import quote_identifier
 
 OP, RESET = "__cdc_op", "__cdc_reset"
 _WINNER, _LAST_DELETE, _KEY = "__cdc_winner", "__cdc_last_delete", "__cdc_key_"
+LATE_N = "__cdc_late_n"
 
 
 @dataclass(frozen=True)
@@ -52,14 +57,15 @@ def fold(
     spec: CdcSpec,
     events: Events,
     stored: tuple[str, ...],
-    state_keys: DataFrame,
+    state_keys: DataFrame | None,
     *,
     watermark: Any,
     all_state_keys: DataFrame | None,
 ) -> Folded:
-    """Fold ``events`` against ``state_keys`` (the state's key rows of the events' keys, any age).
+    """Fold ``events`` against the stored state of their keys.
 
-    ``watermark`` is the stored truncate sequence; ``all_state_keys`` (every key row) is
+    ``state_keys`` are the state's key rows of the events' keys (any age), None when no stored
+    row can matter. ``watermark`` is the stored truncate sequence; ``all_state_keys`` (every key row) is
     needed only when this run's truncate is newer than it.
     """
     new_truncate = events.truncate_seq is not None and (watermark is None or events.truncate_seq > watermark)
@@ -73,31 +79,37 @@ def fold(
 
     if spec.ignore_null_updates:
         joined = _with_state(
-            spec, events.distinct().where(~col(IS_TRUNCATE)), st.latest(state_keys, spec.keys)
+            spec, events.distinct().where(~col(IS_TRUNCATE)), state_keys, at_most=events.received
         )
         per_key = _per_key(spec, stored, joined.withColumn("__cdc_late", late(col(SEQ))))
     else:
-        per_key = _per_key_by_set(spec, stored, events.frame.where(~col(IS_TRUNCATE)), state_keys, late)
+        content = tuple(c for c in events.source_columns if c.lower() not in {k.lower() for k in spec.keys})
+        frame = events.frame.where(~col(IS_TRUNCATE))
+        per_key = _per_key_narrow(spec, frame, content, state_keys, late, at_most=events.received)
     per_key, totals = checkpoint_with_aggregates(
         per_key,
         "cdc_fold",
         [
-            F.sum("n").alias("events"),
-            F.sum("late").alias("late"),
+            F.sum(EVENTS_N).alias("events"),
+            F.sum(LATE_N).alias("late"),
             F.count(F.col(_WINNER)).alias("keys"),
-            F.sum((F.col("n") != F.col("sequences")).cast("long")).alias("clashes"),
+            F.sum((F.col(EVENTS_N) != F.col(SEQUENCES_N)).cast("long")).alias("clashes"),
         ],
     )
     if totals["clashes"]:
         check_distinct_sequences(spec, per_key)
     winners = per_key.where(F.col(_WINNER).isNotNull())
+    keyed = winners
+    if not spec.ignore_null_updates:
+        small = fits_in_broadcast(winners.schema, int(totals["keys"] or 0))
+        winners = _with_values(stored, winners, events.frame, small=small)
     truncated = (
-        _truncated_keys(spec, all_state_keys, winners, _literal(cutoff, seq_type))
+        _truncated_keys(spec, all_state_keys, keyed, _literal(cutoff, seq_type))
         if new_truncate and all_state_keys is not None
         else None
     )
     changes = _changes(spec, stored, winners, truncated, new_truncate, _literal(cutoff, seq_type))
-    state_rows = _state_rows(spec, winners, cutoff if new_truncate else None, seq_type)
+    state_rows = _state_rows(spec, keyed, cutoff if new_truncate else None, seq_type)
     received, non_truncate = events.received, int(totals["events"] or 0)
     duplicates = max(0, received - int(events.profile.get("truncates") or 0) - non_truncate)
     late_count = int(totals["late"] or 0)
@@ -110,9 +122,20 @@ def fold(
     return Folded(changes, state_rows, counts, int(totals["keys"] or 0) + (1 if new_truncate else 0))
 
 
-def _with_state(spec: CdcSpec, events: DataFrame, state_keys: DataFrame) -> DataFrame:
-    """Each event with its key's stored sequence and tombstone flag (null when the key is new)."""
-    stored = state_keys.select(
+def _with_state(spec: CdcSpec, events: DataFrame, state_keys: DataFrame | None, *, at_most: int) -> DataFrame:
+    """Each event row with its key's stored sequence and tombstone flag (null when the key is new).
+
+    ``state_keys``: the state's rows of the events' keys, any age (their latest counts); None
+    when nothing stored can matter (a first run, or every stored sequence is older). There is
+    a stored row for at most ``at_most`` keys (the events' count): broadcast when that is small.
+    """
+    if state_keys is None:
+        return events.select(
+            "*",
+            F.lit(None).cast(events.schema[SEQ].dataType).alias(STATE_SEQ),
+            F.lit(None).cast("boolean").alias(STATE_DELETED),
+        )
+    stored = st.latest(state_keys, spec.keys).select(
         *[col(k).alias(f"{_KEY}{i}") for i, k in enumerate(spec.keys)],
         col(st.SEQ).alias(STATE_SEQ),
         col(st.DELETED).alias(STATE_DELETED),
@@ -121,50 +144,58 @@ def _with_state(spec: CdcSpec, events: DataFrame, state_keys: DataFrame) -> Data
     condition = on[0]
     for part in on[1:]:
         condition = condition & part
-    return events.join(stored, condition, "left").drop(*[f"{_KEY}{i}" for i in range(len(spec.keys))])
+    small = fits_in_broadcast(stored.schema, at_most)
+    joined = events.join(F.broadcast(stored) if small else stored, condition, "left")
+    return joined.drop(*[f"{_KEY}{i}" for i in range(len(spec.keys))])
 
 
-def _per_key_by_set(
+def _per_key_narrow(
     spec: CdcSpec,
-    stored: tuple[str, ...],
     events: DataFrame,
-    state_rows: DataFrame,
+    content: tuple[str, ...],
+    state_keys: DataFrame | None,
     late: Callable[[Column], Column],
+    *,
+    at_most: int,
 ) -> DataFrame:
-    """One row per key of the events, from one aggregation over the events and the key's state rows.
+    """One row per key of the events: counts and the winning event's sequence, flag and id.
 
-    A key's distinct events gather in a set (identical events fold there), its state rows
-    into their latest (highest sequence); then the counts, the late events and the latest
-    live event are read off the set.
+    Only narrow values move: one row per (key, sequence) with two hashes of the events'
+    ``content`` (identical events hash alike; different hashes are a clash), joined with the
+    key's stored state when there is any to read, then one aggregation per key. The winner's
+    whole row is joined back by its id (``_with_values``).
     """
     keys = [col(k) for k in spec.keys]
-    values = [c for c in stored if c.lower() not in {k.lower() for k in spec.keys}]
-    event = F.struct(col(SEQ).alias("s"), col(IS_DELETE).alias("d"), *[col(c).alias(c) for c in values])
-    stored_state = F.struct(col(st.SEQ).alias("s"), col(st.DELETED).alias("d"))
-    both = events.select(*keys, event.alias("__cdc_event")).unionByName(
-        state_rows.select(*keys, stored_state.alias("__cdc_state")), allowMissingColumns=True
+    hashed = [x for c in content for x in (col(c).isNull(), col(c))]
+    h1, h2 = F.xxhash64(*hashed), F.hash(*hashed)
+    by_sequence = events.groupBy(*keys, col(SEQ)).agg(
+        F.min(h1).alias("__cdc_h1"),
+        F.max(h1).alias("__cdc_h1_"),
+        F.min(h2).alias("__cdc_h2"),
+        F.max(h2).alias("__cdc_h2_"),
+        F.max(col(IS_DELETE)).alias(IS_DELETE),
+        F.min(col(EVENT_ID)).alias(EVENT_ID),
     )
-    grouped = (
-        both.groupBy(*keys)
-        .agg(F.collect_set("__cdc_event").alias("__cdc_events"), F.max("__cdc_state").alias("__cdc_state"))
-        .where(F.size("__cdc_events") > 0)
-        .withColumn(STATE_SEQ, F.col("__cdc_state.s"))
-        .withColumn(STATE_DELETED, F.col("__cdc_state.d"))
+    joined = _with_state(spec, by_sequence, state_keys, at_most=at_most)
+    is_late = late(col(SEQ))
+    clash = (F.col("__cdc_h1") != F.col("__cdc_h1_")) | (F.col("__cdc_h2") != F.col("__cdc_h2_"))
+    winner = F.struct(col(SEQ).alias("seq"), col(IS_DELETE).alias("del"), col(EVENT_ID).alias("id"))
+    return joined.groupBy(*keys).agg(
+        (F.count(F.lit(1)) + F.sum(clash.cast("long"))).alias(EVENTS_N),
+        F.count(F.lit(1)).alias(SEQUENCES_N),
+        F.sum(is_late.cast("long")).alias(LATE_N),
+        F.max(F.when(~is_late, winner)).alias(_WINNER),
+        F.first(col(STATE_SEQ), ignorenulls=True).alias(STATE_SEQ),
+        F.first(col(STATE_DELETED), ignorenulls=True).alias(STATE_DELETED),
     )
-    events_ = F.col("__cdc_events")
-    winner = F.array_max(F.filter(events_, lambda e: ~late(e["s"])))
-    return grouped.select(
-        *keys,
-        F.size(events_).alias("n"),
-        F.size(F.array_distinct(F.transform(events_, lambda e: e["s"]))).alias("sequences"),
-        F.size(F.filter(events_, lambda e: late(e["s"]))).alias("late"),
-        F.when(winner.isNotNull(), F.struct(winner["s"].alias("seq"), winner["d"].alias("del"))).alias(
-            _WINNER
-        ),
-        col(STATE_SEQ),
-        col(STATE_DELETED),
-        *[winner[c].alias(c) for c in values],
-    )
+
+
+def _with_values(stored: tuple[str, ...], winners: DataFrame, events: DataFrame, *, small: bool) -> DataFrame:
+    """The winners with their events' stored columns, joined by event id."""
+    ids = winners.select(F.col(_WINNER).getField("id").alias(EVENT_ID), *winners.columns)
+    wanted = [col(c) for c in stored if c.lower() not in {k.lower() for k in ids.columns}]
+    rows = events.select(col(EVENT_ID), *wanted)
+    return rows.join(F.broadcast(ids) if small else ids, EVENT_ID).drop(EVENT_ID)
 
 
 def _per_key(spec: CdcSpec, stored: tuple[str, ...], joined: DataFrame) -> DataFrame:
@@ -173,9 +204,9 @@ def _per_key(spec: CdcSpec, stored: tuple[str, ...], joined: DataFrame) -> DataF
     values = [c for c in stored if c.lower() not in {k.lower() for k in spec.keys}]
     live = ~F.col("__cdc_late")
     aggregates: list[Column] = [
-        F.count(F.lit(1)).alias("n"),
-        F.count_distinct(col(SEQ)).alias("sequences"),
-        F.sum(F.col("__cdc_late").cast("long")).alias("late"),
+        F.count(F.lit(1)).alias(EVENTS_N),
+        F.count_distinct(col(SEQ)).alias(SEQUENCES_N),
+        F.sum(F.col("__cdc_late").cast("long")).alias(LATE_N),
         F.max(F.when(live, F.struct(col(SEQ).alias("seq"), col(IS_DELETE).alias("del")))).alias(_WINNER),
         F.first(col(STATE_SEQ), ignorenulls=True).alias(STATE_SEQ),
         F.first(col(STATE_DELETED), ignorenulls=True).alias(STATE_DELETED),

@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from dbt.adapters.deltamerge.config_values import flag, names, sql_text
 from dbt.adapters.deltamerge.errors import ConfigError
 from dbt.adapters.deltamerge.merge.clauses import SHORTHANDS
 
@@ -62,36 +63,45 @@ class CdcSpec:
                     f"`sequence_by` (CDC apply) and `{key}` cannot be combined: CDC apply builds its "
                     f"own clauses from the events; remove `{key}`, or remove `sequence_by` for a plain merge"
                 )
-        keys = _names(config, "unique_key", problems)
+        keys = names(config.get("unique_key"), "unique_key", problems)
         if not keys:
             problems.append("CDC apply needs `unique_key`: the column(s) that identify a row's key")
-        sequence = _names(config, "sequence_by", problems)
+        sequence = names(config.get("sequence_by"), "sequence_by", problems)
         scd = config.get("stored_as_scd_type", 1)
         if str(scd) not in ("1", "2"):
             problems.append(f"stored_as_scd_type must be 1 or 2, got {scd!r}")
             scd = 1
         scd_type: Literal[1, 2] = 2 if str(scd) == "2" else 1
-        truncates = _sql(config, "apply_as_truncates", problems)
+        truncates = sql_text(
+            config.get("apply_as_truncates"),
+            "apply_as_truncates",
+            problems,
+            what="a SQL condition over the source row",
+        )
         if truncates is not None and scd_type == 2:
             problems.append(
                 "apply_as_truncates is supported only with stored_as_scd_type 1 (a truncate would erase "
                 "SCD 2 history); remove apply_as_truncates or store as SCD type 1"
             )
         column_list = (
-            _names(config, "column_list", problems) if config.get("column_list") is not None else None
+            names(config.get("column_list"), "column_list", problems)
+            if config.get("column_list") is not None
+            else None
         )
-        except_list = _names(config, "except_column_list", problems)
+        except_list = names(config.get("except_column_list"), "except_column_list", problems)
         if column_list is not None and except_list:
             problems.append("give column_list or except_column_list, not both")
         for key in keys:
             if key.lower() in {c.lower() for c in except_list}:
                 problems.append(f"except_column_list names the key `{key}`; keys are always stored")
         track = (
-            _names(config, "track_history_column_list", problems)
+            names(config.get("track_history_column_list"), "track_history_column_list", problems)
             if config.get("track_history_column_list") is not None
             else None
         )
-        track_except = _names(config, "track_history_except_column_list", problems)
+        track_except = names(
+            config.get("track_history_except_column_list"), "track_history_except_column_list", problems
+        )
         if track is not None and track_except:
             problems.append("give track_history_column_list or track_history_except_column_list, not both")
         if (track is not None or track_except) and scd_type == 1:
@@ -102,15 +112,20 @@ class CdcSpec:
         if isinstance(retention, bool) or not isinstance(retention, (int, float)) or retention < 0:
             problems.append(f"tombstone_retention_hours must be a number of hours >= 0, got {retention!r}")
             retention = DEFAULT_TOMBSTONE_RETENTION_HOURS
-        ignore_nulls = _flag(config, "ignore_null_updates", problems)
-        feed = _flag(config, "change_data_feed", problems)
+        ignore_nulls = flag(config, "ignore_null_updates", problems)
+        feed = flag(config, "change_data_feed", problems)
         if problems:
             raise ConfigError(model, problems)
         return cls(
             model=model,
             keys=keys,
             sequence_by=sequence,
-            apply_as_deletes=_sql(config, "apply_as_deletes", problems),
+            apply_as_deletes=sql_text(
+                config.get("apply_as_deletes"),
+                "apply_as_deletes",
+                problems,
+                what="a SQL condition over the source row",
+            ),
             apply_as_truncates=truncates,
             ignore_null_updates=ignore_nulls,
             column_list=column_list,
@@ -168,34 +183,3 @@ class CdcSpec:
             return tuple(c for c in stored if c.lower() in chosen and c.lower() not in keys)
         skip = keys | {c.lower() for c in self.track_history_except_column_list}
         return tuple(c for c in stored if c.lower() not in skip)
-
-
-def _names(config: Mapping[str, Any], key: str, problems: list[str]) -> tuple[str, ...]:
-    value = config.get(key)
-    if value is None:
-        return ()
-    items = [value] if isinstance(value, str) else value
-    if not isinstance(items, Sequence) or not all(isinstance(v, str) and v.strip() for v in items):
-        problems.append(f"{key} must be a column name or a list of column names, got {value!r}")
-        return ()
-    return tuple(v.strip() for v in items)
-
-
-def _sql(config: Mapping[str, Any], key: str, problems: list[str]) -> str | None:
-    value = config.get(key)
-    if value is None:
-        return None
-    if not isinstance(value, str) or not value.strip():
-        problems.append(f"{key} must be a SQL condition over the source row, got {value!r}")
-        return None
-    return value.strip()
-
-
-def _flag(config: Mapping[str, Any], key: str, problems: list[str]) -> bool:
-    value = config.get(key, False)
-    if value is None:
-        return False
-    if not isinstance(value, bool):
-        problems.append(f"{key} must be true or false, got {value!r}")
-        return False
-    return value

@@ -38,6 +38,7 @@ from dbt.adapters.deltamerge.delta.pending import PendingCommit
 from dbt.adapters.deltamerge.delta.read import read_files
 from dbt.adapters.deltamerge.delta.snapshot import AddFile, Snapshot, load_snapshot
 from dbt.adapters.deltamerge.delta.write import WriteRequest, write_dataframe, write_files, write_metrics
+from dbt.adapters.deltamerge.merge.skipping import comparable
 from dbt.adapters.deltamerge.sql import quote_identifier
 
 STATE_FOLDER = "_deltamerge_cdc"
@@ -115,6 +116,24 @@ def truncate_watermark(spark: SparkSession, snapshot: Snapshot) -> Any:
         .collect()
     )
     return rows[0]["w"] if rows else None
+
+
+def newest_start(files: Sequence[AddFile], sequence: T.StructType) -> Any:
+    """The highest stored value of the sequence's first column in ``files``, from their statistics.
+
+    Sequences compare field by field, so an event whose first field is above it is newer than
+    every row of ``files`` (it cannot be late). None when a file has no such statistic.
+
+    >>> seq = T.StructType([T.StructField("at", T.LongType())])
+    >>> files = [AddFile("a", 1, {}, 10, {}, {SEQ: {"at": 5}}), AddFile("b", 1, {}, 10, {}, {SEQ: {"at": 7}})]
+    >>> newest_start(files, seq), newest_start([*files, AddFile("c", 1, {}, 10)], seq)
+    (7, None)
+    """
+    first = sequence.fields[0].name
+    highs = [h for file in files if (h := (file.max_values.get(SEQ) or {}).get(first)) is not None]
+    if not highs or len(highs) < len(files) or not all(comparable(h, highs[0]) for h in highs):
+        return None
+    return max(highs)
 
 
 def _may_hold_truncate(file: AddFile) -> bool:

@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
+from dbt.adapters.deltamerge.config_values import flag, identifier, names, sql_list, sql_text
 from dbt.adapters.deltamerge.errors import ConfigError
 from dbt.adapters.deltamerge.sql import conjunction, qualified
 
@@ -137,13 +138,13 @@ class MergeSpec:
     def from_config(cls, model: str, config: Mapping[str, Any]) -> MergeSpec:
         """Parse a model's config; raise one ConfigError listing every problem."""
         problems: list[str] = []
-        source = _alias(config, "source_alias", DEFAULT_SOURCE_ALIAS, problems)
-        target = _alias(config, "target_alias", DEFAULT_TARGET_ALIAS, problems)
+        source = identifier(config, "source_alias", DEFAULT_SOURCE_ALIAS, problems)
+        target = identifier(config, "target_alias", DEFAULT_TARGET_ALIAS, problems)
         if source.lower() == target.lower():
             problems.append(f"source_alias and target_alias must differ (both are '{source}')")
-        unique_key = _names(config.get("unique_key"), "unique_key", problems)
-        merge_condition = _optional_sql(config, "merge_condition", problems)
-        predicates = _sql_list(config.get("incremental_predicates"), "incremental_predicates", problems)
+        unique_key = names(config.get("unique_key"), "unique_key", problems)
+        merge_condition = sql_text(config.get("merge_condition"), "merge_condition", problems)
+        predicates = sql_list(config.get("incremental_predicates"), "incremental_predicates", problems)
         clauses = {kind: _clauses(kind, config, source, problems) for kind in LIST_KEYS}
         if not any(clauses.values()):
             problems.append("There must be at least one WHEN clause in a MERGE statement")
@@ -152,9 +153,9 @@ class MergeSpec:
                 "a delta_merge model needs `unique_key` (a column or list of columns) or "
                 "`merge_condition` (a SQL condition over the two aliases); add one of them"
             )
-        schema_evolution = _flag(config, "merge_with_schema_evolution", problems)
-        change_data_feed = _flag(config, "change_data_feed", problems)
-        only_if_changed = _flag(config, "update_only_if_changed", problems)
+        schema_evolution = flag(config, "merge_with_schema_evolution", problems)
+        change_data_feed = flag(config, "change_data_feed", problems)
+        only_if_changed = flag(config, "update_only_if_changed", problems)
         if problems:
             raise ConfigError(model, problems)
         on = merge_condition or conjunction(
@@ -218,7 +219,7 @@ def _clause(kind: ClauseKind, where: str, entry: Any, problems: list[str]) -> Me
     if action not in _ACTIONS[kind]:
         problems.append(f"{where}: action must be one of {list(_ACTIONS[kind])}, got {entry.get('action')!r}")
         return None
-    condition = _sql(entry.get("condition"), f"{where}.condition", problems)
+    condition = sql_text(entry.get("condition"), f"{where}.condition", problems)
     if action == "delete":
         if payload in entry:
             problems.append(f"{where}: a delete takes no `{payload}`; remove it")
@@ -250,7 +251,7 @@ def _assignments(value: Any, where: str, problems: list[str]) -> tuple[Assignmen
         if not isinstance(column, str) or not column.strip():
             problems.append(f"{where}: column names must be non-empty strings, got {column!r}")
             continue
-        sql = _sql(
+        sql = sql_text(
             expression if not isinstance(expression, bool) else str(expression).lower(),
             f"{where}.{column}",
             problems,
@@ -264,13 +265,13 @@ def _from_shorthands(
     kind: ClauseKind, config: Mapping[str, Any], source: str, problems: list[str]
 ) -> tuple[MergeClause, ...]:
     if kind == "matched":
-        if _flag(config, "skip_matched_step", problems):
+        if flag(config, "skip_matched_step", problems):
             return ()
-        update_cols = _names(config.get("merge_update_columns"), "merge_update_columns", problems)
-        exclude = _names(config.get("merge_exclude_columns"), "merge_exclude_columns", problems)
+        update_cols = names(config.get("merge_update_columns"), "merge_update_columns", problems)
+        exclude = names(config.get("merge_exclude_columns"), "merge_exclude_columns", problems)
         if update_cols and exclude:
             problems.append("give merge_update_columns or merge_exclude_columns, not both")
-        condition = _optional_sql(config, "matched_condition", problems)
+        condition = sql_text(config.get("matched_condition"), "matched_condition", problems)
         assignments = tuple(Assignment(c, qualified(source, c)) for c in update_cols) or None
         return (
             MergeClause(
@@ -284,12 +285,14 @@ def _from_shorthands(
             ),
         )
     if kind == "not_matched":
-        if _flag(config, "skip_not_matched_step", problems):
+        if flag(config, "skip_not_matched_step", problems):
             return ()
-        condition = _optional_sql(config, "not_matched_condition", problems)
+        condition = sql_text(config.get("not_matched_condition"), "not_matched_condition", problems)
         return (MergeClause("not_matched", "insert", condition, condition_key="not_matched_condition"),)
     action = str(config.get("not_matched_by_source_action") or "ignore").lower()
-    condition = _optional_sql(config, "not_matched_by_source_condition", problems)
+    condition = sql_text(
+        config.get("not_matched_by_source_condition"), "not_matched_by_source_condition", problems
+    )
     if action == "ignore":
         return ()
     condition_key, payload_key = "not_matched_by_source_condition", "not_matched_by_source_set"
@@ -317,56 +320,3 @@ def _no_source_references(clauses: tuple[MergeClause, ...], source: str, problem
                 f"a NOT MATCHED BY SOURCE clause may not reference the source ({source}): "
                 "there is no source row for it"
             )
-
-
-def _alias(config: Mapping[str, Any], key: str, default: str, problems: list[str]) -> str:
-    value = config.get(key) or default
-    if not isinstance(value, str) or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", value):
-        problems.append(f"{key} must be a plain identifier (letters, digits, _), got {value!r}")
-        return default
-    return value
-
-
-def _names(value: Any, key: str, problems: list[str]) -> tuple[str, ...]:
-    if value is None:
-        return ()
-    items = [value] if isinstance(value, str) else value
-    if not isinstance(items, Sequence) or not all(isinstance(v, str) and v.strip() for v in items):
-        problems.append(f"{key} must be a column name or a list of column names, got {value!r}")
-        return ()
-    return tuple(v.strip() for v in items)
-
-
-def _sql(value: Any, key: str, problems: list[str]) -> str | None:
-    if value is None:
-        return None
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return str(value)
-    if not isinstance(value, str) or not value.strip():
-        problems.append(f"{key} must be a non-empty SQL expression, got {value!r}")
-        return None
-    return value.strip()
-
-
-def _optional_sql(config: Mapping[str, Any], key: str, problems: list[str]) -> str | None:
-    return _sql(config.get(key), key, problems)
-
-
-def _sql_list(value: Any, key: str, problems: list[str]) -> tuple[str, ...]:
-    if value is None:
-        return ()
-    items = [value] if isinstance(value, str) else value
-    if not isinstance(items, Sequence):
-        problems.append(f"{key} must be a SQL condition or a list of them")
-        return ()
-    return tuple(s for i, v in enumerate(items) if (s := _sql(v, f"{key}[{i}]", problems)) is not None)
-
-
-def _flag(config: Mapping[str, Any], key: str, problems: list[str]) -> bool:
-    value = config.get(key, False)
-    if value is None:
-        return False
-    if not isinstance(value, bool):
-        problems.append(f"{key} must be true or false, got {value!r}")
-        return False
-    return value

@@ -144,15 +144,15 @@ def _key_ranges(profile: Mapping[str, Any], spec: MergeSpec, snapshot: Snapshot)
     return [
         KeyRange(
             names.get(k.lower(), k),
-            _instant(profile[f"lo{i}"]) if k.lower() in instants else profile[f"lo{i}"],
-            _instant(profile[f"hi{i}"]) if k.lower() in instants else profile[f"hi{i}"],
+            as_instant(profile[f"lo{i}"]) if k.lower() in instants else profile[f"lo{i}"],
+            as_instant(profile[f"hi{i}"]) if k.lower() in instants else profile[f"hi{i}"],
             bool(profile[f"nulls{i}"]),
         )
         for i, k in enumerate(spec.unique_key)
     ]
 
 
-def _instant(value: object) -> object:
+def as_instant(value: object) -> object:
     """A ``timestamp`` from Spark (naive, in this process's time zone) as an aware UTC instant."""
     if isinstance(value, dt.datetime) and value.tzinfo is None:
         return value.astimezone(dt.timezone.utc)

@@ -51,6 +51,17 @@ def aliased_source(run: MergeRun) -> DataFrame:
     return run.source.withColumn(SOURCE_PRESENT, F.lit(True)).alias(run.spec.source_alias)
 
 
+def joinable_source(run: MergeRun) -> DataFrame:
+    """``aliased_source``, marked for broadcast when small.
+
+    Spark's own estimate of a materialized source can be far too big (a checkpoint keeps the
+    estimate of the plan it came from), which would shuffle the whole target into a sort-merge
+    join; the source's row count is known here.
+    """
+    source = aliased_source(run)
+    return F.broadcast(source) if fits_in_broadcast(run.source.schema, run.num_source_rows) else source
+
+
 def aliased_target(run: MergeRun, files: list[AddFile]) -> DataFrame:
     """The rows of ``files`` under the target alias, with file, row id and presence flag."""
     target = read_files(run.spark, run.snapshot, files)

@@ -24,9 +24,9 @@ from dbt.adapters.deltamerge.merge.run import (
     UNMATCHED,
     UNMATCHED_ROW,
     MergeRun,
-    aliased_source,
     aliased_target,
     is_unmatched_key,
+    joinable_source,
 )
 from dbt.adapters.deltamerge.sql import qualified, quote_identifier
 
@@ -54,7 +54,7 @@ def find_touched_files(run: MergeRun) -> list[AddFile]:
 def _files_with_matches(run: MergeRun, target: DataFrame) -> set[str]:
     """Files holding a matched row; Delta's error when a target row is matched more than once."""
     spec = run.spec
-    joined = aliased_source(run).join(target, F.expr(spec.on_condition), "inner")
+    joined = joinable_source(run).join(target, F.expr(spec.on_condition), "inner")
     if spec.is_matched_only and all(c.condition for c in spec.matched):
         joined = joined.where(" OR ".join(f"({c.condition})" for c in spec.matched))
     # With update_only_if_changed a file whose matched rows all keep their values is not touched.
@@ -97,7 +97,7 @@ def _files_with_unmatched_changes(run: MergeRun, target: DataFrame) -> set[str]:
         target = target.where(" OR ".join(f"({c})" for c in conditions))
     if matches_by_key_alone(run.spec):
         return _files_holding_unmatched_keys(run, target)
-    unmatched = target.join(aliased_source(run), F.expr(run.spec.on_condition), "left_anti")
+    unmatched = target.join(joinable_source(run), F.expr(run.spec.on_condition), "left_anti")
     return {table_path_of(r[FILE]) for r in unmatched.select(FILE).distinct().collect()}
 
 
@@ -111,7 +111,7 @@ def _files_holding_unmatched_keys(run: MergeRun, target: DataFrame) -> set[str]:
     """
     alias = run.spec.target_alias
     keys, counted = checkpoint_with_aggregates(
-        target.join(aliased_source(run), F.expr(run.spec.on_condition), "left_anti")
+        target.join(joinable_source(run), F.expr(run.spec.on_condition), "left_anti")
         .select(*[F.col(qualified(alias, k)).alias(k) for k in run.spec.unique_key])
         .distinct()
         .withColumn(UNMATCHED_ROW, F.lit(True)),
