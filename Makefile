@@ -22,15 +22,16 @@ demo: install
 	$(PY) examples/shop/demo.py
 
 ## Run the whole test suite: unit and functional (real dbt + Spark + Delta) on the embedded
-## session, then the functional tests marked `connect` on a real standalone cluster through
-## Spark Connect (a second process: pyspark cannot mix both kinds of session in one).
+## session, then the functional tests marked `connect` on real standalone clusters through
+## Spark Connect (a second run: pyspark cannot mix both kinds of session in one process; its
+## two workers each start a cluster, whose Spark work runs on one executor core).
 ## CONNECT_ALL=1 runs every functional test on the cluster.
 test: install
 	# Two workers, one test file each at a time (each with its own Spark session and warehouse).
 	$(PY) -m pytest -n 2 --dist loadfile --durations=15
 	DELTAMERGE_TEST_BACKEND=connect DELTAMERGE_CONNECT_ALL=$(CONNECT_ALL) \
 		DELTAMERGE_DIFF_CASES=$${DELTAMERGE_DIFF_CASES:-8} DELTAMERGE_DML_CASES=$${DELTAMERGE_DML_CASES:-4} \
-		$(PY) -m pytest tests/functional --durations=10
+		$(PY) -m pytest tests/functional -n 2 --dist loadfile --durations=10
 
 ## The benchmark harness (not part of the tests): writes BENCHMARKS.md and benchmarks/*. About an hour on 2 cores.
 bench: install
