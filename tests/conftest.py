@@ -147,7 +147,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 _LONGEST_FIRST = (
     "test_cdc_apply.py",
     "test_kill_harness.py",
+    "test_dbt_suites_project.py",
     "test_example_project.py",
+    "test_dbt_suites_utils.py",
     "test_benchmark_smoke.py",
     "test_snapshots.py",
     "test_merge_differential.py",

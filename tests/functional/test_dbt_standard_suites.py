@@ -1,5 +1,37 @@
 """dbt's standard adapter suites (dbt-tests-adapter) against the deltamerge session profile.
 
+Every model, seed and snapshot in them is a Delta table written by the engine (Delta is the
+default file format). The suites, and where each runs:
+
+- here: `basic` (materializations, singular/generic tests, ephemeral, empty, incremental,
+  adapter methods, validate connection) and `incremental` (unique keys, on_schema_change,
+  predicates, merge_exclude_columns, microbatch);
+- `test_dbt_suites_utils.py`: `utils` (every cross-database macro and data-type macro,
+  current timestamps, validate_sql);
+- `test_dbt_suites_project.py`: `aliases`, `caching`, `concurrency`, `dbt_show`, `empty`,
+  `ephemeral`, `hooks` (model, seed, snapshot and run hooks), `persist_docs`, `query_comment`,
+  `relations`, `sample_mode`, `simple_copy`, `simple_seed`, `store_test_failures_tests`,
+  `unit_testing`;
+- `test_snapshots.py`: `simple_snapshot` (every class) and `basic`'s snapshot suites;
+- `test_python_models.py`: `python_model` (Python models, incremental, PySpark/pandas).
+
+Not run, each for a reason of Spark or of the suite itself:
+
+- `aliases` BaseSameAliasDifferentDatabases, `relations` across databases: Spark relations
+  have no database part (two-part names).
+- `simple_seed` BaseSeedConfigFullRefreshOn and the `--full-refresh` case: they expect
+  Postgres' DROP ... CASCADE to drop the views on a seed; Spark's catalog keeps no dependencies.
+- `simple_seed` BaseSeedSpecificFormats: a seed named `seed.with.dots`, which Spark's catalog
+  refuses as a table name; BaseTestEmptySeedFlag: `dbt seed --empty` is dbt-core 1.12's.
+- `simple_copy` materialized views: Spark runs them only inside a declarative pipeline;
+  BaseSimpleCopyUppercase replaces the profile with a Postgres one.
+- `basic` BaseGetCatalogForSingleRelation: an optional adapter method that no dbt-core 1.11
+  command calls (dbt-spark has none either).
+- `dbt_debug`: its checks are Postgres credentials (user, password, port).
+- `grants`, `constraints`, `dbt_clone`, `materialized_view`, `functions`,
+  `catalog_integrations`: dbt-spark runs them only on Databricks (Unity Catalog grants,
+  enforced constraints, shallow clone, materialized views, UDFs, catalogs).
+
 BaseIncrementalUniqueKey's fixture changes its seed with plain SQL `INSERT INTO` (string
 literals into a DATE column): the statement runs as a Delta append through the engine.
 """

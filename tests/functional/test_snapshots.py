@@ -7,10 +7,10 @@ The suites change their source tables with plain SQL (``UPDATE``, ``DELETE``, ``
 from __future__ import annotations
 
 import datetime
-import re
 
 import pytest
-import sqlglot
+from dbt.tests.adapter.basic.test_snapshot_check_cols import BaseSnapshotCheckCols
+from dbt.tests.adapter.basic.test_snapshot_timestamp import BaseSnapshotTimestamp
 from dbt.tests.adapter.simple_snapshot import (
     fixtures,
     new_record_dbt_valid_to_current,
@@ -37,14 +37,7 @@ from dbt.tests.adapter.simple_snapshot.test_various_configs import (
 )
 from dbt.tests.util import check_relations_equal, run_dbt
 
-
-def spark_sql(sql: str) -> list[str]:
-    """A fixture's Postgres statements in Spark's dialect (sqlglot), without the database part Spark lacks."""
-    # `{database}.` unformatted, or formatted by the test with Spark's database (None).
-    sql = re.sub(r"\bNone\.", "", sql.replace("{database}.", "")).replace("{schema}", "__schema__")
-    return [
-        s.replace("__schema__", "{schema}") for s in sqlglot.transpile(sql, read="postgres", write="spark")
-    ]
+from tests.functional.postgres_fixtures import SparkDialectFixtures
 
 
 def spark_snapshot(text: str) -> str:
@@ -52,25 +45,15 @@ def spark_snapshot(text: str) -> str:
     return text.replace("{{target.database}}.", "")
 
 
-class SparkDialectFixtures:
-    """These suites' fixtures are Postgres SQL (``::text``, ``TEXT``, three-part names with a
-    database, several statements in one string): the test runs them translated to Spark SQL by
-    sqlglot, one statement at a time; they then run through the engine like any other."""
-
-    @pytest.fixture(autouse=True)
-    def _spark_dialect(self, project, monkeypatch):
-        original = project.run_sql
-
-        def run_sql(sql, fetch=None):
-            result = None
-            for statement in spark_sql(sql):
-                result = original(statement, fetch)
-            return result
-
-        monkeypatch.setattr(project, "run_sql", run_sql)
-
-
 class TestSnapshot(BaseSimpleSnapshot):
+    pass
+
+
+class TestBasicSnapshotCheckCols(BaseSnapshotCheckCols):
+    pass
+
+
+class TestBasicSnapshotTimestamp(BaseSnapshotTimestamp):
     pass
 
 

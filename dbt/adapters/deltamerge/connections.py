@@ -13,14 +13,15 @@ from __future__ import annotations
 import atexit
 import os
 import sys
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Iterator
 
 from dbt.adapters.contracts.connection import Connection, ConnectionState
 from dbt.adapters.events.logging import AdapterLogger
 from dbt.adapters.spark.connections import SparkConnectionManager, SparkCredentials
 from dbt_common.dataclass_schema import StrEnum
-from dbt_common.exceptions import DbtRuntimeError
+from dbt_common.exceptions import DbtDatabaseError, DbtRuntimeError
 
 from dbt.adapters.deltamerge import remote
 from dbt.adapters.deltamerge.metastore import in_use_message, metastore_holder
@@ -204,3 +205,24 @@ class DeltaMergeConnectionManager(SparkConnectionManager):
         connection.handle = SessionConnectionWrapper(DeltaConnection(spark))
         connection.state = ConnectionState.OPEN
         return connection
+
+    @contextmanager
+    def exception_handler(self, sql: str) -> Iterator[None]:
+        """Spark's errors as dbt's database errors, dbt's own errors unchanged.
+
+        dbt-spark's handler re-raises an exception without ``args`` as it is, which is what
+        PySpark's analysis and parse errors are: a hook or ``run_query`` failing on Spark then
+        ended dbt with a raw PySpark traceback instead of a database error.
+        """
+        from pyspark.errors import PySparkException
+
+        try:
+            yield
+        except DbtRuntimeError:
+            raise
+        except PySparkException as exc:
+            logger.debug(f"Error while running:\n{sql}")
+            raise DbtDatabaseError(str(exc).strip()) from exc
+        except Exception as exc:
+            logger.debug(f"Error while running:\n{sql}")
+            raise DbtRuntimeError(str(exc)) from exc

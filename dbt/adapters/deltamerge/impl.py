@@ -10,10 +10,9 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-import re
 import threading
 from dataclasses import dataclass, field
-from typing import Any, Dict, Optional
+from typing import Any, Dict, Iterable, Optional
 
 from dbt.adapters.base import available
 from dbt.adapters.base.relation import BaseRelation
@@ -23,7 +22,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from dbt.adapters.deltamerge import catalog, conversion, operations, statements
+from dbt.adapters.deltamerge import catalog, conversion, cross_db, docs_catalog, operations, statements
 from dbt.adapters.deltamerge.cdc.apply import apply_changes
 from dbt.adapters.deltamerge.cdc.spec import CdcSpec
 from dbt.adapters.deltamerge.connections import DeltaMergeConnectionManager, session_of
@@ -90,9 +89,27 @@ class DeltaMergeAdapter(SparkAdapter):
 
     def parse_columns_from_information(self, relation: BaseRelation) -> list[Any]:
         columns = super().parse_columns_from_information(relation)
-        stats = catalog_stats(getattr(relation, "information", None) or "")
-        # dbt docs' table statistics: the Delta log's, not the catalog copy's (which has no row count).
-        return [dataclasses.replace(c, table_stats=stats) for c in columns] if stats else columns
+        snapshot = docs_catalog.delta_snapshot(getattr(relation, "information", None) or "")
+        if snapshot is None:
+            return columns
+        stats = docs_catalog.catalog_stats(snapshot)
+        return [dataclasses.replace(c, table_stats=stats) for c in columns]
+
+    def _get_columns_for_catalog(self, relation: BaseRelation) -> Iterable[Dict[str, Any]]:
+        snapshot = docs_catalog.delta_snapshot(getattr(relation, "information", None) or "")
+        if snapshot is not None:
+            description, comments = docs_catalog.catalog_comments(snapshot)
+        elif relation.is_view:
+            description, comments = docs_catalog.view_comments(
+                self.spark_session(), str(relation.schema), str(relation.identifier)
+            )
+        else:  # dbt-spark's catalog has no comments for other tables
+            yield from super()._get_columns_for_catalog(relation)
+            return
+        for row in super()._get_columns_for_catalog(relation):
+            row["table_comment"] = description
+            row["column_comment"] = comments.get(str(row.get("column_name") or "").lower())
+            yield row
 
     def spark_session(self) -> SparkSession:
         """The Spark session of this thread's connection (embedded or Spark Connect)."""
@@ -223,6 +240,13 @@ class DeltaMergeAdapter(SparkAdapter):
             return operations.persist_docs(
                 self.spark_session(), relation, description, dict(column_comments or {})
             )
+
+    @available
+    def listagg_sql(
+        self, measure: str, delimiter_text: str, order_by_clause: Optional[str], limit_num: Optional[int]
+    ) -> str:
+        """dbt's ``listagg`` in Spark 4 SQL, keeping ``order_by_clause`` (see ``cross_db``)."""
+        return cross_db.listagg_sql(measure, delimiter_text, order_by_clause, limit_num)
 
     def _seed_types(self, agate_table: Any, config: Dict[str, Any]) -> list[str]:
         overrides = {k.lower(): v for k, v in (config.get("column_types") or {}).items()}
@@ -355,35 +379,6 @@ def seed_dataframe(spark: SparkSession, agate_table: Any, types: list[str]) -> D
     return raw.select(
         *[F.expr(f"cast({quote_identifier(n)} as {t})").alias(n) for n, t in zip(names, types, strict=True)]
     )
-
-
-def catalog_stats(information: str) -> Dict[str, Any]:
-    """dbt docs' table statistics of a Delta-bound relation (from its ``show table extended`` text)."""
-    found = re.search(rf"{re.escape(catalog.LOCATION_PROPERTY)}=([^,\]]+)", information)
-    snapshot = load_snapshot(found.group(1).strip()) if found else None
-    if snapshot is None:
-        return {}
-    values = {
-        "rows": (
-            "Rows",
-            sum(f.num_records or 0 for f in snapshot.files),
-            "Rows in the current Delta version",
-        ),
-        "bytes": ("Bytes", snapshot.size_bytes, "Bytes of the live data files"),
-        "files": ("Files", len(snapshot.files), "Live data files"),
-        "version": ("Delta version", snapshot.version, "The table's current Delta version"),
-    }
-    stats: Dict[str, Any] = {}
-    for key, (label, value, description) in values.items():
-        stats.update(
-            {
-                f"stats:{key}:label": label,
-                f"stats:{key}:value": value,
-                f"stats:{key}:description": description,
-                f"stats:{key}:include": True,
-            }
-        )
-    return stats
 
 
 def _seed_text(value: Any) -> str:

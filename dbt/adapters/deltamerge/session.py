@@ -13,8 +13,8 @@ from typing import Any
 
 from dbt.adapters.events.logging import AdapterLogger
 from dbt.adapters.spark.session import Connection, Cursor
-from dbt_common.exceptions import DbtRuntimeError
-from pyspark.errors import AnalysisException
+from dbt_common.exceptions import DbtDatabaseError
+from pyspark.errors import PySparkException
 
 from dbt.adapters.deltamerge import statements
 from dbt.adapters.deltamerge.errors import named_errors
@@ -44,8 +44,9 @@ class DeltaCursor(Cursor):
                 return
         try:
             self._df = self.spark.sql(sql)
-        except AnalysisException as exc:
-            raise DbtRuntimeError(str(exc)) from exc
+        except PySparkException as exc:
+            # A database error, as dbt's other adapters raise for SQL the database refuses.
+            raise DbtDatabaseError(str(exc).strip()) from exc
         self._rows = None
 
 

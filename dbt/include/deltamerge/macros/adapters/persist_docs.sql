@@ -8,8 +8,10 @@
   {%- if relation.is_delta -%}
     {%- set description = model.description if (for_relation and config.persist_relation_docs() and model.description) else none -%}
     {%- set comments = {} -%}
-    {%- if for_columns and config.persist_column_docs() -%}
-      {%- for name, column in (model.columns or {}).items() if column.description -%}
+    {%- if for_columns and config.persist_column_docs() and model.columns -%}
+      {#- dbt's own check: a documented column the table lacks is warned about and left out. -#}
+      {%- set existing = adapter.get_columns_in_relation(relation) | map(attribute="name") | list -%}
+      {%- for name, column in validate_doc_columns(relation, model.columns, existing).items() if column.description -%}
         {%- do comments.update({name: column.description}) -%}
       {%- endfor -%}
     {%- endif -%}

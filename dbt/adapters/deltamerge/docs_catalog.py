@@ -1,0 +1,79 @@
+"""What ``dbt docs generate`` shows of a Delta table, read from its Delta log.
+
+The catalog entry Spark keeps of a Delta table is a copy: it has no row count, and its comments
+are cut to what the embedded metastore stores. The Delta log has the table's own statistics,
+description and column comments, which every Delta reader sees. Views have only their catalog
+entry.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Dict, Optional
+
+from pyspark.sql import SparkSession
+
+from dbt.adapters.deltamerge.catalog import LOCATION_PROPERTY
+from dbt.adapters.deltamerge.delta.snapshot import Snapshot, load_snapshot
+from dbt.adapters.deltamerge.sql import quote_identifier
+
+
+def delta_snapshot(information: str) -> Optional[Snapshot]:
+    """The current version of the Delta table a ``show table extended`` text describes, if it is ours."""
+    found = re.search(rf"{re.escape(LOCATION_PROPERTY)}=([^,\]]+)", information)
+    return load_snapshot(found.group(1).strip()) if found else None
+
+
+def catalog_stats(snapshot: Snapshot) -> Dict[str, Any]:
+    """dbt docs' table statistics: rows, bytes, files and version of the current Delta version."""
+    values = {
+        "rows": (
+            "Rows",
+            sum(f.num_records or 0 for f in snapshot.files),
+            "Rows in the current Delta version",
+        ),
+        "bytes": ("Bytes", snapshot.size_bytes, "Bytes of the live data files"),
+        "files": ("Files", len(snapshot.files), "Live data files"),
+        "version": ("Delta version", snapshot.version, "The table's current Delta version"),
+    }
+    stats: Dict[str, Any] = {}
+    for key, (label, value, description) in values.items():
+        stats.update(
+            {
+                f"stats:{key}:label": label,
+                f"stats:{key}:value": value,
+                f"stats:{key}:description": description,
+                f"stats:{key}:include": True,
+            }
+        )
+    return stats
+
+
+def catalog_comments(snapshot: Snapshot) -> tuple[Optional[str], Dict[str, str]]:
+    """The table description and the column comments (by lowercased name) in the Delta metadata."""
+    columns = {
+        f.name.lower(): f.metadata["comment"]
+        for f in snapshot.schema.fields
+        if isinstance(f.metadata.get("comment"), str)
+    }
+    return snapshot.metadata.description or None, columns
+
+
+def view_comments(spark: SparkSession, schema: str, identifier: str) -> tuple[Optional[str], Dict[str, str]]:
+    """A view's description and column comments (by lowercased name), from its catalog entry.
+
+    ``show table extended`` lists neither the column comments nor a multi-line description in a
+    readable way; ``DESCRIBE TABLE EXTENDED`` has both, the columns first, then the details.
+    """
+    rows = spark.sql(f"DESCRIBE TABLE EXTENDED {quote_identifier(schema)}.{quote_identifier(identifier)}")
+    columns: Dict[str, str] = {}
+    description = None
+    in_columns = True
+    for name, value, comment in rows.collect():
+        if not name or name.startswith("#"):
+            in_columns = False
+        elif in_columns and comment:
+            columns[name.lower()] = comment
+        elif not in_columns and name == "Comment":
+            description = value or None
+    return description, columns
