@@ -30,7 +30,7 @@ test: install
 	# Two workers, one test file each at a time (each with its own Spark session and warehouse).
 	$(PY) -m pytest -n 2 --dist loadfile --durations=15
 	DELTAMERGE_TEST_BACKEND=connect DELTAMERGE_CONNECT_ALL=$(CONNECT_ALL) \
-		DELTAMERGE_DIFF_CASES=$${DELTAMERGE_DIFF_CASES:-8} DELTAMERGE_DML_CASES=$${DELTAMERGE_DML_CASES:-4} \
+		DELTAMERGE_DIFF_CASES=$${DELTAMERGE_DIFF_CASES:-4} DELTAMERGE_DML_CASES=$${DELTAMERGE_DML_CASES:-2} \
 		$(PY) -m pytest tests/functional -n 2 --dist loadfile --durations=10
 
 ## The benchmark harness (not part of the tests): writes BENCHMARKS.md and benchmarks/*. About an hour on 2 cores.

@@ -145,6 +145,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 _LONGEST_FIRST = (
+    # The Connect half's longest (skipped at once on the embedded half, or short there).
+    "test_kill_statements.py",
+    "test_kill_cdc.py",
+    "test_connect.py",
+    "test_concurrent_cdc_runs.py",
     "test_cdc_apply.py",
     "test_kill_harness.py",
     "test_dbt_suites_project.py",

@@ -11,7 +11,7 @@ default file format). The suites, and where each runs:
 - `test_dbt_suites_project.py`: `aliases`, `caching`, `concurrency`, `dbt_show`, `empty`,
   `ephemeral`, `hooks` (model, seed, snapshot and run hooks), `persist_docs`, `query_comment`,
   `relations`, `sample_mode`, `simple_copy`, `simple_seed`, `store_test_failures_tests`,
-  `unit_testing`;
+  `unit_testing`, and `basic`'s docs generate suites (the catalog and references);
 - `test_snapshots.py`: `simple_snapshot` (every class) and `basic`'s snapshot suites;
 - `test_python_models.py`: `python_model` (Python models, incremental, PySpark/pandas).
 

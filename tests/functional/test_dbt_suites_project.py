@@ -2,21 +2,25 @@
 
 Seeds, hooks, aliases, the relation cache, `dbt show`, `--empty` and sample mode, stored test
 failures, persisted docs, unit tests, ephemeral models, query comments, copies of a whole
-project, relation type changes and concurrency. Each base runs as dbt-tests-adapter wrote it
-unless a class says why not; Postgres SQL in a fixture runs translated
-(``postgres_fixtures.SparkDialectFixtures``). The full list of suites and where each runs is
+project, relation type changes, concurrency and `dbt docs generate`'s catalog. Each base runs
+as dbt-tests-adapter wrote it unless a class says why not; Postgres SQL in a fixture runs
+translated (``postgres_fixtures.SparkDialectFixtures``). The full list of suites and where each runs is
 in ``test_dbt_standard_suites.py``.
 """
 
 from __future__ import annotations
 
+import getpass
 import re
 from pathlib import Path
 
 import dbt.tests.adapter.hooks as hooks_package
 import dbt.tests.adapter.simple_seed as seed_package
+import pyarrow as pa
 import pytest
 from dbt.tests.adapter.aliases.test_aliases import BaseAliasErrors, BaseAliases, BaseSameAliasDifferentSchemas
+from dbt.tests.adapter.basic import expected_catalog
+from dbt.tests.adapter.basic.test_docs_generate import BaseDocsGenerate, BaseDocsGenReferences
 from dbt.tests.adapter.caching.test_caching import (
     BaseCachingLowercaseModel,
     BaseCachingSelectedSchemaOnly,
@@ -105,7 +109,9 @@ from dbt.tests.adapter.unit_testing.test_quoted_reserved_word_column_names impor
 )
 from dbt.tests.adapter.unit_testing.test_types import BaseUnitTestingTypes
 from dbt.tests.util import check_relations_equal, copy_file, run_dbt
+from deltalake import DeltaTable
 
+from tests.functional.helpers import table_path
 from tests.functional.postgres_fixtures import SparkDialectFixtures
 
 SPARK_TYPES = {"::text": "::string"}
@@ -342,6 +348,84 @@ class TestNullQueryComments(BaseNullQueryComments):
 
 class TestEmptyQueryComments(BaseEmptyQueryComments):
     pass
+
+
+# --- dbt docs generate --------------------------------------------------------------------
+
+
+def delta_stats(project, name: str) -> dict:
+    """The statistics `dbt docs generate` shows of a Delta table, computed here with delta-rs."""
+    table = DeltaTable(table_path(project, name))
+    adds = pa.table(table.get_add_actions(flatten=True)).to_pylist()
+    values = {
+        "rows": ("Rows", sum(a["num_records"] for a in adds), "Rows in the current Delta version"),
+        "bytes": ("Bytes", sum(a["size_bytes"] for a in adds), "Bytes of the live data files"),
+        "files": ("Files", len(adds), "Live data files"),
+        "version": ("Delta version", table.version(), "The table's current Delta version"),
+    }
+    stats = {
+        key: {"id": key, "label": label, "value": value, "description": description, "include": True}
+        for key, (label, value, description) in values.items()
+    }
+    return {**stats, "has_stats": {**expected_catalog.no_stats()["has_stats"], "value": True}}
+
+
+class LazyStats(dict):
+    """Delta statistics of a table the test itself creates, computed when compared."""
+
+    def __init__(self, project, name: str) -> None:
+        super().__init__()
+        self.project, self.name = project, name
+
+    def __eq__(self, other: object) -> bool:
+        return delta_stats(self.project, self.name) == other
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+class SparkCatalog:
+    """The bases expect Postgres' catalog: `integer` / `text` / `timestamp without time zone`
+    columns, `VIEW` / `BASE TABLE`, the profile's user as owner and no statistics anywhere.
+    Here the type names dbt-spark's catalog takes from Spark's schema tree (`long` for a seed's
+    whole numbers, `string`, `timestamp`), dbt-spark's relation types,
+    the owner Spark's catalog records (the process's user) and, for Delta tables, the
+    statistics from the Delta log; views have none."""
+
+    types = {"id_type": "long", "text_type": "string", "time_type": "timestamp"}
+
+    @pytest.fixture(scope="class")
+    def profile_user(self):
+        return getpass.getuser()
+
+
+class TestDocsGenerate(SparkCatalog, BaseDocsGenerate):
+    @pytest.fixture(scope="class")
+    def expected_catalog(self, project, profile_user):
+        return expected_catalog.base_expected_catalog(
+            project,
+            role=profile_user,
+            view_type="view",
+            table_type="table",
+            model_stats=expected_catalog.no_stats(),
+            seed_stats=delta_stats(project, "seed"),
+            **self.types,
+        )
+
+
+class TestDocsGenReferences(SparkCatalog, BaseDocsGenReferences):
+    @pytest.fixture(scope="class")
+    def expected_catalog(self, project, profile_user):
+        return expected_catalog.expected_references_catalog(
+            project,
+            role=profile_user,
+            bigint_type="long",
+            view_type="view",
+            table_type="table",
+            model_stats=LazyStats(project, "ephemeral_summary"),
+            seed_stats=delta_stats(project, "seed"),
+            view_summary_stats=expected_catalog.no_stats(),
+            **self.types,
+        )
 
 
 # --- ephemeral models -------------------------------------------------------------------

@@ -6,7 +6,7 @@ must have the same rows and the same inserted / updated / deleted counts. Half t
 run with broadcasting turned off, so the shuffle joins are compared too. The weighted
 cases favour the executor's shortcuts: no WHEN MATCHED clause, NOT MATCHED BY SOURCE
 clauses, ``incremental_predicates`` and target rows sharing a key.
-``DELTAMERGE_DIFF_CASES`` sets the number of cases (default 30; thousands for a long
+``DELTAMERGE_DIFF_CASES`` sets the number of cases (default 20; thousands for a long
 run, e.g. ``DELTAMERGE_DIFF_CASES=4000 pytest -k weighted tests/functional/test_merge_differential.py``).
 """
 
@@ -25,7 +25,7 @@ from dbt.adapters.deltamerge.delta.write import WriteRequest, write_dataframe
 from dbt.adapters.deltamerge.merge.clauses import MergeSpec
 from dbt.adapters.deltamerge.merge.executor import merge_into
 
-CASES = int(os.environ.get("DELTAMERGE_DIFF_CASES", "30"))
+CASES = int(os.environ.get("DELTAMERGE_DIFF_CASES", "20"))
 
 # (our clause, the same clause in delta-rs's builder)
 MATCHED = [

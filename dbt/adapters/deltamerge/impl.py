@@ -104,11 +104,13 @@ class DeltaMergeAdapter(SparkAdapter):
                 self.spark_session(), str(relation.schema), str(relation.identifier)
             )
         else:  # dbt-spark's catalog has no comments for other tables
-            yield from super()._get_columns_for_catalog(relation)
-            return
+            description, comments = None, {}
         for row in super()._get_columns_for_catalog(relation):
-            row["table_comment"] = description
-            row["column_comment"] = comments.get(str(row.get("column_name") or "").lower())
+            # dbt-spark numbers columns from 0; dbt's catalog (and every other adapter) from 1.
+            row["column_index"] = int(row["column_index"]) + 1
+            if snapshot is not None or relation.is_view:
+                row["table_comment"] = description
+                row["column_comment"] = comments.get(str(row.get("column_name") or "").lower())
             yield row
 
     def spark_session(self) -> SparkSession:
