@@ -24,7 +24,8 @@ Not run, each for a reason of Spark or of the suite itself:
 - `simple_seed` BaseSeedSpecificFormats: a seed named `seed.with.dots`, which Spark's catalog
   refuses as a table name; BaseTestEmptySeedFlag: `dbt seed --empty` is dbt-core 1.12's.
 - `simple_copy` materialized views: Spark runs them only inside a declarative pipeline;
-  BaseSimpleCopyUppercase replaces the profile with a Postgres one.
+  BaseSimpleCopyUppercase replaces the profile with a Postgres one; EmptyModelsArentRunBase
+  reads Postgres' `information_schema.tables`, which Spark's catalog does not have.
 - `basic` BaseGetCatalogForSingleRelation: an optional adapter method that no dbt-core 1.11
   command calls (dbt-spark has none either).
 - `dbt_debug`: its checks are Postgres credentials (user, password, port).

@@ -6,7 +6,7 @@ through our engine on one copy and delta-rs on the other: the rows, the deleted 
 counts and, with the change data feed on, the change rows must be equal. Conditions cover
 partition-only predicates (whole files removed without a rewrite), statistics-skippable
 ranges, nulls, ``IN`` and ``OR``. ``DELTAMERGE_DML_CASES`` sets the number of cases
-(default 12; thousands for a long run).
+(default 12; thousands for a long run), from seed ``DELTAMERGE_DML_FIRST`` (default 0).
 """
 
 from __future__ import annotations
@@ -24,6 +24,8 @@ from dbt.adapters.deltamerge.delta.snapshot import load_snapshot
 from dbt.adapters.deltamerge.delta.write import WriteRequest, write_dataframe
 
 CASES = int(os.environ.get("DELTAMERGE_DML_CASES", "12"))
+# A long run can continue where an earlier one stopped: seeds FIRST .. FIRST + CASES - 1.
+FIRST = int(os.environ.get("DELTAMERGE_DML_FIRST", "0"))
 SCHEMA = "k bigint, v bigint, s string, p string"
 
 
@@ -94,7 +96,7 @@ def _changed_only(changes: list[tuple]) -> list[tuple]:
 
 
 @pytest.mark.connect
-@pytest.mark.parametrize("seed", range(CASES))
+@pytest.mark.parametrize("seed", range(FIRST, FIRST + CASES))
 def test_delete_same_as_delta_rs(spark, tmp_path, seed):
     rng = random.Random(seed)
     feed = seed % 3 == 0
@@ -113,7 +115,7 @@ def test_delete_same_as_delta_rs(spark, tmp_path, seed):
 
 
 @pytest.mark.connect
-@pytest.mark.parametrize("seed", range(CASES))
+@pytest.mark.parametrize("seed", range(FIRST, FIRST + CASES))
 def test_update_same_as_delta_rs(spark, tmp_path, seed):
     rng = random.Random(10_000 + seed)
     feed = seed % 3 == 0
