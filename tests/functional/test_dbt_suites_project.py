@@ -391,40 +391,41 @@ class SparkCatalog:
     the owner Spark's catalog records (the process's user) and, for Delta tables, the
     statistics from the Delta log; views have none."""
 
-    types = {"id_type": "long", "text_type": "string", "time_type": "timestamp"}
-
     @pytest.fixture(scope="class")
     def profile_user(self):
         return getpass.getuser()
 
+    @pytest.fixture(scope="class")
+    def spark_catalog(self, project, profile_user):
+        """The arguments both bases' expected catalogs take, with Spark's values."""
+        return {
+            "role": profile_user,
+            "id_type": "long",
+            "text_type": "string",
+            "time_type": "timestamp",
+            "view_type": "view",
+            "table_type": "table",
+            "seed_stats": delta_stats(project, "seed"),
+        }
+
 
 class TestDocsGenerate(SparkCatalog, BaseDocsGenerate):
     @pytest.fixture(scope="class")
-    def expected_catalog(self, project, profile_user):
+    def expected_catalog(self, project, spark_catalog):
         return expected_catalog.base_expected_catalog(
-            project,
-            role=profile_user,
-            view_type="view",
-            table_type="table",
-            model_stats=expected_catalog.no_stats(),
-            seed_stats=delta_stats(project, "seed"),
-            **self.types,
+            project, model_stats=expected_catalog.no_stats(), **spark_catalog
         )
 
 
 class TestDocsGenReferences(SparkCatalog, BaseDocsGenReferences):
     @pytest.fixture(scope="class")
-    def expected_catalog(self, project, profile_user):
+    def expected_catalog(self, project, spark_catalog):
         return expected_catalog.expected_references_catalog(
             project,
-            role=profile_user,
             bigint_type="long",
-            view_type="view",
-            table_type="table",
             model_stats=LazyStats(project, "ephemeral_summary"),
-            seed_stats=delta_stats(project, "seed"),
             view_summary_stats=expected_catalog.no_stats(),
-            **self.types,
+            **spark_catalog,
         )
 
 
