@@ -160,5 +160,6 @@ _LONGEST_FIRST = (
     "test_merge_differential.py",
     "test_dbt_standard_suites.py",
     "test_concurrent_dbt_runs.py",
+    "test_concurrent_statements.py",
     "test_dml_differential.py",
 )

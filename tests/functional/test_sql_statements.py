@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import os
 
 import pytest
 from dbt.tests.util import run_dbt
@@ -64,6 +65,19 @@ class TestInsertStatements:
         got = {r["id"]: (r["name"], r["day"]) for r in rows(path)}
         assert got[5] == ("e", dt.date(2026, 1, 5)) and got[6] == ("f", None)
 
+    def test_a_leading_with_or_from_belongs_to_the_inserted_query(self, project):
+        schema, path = project.test_schema, table_path(project, "people")
+        before = DeltaTable(path).version()
+        project.run_sql(
+            f"with x as (select 10 as id, 'j' as name) insert into {schema}.people (id, name) select * from x"
+        )
+        project.run_sql(
+            f"from {schema}.people insert into {schema}.people (id, name) select id + 10, name where id = 1"
+        )
+        assert DeltaTable(path).version() == before + 2 and operations(path)[-2:] == ["WRITE", "WRITE"]
+        got = {r["id"]: r["name"] for r in rows(path)}
+        assert got[10] == "j" and got[11] == "a"
+
     def test_a_value_that_does_not_convert_fails_and_writes_nothing(self, project):
         path = table_path(project, "people")
         before = DeltaTable(path).version()
@@ -105,8 +119,13 @@ class TestInsertStatements:
                 f"merge into {schema}.people t using (select 1 as id union all select 1) s "
                 "on t.id = s.id when matched then update set name = 'x'"
             )
-        with pytest.raises(DbtRuntimeError, match=r"INSERT after a leading WITH.*was not run"):
-            project.run_sql(f"with x as (select 5 as id) insert into {schema}.people (id) select id from x")
+        with pytest.raises(
+            DbtRuntimeError, match=r"INSERT into several tables .* per table\. The statement was not run"
+        ):
+            project.run_sql(
+                f"from {schema}.people insert into {schema}.people (id) select id "
+                f"insert into {schema}.people (id) select id + 1"
+            )
         assert DeltaTable(path).version() == before
 
     def test_insert_overwrite_of_a_static_partition(self, project, spark):
@@ -123,6 +142,35 @@ class TestInsertStatements:
     def test_a_post_hook_insert_lands_in_the_delta_table(self, project):
         got = [(r["id"], r["name"]) for r in rows(table_path(project, "hooked"))]
         assert got == [(1, "a"), (9, "hook")]
+
+    def test_create_table_like_a_delta_table_copies_its_definition(self, project):
+        schema = project.test_schema
+        project.run_sql(
+            f"create table {schema}.src (id int comment 'the key', name string) partitioned by (name) "
+            "comment 'a source' tblproperties ('delta.enableChangeDataFeed' = 'true')"
+        )
+        project.run_sql(f"insert into {schema}.src values (1, 'a')")
+        project.run_sql(f"create table {schema}.copy like {schema}.src tblproperties ('team' = 'core')")
+        project.run_sql(f"create table if not exists {schema}.copy like {schema}.people")
+        copy = DeltaTable(table_path(project, "copy"))
+        assert copy.version() == 0 and rows(table_path(project, "copy")) == []
+        assert [(f.name, f.type.type, f.metadata) for f in copy.schema().fields] == [
+            ("id", "integer", {"comment": "the key"}),
+            ("name", "string", {}),
+        ]
+        metadata = copy.metadata()
+        assert (metadata.partition_columns, metadata.description) == (["name"], "a source")
+        assert metadata.configuration == {"delta.enableChangeDataFeed": "true", "team": "core"}
+
+    def test_create_table_like_another_format_is_delta_only_when_asked(self, project, spark):
+        schema = project.test_schema
+        project.run_sql(f"create table {schema}.plain_copy like {schema}.plain")
+        project.run_sql(f"create table {schema}.plain_delta like {schema}.plain using delta")
+        described = spark.sql(f"describe table extended {schema}.plain_copy").collect()
+        assert {r[0]: r[1] for r in described}["Provider"] == "parquet"
+        assert not os.path.exists(os.path.join(table_path(project, "plain_copy"), "_delta_log"))
+        delta = DeltaTable(table_path(project, "plain_delta"))
+        assert [f.name for f in delta.schema().fields] == ["id"] and delta.version() == 0
 
     def test_statements_on_other_tables_go_to_spark(self, project, spark):
         project.run_sql(f"insert into {project.test_schema}.plain values (2)")

@@ -86,10 +86,31 @@ def test_create_table_forms():
         comment="tab",
         location=None,
         query=None,
+        using_delta=True,
     )
     ctas = parse_dml("create table if not exists t location '/x' as (select 1 as a)")
     assert isinstance(ctas, CreateTableStatement)
     assert (ctas.if_not_exists, ctas.location, ctas.query) == (True, "/x", "(select 1 as a)")
+
+
+def test_create_table_like():
+    parsed = parse_dml("create table if not exists s.t like s.src tblproperties ('k' = 'v') location '/x'")
+    assert isinstance(parsed, CreateTableStatement)
+    assert (parsed.like, parsed.properties, parsed.location, parsed.using_delta) == (
+        ("s", "src"),
+        (("k", "v"),),
+        "/x",
+        False,
+    )
+    assert parse_dml("create table t like src using delta").using_delta  # type: ignore[union-attr]
+    assert parse_dml("create table t like src using parquet") is None
+
+
+def test_create_table_like_takes_no_definition_of_its_own():
+    with pytest.raises(
+        DmlParseError, match="LIKE takes its columns, partitioning and comment from the source"
+    ):
+        parse_dml("create table t like src comment 'mine'")
 
 
 def test_create_table_with_another_format_is_spark_s():

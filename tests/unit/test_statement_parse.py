@@ -93,18 +93,41 @@ def test_insert_header_and_the_query_as_written(sql, parts, columns, partitions,
 
 
 @pytest.mark.parametrize(
-    ("sql", "parts", "statement"),
+    ("sql", "parts", "overwrite", "query"),
     [
         (
-            "with x as (select 1) insert into s.t select * from x",
+            "with x as (select 1 a) insert into s.t select * from x",
             ("s", "t"),
-            "INSERT after a leading WITH or FROM",
+            False,
+            "with x as (select 1 a) select * from x",
         ),
-        ("from x insert into s.t select a", ("s", "t"), "FROM ... INSERT"),
+        (
+            "-- lead\nWITH x AS (SELECT 1 a), y AS (SELECT (2) b)\n"
+            "INSERT OVERWRITE TABLE t (SELECT * FROM x, y);",
+            ("t",),
+            True,
+            "WITH x AS (SELECT 1 a), y AS (SELECT (2) b) (SELECT * FROM x, y)",
+        ),
+        ("from x insert into s.t select a where a > 1", ("s", "t"), False, "from x select a where a > 1"),
     ],
 )
-def test_insert_forms_not_run_name_their_target(sql, parts, statement):
-    assert parse_write_statement(sql) == RefusedStatement(parts, statement)
+def test_what_precedes_the_insert_joins_its_query(sql, parts, overwrite, query):
+    insert = parse_write_statement(sql)
+    assert isinstance(insert, InsertStatement)
+    assert (insert.parts, insert.overwrite, insert.query) == (parts, overwrite, query)
+
+
+def test_a_with_before_the_insert_and_in_its_query_is_one_with_too_many():
+    with pytest.raises(StatementParseError, match="WITH both before the INSERT and in its query"):
+        parse_write_statement("with x as (select 1) insert into t with y as (select 2) select * from x, y")
+
+
+def test_an_insert_into_several_tables_names_the_first():
+    assert parse_write_statement(
+        "from x insert into s.t select a insert into s.u select b"
+    ) == RefusedStatement(
+        ("s", "t"), "FROM ... INSERT into several tables (one Delta commit writes one table)"
+    )
 
 
 @pytest.mark.parametrize(

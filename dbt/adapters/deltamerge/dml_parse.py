@@ -1,9 +1,10 @@
 """The row-changing and table-defining statements the engine runs on Delta tables (pure Python).
 
 ``UPDATE``, ``DELETE``, ``MERGE INTO`` (Spark's grammar, with ``WITH SCHEMA EVOLUTION``),
-``TRUNCATE TABLE``, ``CREATE [OR REPLACE] TABLE ... [USING delta] [AS query]`` (Delta is the
-default format, as on Databricks: a CREATE TABLE without USING makes a Delta table; ``USING
-parquet``, ``STORED AS`` and ``ROW FORMAT`` stay Spark's) and ``ALTER TABLE ... ADD COLUMNS``
+``TRUNCATE TABLE``, ``CREATE [OR REPLACE] TABLE ... [USING delta] [AS query | LIKE source]``
+(Delta is the default format, as on Databricks: a CREATE TABLE without USING makes a Delta
+table; ``USING parquet``, ``STORED AS`` and ``ROW FORMAT`` stay Spark's) and ``ALTER TABLE ...
+ADD COLUMNS``
 parsed by sqlglot's Spark dialect into frozen values. Conditions, expressions and a MERGE's
 source subquery are Spark SQL regenerated from the parse tree; a CREATE's ``AS`` query is cut
 from the statement by token offsets, so Spark runs it as written.
@@ -78,7 +79,8 @@ class ColumnDefinition:
 
 @dataclass(frozen=True)
 class CreateTableStatement:
-    """``CREATE [OR REPLACE] TABLE [IF NOT EXISTS] name [(columns)] USING delta ... [AS query]``."""
+    """``CREATE [OR REPLACE] TABLE [IF NOT EXISTS] name [(columns)] USING delta ... [AS query]``,
+    or ``CREATE TABLE [IF NOT EXISTS] name LIKE source [USING delta] ...``."""
 
     parts: tuple[str, ...]
     replace: bool
@@ -89,6 +91,10 @@ class CreateTableStatement:
     comment: str | None
     location: str | None
     query: str | None
+    # ``LIKE source``: the source table's name parts (its definition is the new table's).
+    like: tuple[str, ...] = ()
+    # ``USING delta`` was written (a LIKE of a table of another format stays Spark's without it).
+    using_delta: bool = False
 
 
 @dataclass(frozen=True)
@@ -250,7 +256,7 @@ def _creates_delta_table(tree: exp.Expr) -> bool:
     if not isinstance(tree, exp.Create) or str(tree.args.get("kind", "")).upper() != "TABLE":
         return False
     properties = tree.args.get("properties")
-    hive = (exp.RowFormatDelimitedProperty, exp.RowFormatSerdeProperty, exp.LikeProperty)
+    hive = (exp.RowFormatDelimitedProperty, exp.RowFormatSerdeProperty)
     if properties is not None and any(isinstance(p, hive) for p in properties.expressions):
         return False
     return _file_format(tree) in (None, "delta")
@@ -273,9 +279,12 @@ def _create(tree: exp.Create, sql: str) -> CreateTableStatement:
     partition_by: tuple[str, ...] = ()
     properties: list[tuple[str, str]] = []
     comment = location = None
+    like: tuple[str, ...] = ()
     properties_node = tree.args.get("properties")
     for prop in properties_node.expressions if properties_node is not None else []:
-        if isinstance(prop, exp.PartitionedByProperty):
+        if isinstance(prop, exp.LikeProperty):
+            like = _parts(prop.this)
+        elif isinstance(prop, exp.PartitionedByProperty):
             partition_by = tuple(e.name for e in prop.this.expressions)
         elif isinstance(prop, exp.SchemaCommentProperty):
             comment = prop.this.name
@@ -286,6 +295,10 @@ def _create(tree: exp.Create, sql: str) -> CreateTableStatement:
         elif not isinstance(prop, exp.FileFormatProperty):
             raise DmlParseError(f"CREATE TABLE ... USING delta: {_sql(prop)} is not supported")
     query = _query_after_as(sql) if tree.expression is not None else None
+    if like and (columns or query is not None or partition_by or comment is not None):
+        raise DmlParseError(
+            "CREATE TABLE ... LIKE takes its columns, partitioning and comment from the source table"
+        )
     return CreateTableStatement(
         parts=_parts(table),
         replace=bool(tree.args.get("replace")),
@@ -296,6 +309,8 @@ def _create(tree: exp.Create, sql: str) -> CreateTableStatement:
         comment=comment,
         location=location,
         query=query,
+        like=like,
+        using_delta=_file_format(tree) == "delta",
     )
 
 

@@ -9,6 +9,9 @@ entry.
 from __future__ import annotations
 
 import re
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any, Dict, Optional
 
 from pyspark.sql import SparkSession
@@ -17,11 +20,31 @@ from dbt.adapters.deltamerge.catalog import LOCATION_PROPERTY
 from dbt.adapters.deltamerge.delta.snapshot import Snapshot, load_snapshot
 from dbt.adapters.deltamerge.sql import quote_identifier
 
+_HELD = threading.local()
+
 
 def delta_snapshot(information: str) -> Optional[Snapshot]:
-    """The current version of the Delta table a ``show table extended`` text describes, if it is ours."""
+    """The current version of the Delta table a ``show table extended`` text describes, if it is ours.
+
+    Inside ``held_snapshot(information)`` it is the snapshot held there, not read again.
+    """
+    entry = getattr(_HELD, "entry", None)
+    if entry is not None and entry[0] == information:
+        return entry[1]
     found = re.search(rf"{re.escape(LOCATION_PROPERTY)}=([^,\]]+)", information)
     return load_snapshot(found.group(1).strip()) if found else None
+
+
+@contextmanager
+def held_snapshot(information: str) -> Iterator[Optional[Snapshot]]:
+    """One relation's Delta snapshot, read once for everything that asks for it in this thread
+    (dbt-spark's catalog code and ours both need it for one catalog entry)."""
+    snapshot = delta_snapshot(information)
+    _HELD.entry = (information, snapshot)
+    try:
+        yield snapshot
+    finally:
+        _HELD.entry = None
 
 
 def catalog_stats(snapshot: Snapshot) -> Dict[str, Any]:

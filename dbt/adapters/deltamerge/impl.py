@@ -96,7 +96,8 @@ class DeltaMergeAdapter(SparkAdapter):
         return [dataclasses.replace(c, table_stats=stats) for c in columns]
 
     def _get_columns_for_catalog(self, relation: BaseRelation) -> Iterable[Dict[str, Any]]:
-        snapshot = docs_catalog.delta_snapshot(getattr(relation, "information", None) or "")
+        with docs_catalog.held_snapshot(getattr(relation, "information", None) or "") as snapshot:
+            rows = list(super()._get_columns_for_catalog(relation))  # its statistics: the same snapshot
         if snapshot is not None:
             description, comments = docs_catalog.catalog_comments(snapshot)
         elif relation.is_view:
@@ -105,7 +106,7 @@ class DeltaMergeAdapter(SparkAdapter):
             )
         else:  # dbt-spark's catalog has no comments for other tables
             description, comments = None, {}
-        for row in super()._get_columns_for_catalog(relation):
+        for row in rows:
             # dbt-spark numbers columns from 0; dbt's catalog (and every other adapter) from 1.
             row["column_index"] = int(row["column_index"]) + 1
             if snapshot is not None or relation.is_view:

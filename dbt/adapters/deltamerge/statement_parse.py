@@ -41,7 +41,7 @@ class InsertStatement:
 
 @dataclass(frozen=True)
 class RefusedStatement:
-    """A row-changing statement (or a form of INSERT) that Spark would run beside the Delta log."""
+    """A form of INSERT the engine does not run: one statement writing several tables."""
 
     parts: tuple[str, ...]
     statement: str
@@ -73,20 +73,20 @@ def parse_write_statement(sql: str) -> InsertStatement | RefusedStatement | DmlS
         raise StatementParseError(str(error)) from error
     if dml is not None or tree is None:
         return dml
-    if isinstance(tree, exp.MultitableInserts) and tree.expressions:
+    if isinstance(tree, exp.MultitableInserts) and len(tree.expressions) > 1:
         first = tree.expressions[0].this
         return RefusedStatement(
-            table_parts(first.this if isinstance(first, exp.Schema) else first), "FROM ... INSERT"
+            table_parts(first.this if isinstance(first, exp.Schema) else first),
+            "FROM ... INSERT into several tables (one Delta commit writes one table)",
         )
+    if isinstance(tree, exp.MultitableInserts) and tree.expressions:
+        tree = tree.expressions[0]
     if not isinstance(tree, exp.Insert):
         return None
     target = tree.this.this if isinstance(tree.this, exp.Schema) else tree.this
-    parts = table_parts(target)
-    if _leading_keyword(sql) != TokenType.INSERT:
-        return RefusedStatement(parts, "INSERT after a leading WITH or FROM")
     columns = tuple(c.name for c in tree.this.expressions) if isinstance(tree.this, exp.Schema) else ()
     return InsertStatement(
-        parts=parts,
+        parts=table_parts(target),
         columns=columns,
         static_partitions=_partition_spec(target),
         by_name=bool(tree.args.get("by_name")),
@@ -123,32 +123,57 @@ def _partition_spec(target: exp.Expr) -> tuple[tuple[str, str | None], ...]:
     return tuple(spec)
 
 
-def _leading_keyword(sql: str) -> TokenType | None:
-    tokens = _SPARK.tokenize(sql)
-    return tokens[0].token_type if tokens else None
-
-
 def _query_text(sql: str) -> str:
     """The query of an INSERT, exactly as written: the text from its first token on.
+
+    What comes before the ``INSERT`` (a leading ``WITH`` or Hive's ``FROM``) belongs to the
+    query: ``WITH x AS (...) INSERT INTO t SELECT ...`` inserts ``WITH x AS (...) SELECT ...``.
 
     >>> _query_text("insert into t partition (p = 1) (a, b) (select 1, 2);")
     '(select 1, 2)'
     >>> _query_text("INSERT INTO TABLE `we(ird` BY NAME SELECT 1 AS a")
     'SELECT 1 AS a'
+    >>> _query_text("with x as (select 1 a) insert into t select a from x")
+    'with x as (select 1 a) select a from x'
+    >>> _query_text("from s insert overwrite table t select a where a > 1")
+    'from s select a where a > 1'
     """
     tokens = _SPARK.tokenize(sql)
-    index = 1
+    start = _insert_position(tokens)
+    index = start + 1
     while index < len(tokens):
         token = tokens[index]
         if token.token_type in _QUERY_STARTS and not _is_table_keyword(tokens, index):
-            return sql[token.start :].strip().removesuffix(";").rstrip()
+            return _joined(sql, tokens, start, token)
         if token.token_type == TokenType.L_PAREN:
             if index + 1 < len(tokens) and tokens[index + 1].token_type in _QUERY_STARTS:
-                return sql[token.start :].strip().removesuffix(";").rstrip()
+                return _joined(sql, tokens, start, token)
             index = _after_parentheses(tokens, index)
             continue
         index += 1
     raise StatementParseError("the INSERT has no query (SELECT, VALUES, WITH, FROM or TABLE)")
+
+
+def _insert_position(tokens: list[Token]) -> int:
+    depth = 0
+    for index, token in enumerate(tokens):
+        depth += (token.token_type == TokenType.L_PAREN) - (token.token_type == TokenType.R_PAREN)
+        if depth == 0 and token.token_type == TokenType.INSERT:
+            return index
+    raise StatementParseError("the statement has no top-level INSERT")
+
+
+def _joined(sql: str, tokens: list[Token], insert: int, query: Token) -> str:
+    """The text before the INSERT (if any) and the query after its header, as one query."""
+    tail = sql[query.start :].strip().removesuffix(";").rstrip()
+    if insert == 0:
+        return tail
+    if tokens[0].token_type == TokenType.WITH and query.token_type == TokenType.WITH:
+        raise StatementParseError(
+            "a WITH both before the INSERT and in its query; write the CTEs in one WITH"
+        )
+    head = sql[tokens[0].start : tokens[insert].start].strip()
+    return f"{head} {tail}"
 
 
 def _is_table_keyword(tokens: list[Token], index: int) -> bool:

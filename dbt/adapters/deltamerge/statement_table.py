@@ -1,7 +1,8 @@
 """``CREATE TABLE ... USING delta`` and ``ALTER TABLE ... ADD COLUMNS`` as Delta commits.
 
 A created table lives at its ``LOCATION``, else where Spark places a managed table (the
-schema's folder); ``AS query`` writes the query's rows, a column list alone an empty table.
+schema's folder); ``AS query`` writes the query's rows, a column list alone an empty table,
+``LIKE source`` an empty table with the source's definition.
 Naming a folder that already holds a Delta table, without columns or query, registers it;
 with them, it is an error unless the statement says OR REPLACE. A table created at the managed
 location of a dropped one becomes that Delta table's next version (DROP TABLE removes only
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
@@ -32,11 +34,29 @@ class TableStatementError(DeltaError):
     """A CREATE TABLE or ALTER TABLE cannot be run on a Delta table."""
 
 
+@dataclass(frozen=True)
+class _Definition:
+    """What ``CREATE TABLE ... LIKE`` copies from its source table."""
+
+    schema: T.StructType
+    partition_by: tuple[str, ...]
+    properties: dict[str, str]
+    description: str | None
+
+
 def create_table(
     spark: SparkSession, statement: CreateTableStatement, *, schema: str, identifier: str
-) -> WriteResult:
-    """Create (or replace) the Delta table ``schema.identifier``; nothing is committed for IF NOT EXISTS."""
+) -> WriteResult | None:
+    """Create (or replace) the Delta table ``schema.identifier``; nothing is committed for IF NOT EXISTS.
+
+    Returns:
+        What was committed, or None for a ``LIKE`` of a non-Delta table without ``USING delta``
+        (Spark's own CREATE TABLE LIKE keeps the source's format).
+    """
     name = f"{schema}.{identifier}"
+    like = _like(spark, statement.like, name) if statement.like else None
+    if statement.like and like is None and not statement.using_delta:
+        return None
     bound = catalog.binding(spark, schema, identifier)
     if bound is not None and not statement.replace:
         existing = load_snapshot(bound[0])
@@ -45,7 +65,9 @@ def create_table(
         raise TableStatementError(f"CREATE TABLE {name}: the table already exists (use CREATE OR REPLACE)")
     path = _location(spark, statement, schema, identifier, bound[0] if bound else None)
     current = load_snapshot(path)
-    if current is not None and not statement.replace and statement.query is None and not statement.columns:
+    if current is not None and not (
+        statement.replace or statement.query or statement.columns or statement.like
+    ):
         catalog.bind(spark, schema=schema, identifier=identifier, snapshot=current)
         return WriteResult(None, "CREATE TABLE", {}, current)
     # A managed location keeps a dropped table's Delta folder (the catalog entry is all DROP
@@ -55,6 +77,17 @@ def create_table(
             f"CREATE TABLE {name}: {path} already holds a Delta table; use CREATE OR REPLACE TABLE "
             "to write a new version of it, or name the location alone to register it"
         )
+    if statement.like:
+        like = like or _spark_definition(spark, statement.like)
+        rows = spark.createDataFrame([], like.schema)
+        request = WriteRequest(
+            table_path=path,
+            mode="create_or_replace",
+            partition_by=like.partition_by,
+            properties={**like.properties, **dict(statement.properties)},
+            description=like.description,
+        )
+        return write_dataframe(spark, rows, request)
     request = WriteRequest(
         table_path=path,
         mode="create_or_replace",
@@ -63,6 +96,50 @@ def create_table(
         description=statement.comment,
     )
     return write_dataframe(spark, _rows(spark, statement, name), request)
+
+
+def _like(spark: SparkSession, parts: tuple[str, ...], name: str) -> _Definition | None:
+    """A Delta source's definition as Delta's CREATE TABLE LIKE copies it, or None if not Delta.
+
+    Schema with column comments, partition columns, table properties and description; not
+    its rows or history.
+    """
+    source = ".".join(parts)
+    schema = parts[-2] if len(parts) > 1 else spark.catalog.currentDatabase()
+    bound = catalog.binding(spark, schema, parts[-1])
+    if bound is None:
+        return None
+    snapshot = load_snapshot(bound[0])
+    if snapshot is None:
+        raise TableStatementError(f"CREATE TABLE {name} LIKE {source}: {bound[0]} has no Delta table")
+    return _Definition(
+        schema=_commented(snapshot.schema),
+        partition_by=tuple(snapshot.metadata.partition_columns),
+        properties=dict(snapshot.metadata.configuration),
+        description=snapshot.metadata.description,
+    )
+
+
+def _spark_definition(spark: SparkSession, parts: tuple[str, ...]) -> _Definition:
+    """A catalog table's or view's columns and partition columns, for ``LIKE`` it ``USING delta``."""
+    source = ".".join(quote_identifier(p) for p in parts)
+    partitions = tuple(c.name for c in spark.catalog.listColumns(".".join(parts)) if c.isPartition)
+    return _Definition(_commented(spark.table(source).schema), partitions, {}, None)
+
+
+def _commented(schema: T.StructType) -> T.StructType:
+    """``schema``'s top-level fields, nullable, keeping only their comments of all metadata."""
+    return T.StructType(
+        [
+            T.StructField(
+                f.name,
+                f.dataType,
+                True,
+                {"comment": f.metadata["comment"]} if "comment" in f.metadata else {},
+            )
+            for f in schema.fields
+        ]
+    )
 
 
 def _location(

@@ -97,9 +97,8 @@ def run_on_delta(spark: SparkSession, sql: str) -> StatementResult | None:
         return None
     if isinstance(parsed, RefusedStatement):
         raise StatementError(
-            f"{parsed.statement} on {name} is not run: dbt-deltamerge runs INSERT INTO ... and "
-            "INSERT OVERWRITE ... on Delta tables; write the statement in one of those forms. "
-            f"The statement was not run: {sql.strip()}"
+            f"{parsed.statement} on {name} is not run: write one INSERT INTO ... or INSERT "
+            f"OVERWRITE ... per table. The statement was not run: {sql.strip()}"
         )
     if isinstance(parsed, DeleteStatement):
         result = dml.delete_rows(spark, snapshot, parsed.condition, alias=parsed.alias)

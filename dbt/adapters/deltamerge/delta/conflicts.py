@@ -81,7 +81,8 @@ def check_winner(
     def conflict(kind: type[ConcurrentModification], what: str) -> ConcurrentModification:
         return kind(
             f"Delta table at {table}: {kind.__name__}: {what} (version {version}, {theirs}) while this "
-            f"{operation} was based on version {read_version}. Nothing was committed; re-run the model."
+            f"{operation} was based on version {read_version}. Nothing was committed; re-run the model "
+            "or statement."
         )
 
     if any("protocol" in a for a in winner):
