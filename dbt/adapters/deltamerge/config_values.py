@@ -84,3 +84,23 @@ def identifier(config: Mapping[str, Any], key: str, default: str, problems: list
         problems.append(f"{key} must be a plain identifier (letters, digits, _), got {value!r}")
         return default
     return value
+
+
+def dry_run_var(value: Any) -> bool:
+    """The ``deltamerge_dry_run`` var: a boolean, or its YAML / command-line spellings.
+
+    >>> dry_run_var(True), dry_run_var("false"), dry_run_var(None)
+    (True, False, False)
+    >>> dry_run_var("sure")
+    Traceback (most recent call last):
+    ...
+    ValueError: var deltamerge_dry_run must be true or false, got 'sure'
+    """
+    if value is None or isinstance(value, bool):
+        return bool(value)
+    spelled = str(value).strip().lower()
+    if spelled in ("true", "1", "yes"):
+        return True
+    if spelled in ("false", "0", "no", ""):
+        return False
+    raise ValueError(f"var deltamerge_dry_run must be true or false, got {value!r}")

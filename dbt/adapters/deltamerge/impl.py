@@ -1,8 +1,8 @@
 """The dbt adapter: dbt-spark's, with Delta writes run by our engine.
 
 A thin facade. Materializations call one ``@available`` method with plain values; the
-method parses config (``materialize.WriteSpec``), runs the engine on the connection's
-Spark session inside the model's error boundary, re-binds the catalog, and returns an
+method parses config (``materialize.WriteSpec``), has ``model_write.write_model`` run the
+write on the connection's Spark session inside the model's error boundary, and returns an
 ``AdapterResponse`` carrying Delta's metrics.
 """
 
@@ -10,38 +10,30 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-import threading
 from dataclasses import dataclass, field
-from typing import Any, Dict, Iterable, Optional
+from typing import Any, Dict, Iterable, Optional, cast
 
 from dbt.adapters.base import available
 from dbt.adapters.base.relation import BaseRelation
 from dbt.adapters.contracts.connection import AdapterResponse
 from dbt.adapters.spark.impl import SparkAdapter, SparkConfig
+from dbt_common.exceptions import DbtRuntimeError
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from dbt.adapters.deltamerge import catalog, conversion, cross_db, docs_catalog, operations, statements
-from dbt.adapters.deltamerge.cdc.apply import apply_changes
 from dbt.adapters.deltamerge.cdc.spec import CdcSpec
+from dbt.adapters.deltamerge.config_values import dry_run_var
 from dbt.adapters.deltamerge.connections import DeltaMergeConnectionManager, session_of
-from dbt.adapters.deltamerge.delta.paths import table_path_of
-from dbt.adapters.deltamerge.delta.snapshot import has_delta_log, load_snapshot
+from dbt.adapters.deltamerge.delta.snapshot import load_snapshot
 from dbt.adapters.deltamerge.delta.vacuum import DEFAULT_RETENTION_HOURS
-from dbt.adapters.deltamerge.delta.write import WriteResult, write_dataframe
-from dbt.adapters.deltamerge.errors import ModelWriteError, model_errors, named_errors
-from dbt.adapters.deltamerge.materialize import (
-    MERGE_STRATEGIES,
-    WriteSpec,
-    is_merge,
-    plan_write,
-    table_location,
-)
+from dbt.adapters.deltamerge.delta.write import WriteResult
+from dbt.adapters.deltamerge.errors import model_errors, named_errors
+from dbt.adapters.deltamerge.materialize import MERGE_STRATEGIES, Materialization, WriteSpec
 from dbt.adapters.deltamerge.merge.clauses import MergeSpec
-from dbt.adapters.deltamerge.merge.executor import merge_into
+from dbt.adapters.deltamerge.model_write import NotWritten, write_model
 from dbt.adapters.deltamerge.python_models import python_model_frame
-from dbt.adapters.deltamerge.schema_change import planned_schema
 from dbt.adapters.deltamerge.sql import quote_identifier
 
 
@@ -61,6 +53,9 @@ class DeltaAdapterResponse(AdapterResponse):
     delta_operation: Optional[str] = None
     delta_table_path: Optional[str] = None
     operation_metrics: Dict[str, int] = field(default_factory=dict)
+    # A dry run (var deltamerge_dry_run): nothing written; the plan of the merge it previewed.
+    dry_run: bool = False
+    plan: Optional[Dict[str, Any]] = None
 
     def __post_serialize__(
         self, dct: Dict[str, Any], context: Optional[Dict[str, Any]] = None
@@ -121,6 +116,14 @@ class DeltaMergeAdapter(SparkAdapter):
         return session_of(connection)
 
     @available
+    def delta_dry_run(self, value: Any) -> bool:
+        """Whether the ``deltamerge_dry_run`` var asks for a dry run (an error for a non-boolean)."""
+        try:
+            return dry_run_var(value)
+        except ValueError as error:
+            raise DbtRuntimeError(str(error)) from error
+
+    @available
     def delta_materialize(
         self,
         relation: BaseRelation,
@@ -131,9 +134,11 @@ class DeltaMergeAdapter(SparkAdapter):
         batch_start: Any = None,
         batch_end: Any = None,
         language: str = "sql",
+        dry_run: bool = False,
     ) -> AdapterResponse:
         """Run ``sql`` (a Python model's compiled code for ``language='python'``) and write its
-        rows as a new version of the model's Delta table."""
+        rows as a new version of the model's Delta table (with ``dry_run``: preview a merge,
+        write nothing)."""
         model = str(relation.identifier)
         spec = WriteSpec.from_config(model, config)
         # A project-wide strategy also reaches table models; only incremental ones merge.
@@ -150,18 +155,21 @@ class DeltaMergeAdapter(SparkAdapter):
                 catalog.refresh(
                     spark, schema=schema, identifier=identifier, table_path=found[0], version=found[1]
                 )
-            return self._write(
+            done = write_model(
                 spark,
                 python_model_frame(spark, sql, model=model) if language == "python" else spark.sql(sql),
-                relation,
-                spec,
-                materialization,
-                full_refresh,
-                _batch(batch_start, batch_end),
-                merge_spec,
-                bound=bound,
+                schema=schema,
+                identifier=identifier,
+                spec=spec,
+                materialization=cast(Materialization, materialization),  # our macros pass one of them
+                full_refresh=full_refresh,
+                batch=_batch(batch_start, batch_end),
+                merge_spec=merge_spec,
                 cdc_spec=cdc_spec,
+                bound=bound,
+                dry_run=dry_run,
             )
+            return _not_written(done.reason) if isinstance(done, NotWritten) else _response(done)
 
     @available
     def delta_seed(self, relation: BaseRelation, agate_table: Any, config: Dict[str, Any]) -> AdapterResponse:
@@ -172,9 +180,18 @@ class DeltaMergeAdapter(SparkAdapter):
             spark = self.spark_session()
             df = seed_dataframe(spark, agate_table, self._seed_types(agate_table, config))
             found = catalog.binding(spark, str(relation.schema), str(relation.identifier))
-            return self._write(
-                spark, df, relation, spec, "seed", True, None, bound=found[0] if found else None
+            done = write_model(
+                spark,
+                df,
+                schema=str(relation.schema),
+                identifier=str(relation.identifier),
+                spec=spec,
+                materialization="seed",
+                full_refresh=True,
+                bound=found[0] if found else None,
             )
+            assert isinstance(done, WriteResult)  # only a dry run writes nothing
+            return _response(done)
 
     @available
     def delta_convert(
@@ -258,121 +275,6 @@ class DeltaMergeAdapter(SparkAdapter):
             for idx, name in enumerate(agate_table.column_names)
         ]
 
-    def _write(
-        self,
-        spark: SparkSession,
-        df: DataFrame,
-        relation: BaseRelation,
-        spec: WriteSpec,
-        materialization: Any,
-        full_refresh: bool,
-        batch: Optional[tuple[str, str]],
-        merge_spec: Optional[MergeSpec] = None,
-        *,
-        bound: Optional[str],
-        cdc_spec: Optional[CdcSpec] = None,
-    ) -> AdapterResponse:
-        """Write one version (or merge) and re-bind the catalog; ``bound`` is the current binding."""
-        schema, identifier = str(relation.schema), str(relation.identifier)
-        # The schema's folder only when it decides (one catalog round trip fewer otherwise).
-        needs_schema = not spec.location_root and not bound
-        path = table_location(
-            spec,
-            identifier=identifier,
-            bound=bound,
-            schema_location=spark.catalog.getDatabase(schema).locationUri if needs_schema else "",
-        )
-        # A run killed after its commit but before re-binding leaves the table without its
-        # catalog entry: an incremental model continues the Delta table at its location.
-        exists = bound is not None or (
-            materialization == "incremental" and has_delta_log(table_path_of(path))
-        )
-        if cdc_spec is not None:
-            create = plan_write(
-                spec,
-                materialization="table",
-                table_path=table_path_of(path),
-                exists=exists,
-                full_refresh=True,
-            )
-            result = apply_changes(
-                spark,
-                df,
-                dataclasses.replace(cdc_spec, change_data_feed=spec.change_data_feed),
-                table=load_snapshot(table_path_of(path)) if exists else None,
-                create=create,
-                txn=_run_txn(schema, identifier),
-                plan_schema=lambda main, snapshot, result: planned_schema(spec, main, snapshot, result),
-                full_refresh=full_refresh,
-            )
-            if result.version is not None or bound is None:
-                catalog.bind(spark, schema=schema, identifier=identifier, snapshot=result.snapshot)
-            return _response(result)
-        if merge_spec is not None and is_merge(
-            spec, materialization=materialization, exists=exists, full_refresh=full_refresh
-        ):
-            snapshot = load_snapshot(table_path_of(path))
-            if snapshot is None:
-                raise ModelWriteError(f"Model '{spec.model}': no Delta table at {path} to merge into")
-            if spec.change_data_feed and not merge_spec.change_data_feed:
-                merge_spec = dataclasses.replace(merge_spec, change_data_feed=True)
-            evolved = planned_schema(spec, merge_spec, snapshot, df.schema)
-            result = merge_into(
-                spark, df, snapshot, merge_spec, schema=evolved, txn=_run_txn(schema, identifier)
-            )
-            if result.version is not None:
-                catalog.bind(spark, schema=schema, identifier=identifier, snapshot=result.snapshot)
-            return _response(result)
-        request = plan_write(
-            spec,
-            materialization=materialization,
-            table_path=table_path_of(path),
-            exists=exists,
-            full_refresh=full_refresh,
-            batch=batch,
-        )
-        request = dataclasses.replace(request, txn=_run_txn(schema, identifier))
-        current = load_snapshot(request.table_path) if request.mode != "create_or_replace" else None
-        if current is not None:
-            evolved = planned_schema(spec, None, current, df.schema)
-            request = dataclasses.replace(request, schema=evolved)
-            df = _only_columns_of(df, evolved or current.schema)
-        result = write_dataframe(spark, df, request)
-        catalog.bind(spark, schema=schema, identifier=identifier, snapshot=result.snapshot)
-        return _response(result)
-
-
-_WRITES: Dict[str, Any] = {"invocation": None, "counts": {}}
-_WRITES_LOCK = threading.Lock()
-
-
-def _run_txn(schema: str, identifier: str) -> tuple[str, int]:
-    """The ``txn`` of a write: one appId per dbt invocation and model, the write's number as version.
-
-    A retried commit of the same write is recognised by exactly this pair; another
-    invocation of the same model is another writer (Delta's conflict rules decide), and
-    microbatch writes of one invocation count up. Tables keep these entries for
-    ``delta.setTransactionRetentionDuration`` (``delta.definition.with_transaction_retention``).
-    """
-    from dbt_common.invocation import get_invocation_id
-
-    invocation = get_invocation_id()
-    app_id = f"dbt-deltamerge:{invocation}:{schema}.{identifier}"
-    with _WRITES_LOCK:
-        if _WRITES["invocation"] != invocation:
-            _WRITES.update(invocation=invocation, counts={})
-        counts: Dict[str, int] = _WRITES["counts"]
-        count = counts[app_id] = counts.get(app_id, -1) + 1
-    return app_id, count
-
-
-def _only_columns_of(df: DataFrame, schema: T.StructType) -> DataFrame:
-    """The result's columns the table has (dbt's ``ignore``: new columns are not written)."""
-    existing = {f.name.lower() for f in schema.fields}
-    return df.select(
-        *[F.col(quote_identifier(f.name)) for f in df.schema.fields if f.name.lower() in existing]
-    )
-
 
 def seed_dataframe(spark: SparkSession, agate_table: Any, types: list[str]) -> DataFrame:
     """A DataFrame of a seed's rows, each column cast to its dbt-resolved type."""
@@ -406,6 +308,22 @@ def _timestamp_text(value: Any) -> str:
     return str(value)
 
 
+def _not_written(why: str) -> DeltaAdapterResponse:
+    return DeltaAdapterResponse(
+        _message=f"DRY RUN: nothing written ({why})", code="DRY RUN", rows_affected=0, dry_run=True
+    )
+
+
+def _dry_run_message(result: WriteResult) -> str:
+    m, plan = result.metrics, result.plan or {}
+    return (
+        f"DRY RUN MERGE ({plan.get('executor')}): would insert {m['numTargetRowsInserted']}, update "
+        f"{m['numTargetRowsUpdated']}, delete {m['numTargetRowsDeleted']} rows; rewrite "
+        f"{len(plan.get('files_to_rewrite', []))} of {plan.get('files_before_skipping')} files "
+        f"({plan.get('files_after_skipping')} after data skipping); nothing written"
+    )
+
+
 def _response(result: WriteResult) -> DeltaAdapterResponse:
     if result.operation == "MERGE":
         m = result.metrics
@@ -414,7 +332,9 @@ def _response(result: WriteResult) -> DeltaAdapterResponse:
         rows = result.metrics.get("numOutputRows", 0)
     return DeltaAdapterResponse(
         _message=(
-            f"OK {result.operation}: Delta version {result.version}"
+            _dry_run_message(result)
+            if result.plan is not None
+            else f"OK {result.operation}: Delta version {result.version}"
             if result.version is not None
             else f"OK {result.operation}: no change, Delta version stays {result.snapshot.version}"
         ),
@@ -424,4 +344,6 @@ def _response(result: WriteResult) -> DeltaAdapterResponse:
         delta_operation=result.operation,
         delta_table_path=result.snapshot.table_path,
         operation_metrics=dict(result.metrics),
+        dry_run=result.plan is not None,
+        plan=result.plan,
     )

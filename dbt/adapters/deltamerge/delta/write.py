@@ -12,7 +12,7 @@ import time
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -98,6 +98,8 @@ class WriteResult:
     snapshot: Snapshot
     # A prepared commit not made yet (``merge_into(prepare_only=True)``).
     pending: PendingCommit | None = None
+    # A dry run's plan (plain values): what the merge would do; nothing was written.
+    plan: dict[str, Any] | None = None
 
 
 def write_dataframe(spark: SparkSession, df: DataFrame, request: WriteRequest) -> WriteResult:

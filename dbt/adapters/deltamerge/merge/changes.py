@@ -19,7 +19,7 @@ from pyspark.sql import types as T
 
 from dbt.adapters.deltamerge.delta.align import aligned_columns
 from dbt.adapters.deltamerge.delta.files import CHANGE_TYPE
-from dbt.adapters.deltamerge.merge.output import ACTION, DROP
+from dbt.adapters.deltamerge.merge.names import ACTION, DROP
 
 _OLD = "__old_value_"
 
@@ -45,8 +45,8 @@ def output_with_changes(
         T.StructType(flat.schema.fields[1 : 1 + len(outputs)]), schema, what=what, store_assignment=True
     )
     old_values = [F.col(f"{_OLD}{i}").alias(f.name) for i, f in enumerate(schema.fields)]
-    updates = codes["numTargetRowsMatchedUpdated"] + codes["numTargetRowsNotMatchedBySourceUpdated"]
-    deletes = codes["numTargetRowsMatchedDeleted"] + codes["numTargetRowsNotMatchedBySourceDeleted"]
+    updates = codes["matched_updated"] + codes["not_matched_by_source_updated"]
+    deletes = codes["matched_deleted"] + codes["not_matched_by_source_deleted"]
     main = _image(new_values, None)
     entries = (
         F.when(
@@ -54,7 +54,7 @@ def output_with_changes(
             F.array(main, _image(old_values, "update_preimage"), _image(new_values, "update_postimage")),
         )
         .when(_is(deletes), F.array(_image(old_values, "delete")))
-        .when(_is(codes["numTargetRowsInserted"]), F.array(main, _image(new_values, "insert")))
+        .when(_is(codes["inserted"]), F.array(main, _image(new_values, "insert")))
         .otherwise(F.array(main))
     )
     return flat.select(F.explode(entries).alias("_row")).select("_row.*")

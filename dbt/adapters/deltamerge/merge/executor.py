@@ -44,16 +44,21 @@ from dbt.adapters.deltamerge.delta.write import (
 )
 from dbt.adapters.deltamerge.merge.changes import output_with_changes
 from dbt.adapters.deltamerge.merge.clauses import MergeSpec
+from dbt.adapters.deltamerge.merge.dry_run import dry_run_plan, without_written
 from dbt.adapters.deltamerge.merge.expressions import check_expressions
 from dbt.adapters.deltamerge.merge.joins import touched_joined_with_source, touched_with_unmatched_keys
 from dbt.adapters.deltamerge.merge.materialized import checkpoint_with_aggregates
 from dbt.adapters.deltamerge.merge.metrics import merge_metrics, merge_parameters
-from dbt.adapters.deltamerge.merge.output import (
+from dbt.adapters.deltamerge.merge.names import (
     ACTION,
     COPY,
     DROP,
+    ROW_ID,
     SOURCE_PRESENT,
     TARGET_PRESENT,
+    MergeCounts,
+)
+from dbt.adapters.deltamerge.merge.output import (
     action_expression,
     counted_actions,
     output_expressions,
@@ -65,7 +70,6 @@ from dbt.adapters.deltamerge.merge.pruning import (
 )
 from dbt.adapters.deltamerge.merge.resolve import ResolvedMerge, resolve
 from dbt.adapters.deltamerge.merge.run import (
-    ROW_ID,
     MergeRun,
     aliased_source,
     matched_target,
@@ -83,6 +87,7 @@ def merge_into(
     txn: tuple[str, int] | None = None,
     extra_metrics: Mapping[str, int] | None = None,
     prepare_only: bool = False,
+    dry_run: bool = False,
 ) -> WriteResult:
     """Merge ``source_df`` into the table at ``snapshot`` as one MERGE commit.
 
@@ -91,6 +96,9 @@ def merge_into(
     columns the source has (an update keeps the others, an insert writes null).
     ``extra_metrics`` join Delta's in the commit (CDC apply's event counts).
     ``prepare_only`` writes the files but returns the commit as ``pending`` instead of making it.
+    ``dry_run`` runs both phases with the output computed and discarded (Spark's ``noop``
+    sink, so a failing cast still fails): the result's ``plan`` and row and file counts are
+    the real run's; no file is written, nothing is committed.
     """
     started = time.monotonic()
     check_writable(
@@ -108,9 +116,9 @@ def merge_into(
     merge = resolve(spec, target=snapshot.schema, source=source_df.schema, lenient_star=schema is not None)
     check_expressions(spark, spec, snapshot.schema, source_df)
     if spec.is_insert_only and not snapshot.files:
-        done = _insert_into_empty(spark, spec, merge, snapshot, source_df)
+        done = _insert_into_empty(spark, spec, merge, snapshot, source_df, dry_run=dry_run)
     else:
-        done = _execute(spark, spec, merge, snapshot, source_df)
+        done = _execute(spark, spec, merge, snapshot, source_df, dry_run=dry_run)
     candidates, skipping, touched, (written, changes, counts) = (
         done.files,
         done.skipping,
@@ -132,10 +140,10 @@ def merge_into(
         timings=(int((time.monotonic() - started) * 1000), done.scan_ms, done.rewrite_ms),
     )
     metrics.update(extra_metrics or {})
-    changed = (
-        counts["numTargetRowsInserted"] + counts["numTargetRowsUpdated"] + counts["numTargetRowsDeleted"]
-    )
-    if not changed and not leading:
+    if dry_run:
+        plan = dry_run_plan(spec, snapshot, candidates, touched, changes_definition=bool(leading))
+        return WriteResult(None, "MERGE", without_written(metrics), snapshot, plan=plan)
+    if not counts.changed and not leading:
         _discard(snapshot.table_path, [f.path for f in written] + [c.path for c in changes])
         return WriteResult(None, "MERGE", metrics, snapshot)
     if txn is not None:
@@ -183,7 +191,13 @@ class _Done:
 
 
 def _execute(
-    spark: SparkSession, spec: MergeSpec, merge: ResolvedMerge, snapshot: Snapshot, source_df: DataFrame
+    spark: SparkSession,
+    spec: MergeSpec,
+    merge: ResolvedMerge,
+    snapshot: Snapshot,
+    source_df: DataFrame,
+    *,
+    dry_run: bool,
 ) -> _Done:
     """The source materialized and profiled, data skipping, then the insert-only or the classic executor."""
     # One pass over the source both materializes it (every phase must see the same rows)
@@ -201,29 +215,39 @@ def _execute(
     touched = [] if spec.is_insert_only else find_touched_files(run)
     scan_ms = int((time.monotonic() - scan_started) * 1000)
     rewrite_started = time.monotonic()
-    out = _write_inserts_only(run) if spec.is_insert_only else _write_all_changes(run, touched)
+    out = (
+        _write_inserts_only(run, dry_run)
+        if spec.is_insert_only
+        else _write_all_changes(run, touched, dry_run)
+    )
     rewrite_ms = int((time.monotonic() - rewrite_started) * 1000)
     return _Done(candidates, num_source_rows, skipping, touched, out, scan_ms, rewrite_ms)
 
 
 def _insert_into_empty(
-    spark: SparkSession, spec: MergeSpec, merge: ResolvedMerge, snapshot: Snapshot, source_df: DataFrame
+    spark: SparkSession,
+    spec: MergeSpec,
+    merge: ResolvedMerge,
+    snapshot: Snapshot,
+    source_df: DataFrame,
+    *,
+    dry_run: bool,
 ) -> _Done:
     """Insert-only into a table with no files: one pass over the source, no materialization."""
     profile = Observation("merge_source")
     observed = source_df.observe(profile, *profile_aggregates(spec))
     run = MergeRun(spark, spec, merge, snapshot, observed, [], 0)
     started = time.monotonic()
-    out = _write_inserts_only(run)
+    out = _write_inserts_only(run, dry_run)
     _, num_source_rows, skipping = files_from_profile(spark, spec, snapshot, profile.get)
     rewrite_ms = int((time.monotonic() - started) * 1000)
     return _Done([], num_source_rows, skipping, [], out, 0, rewrite_ms)
 
 
-def _write_all_changes(run: MergeRun, touched: list[AddFile]) -> _Written:
+def _write_all_changes(run: MergeRun, touched: list[AddFile], dry_run: bool) -> _Written:
     """Phase 2: rewrite the touched files with every clause applied, plus the inserts."""
     if not run.spec.not_matched and not touched:
-        return [], [], _zero_counts()
+        return [], [], MergeCounts()
     present = None
     if run.unmatched_keys is not None and not (run.spec.matched or run.spec.not_matched):
         joined, present = touched_with_unmatched_keys(run, touched)
@@ -235,10 +259,12 @@ def _write_all_changes(run: MergeRun, touched: list[AddFile]) -> _Written:
         joined = joined.where(both).dropDuplicates([ROW_ID]).union(joined.where(~both))
     spec = run.spec
     action = action_expression(run.merge, spec.target_alias, spec.source_alias, source_present=present)
-    return _write_outputs(run, joined.withColumn(ACTION, F.expr(action)), copy=True, changes=run.change_data)
+    return _write_outputs(
+        run, joined.withColumn(ACTION, F.expr(action)), copy=True, changes=run.change_data, dry_run=dry_run
+    )
 
 
-def _write_inserts_only(run: MergeRun) -> _Written:
+def _write_inserts_only(run: MergeRun, dry_run: bool) -> _Written:
     source = aliased_source(run)
     if run.candidates:
         source = source.join(matched_target(run, run.candidates), F.expr(run.spec.on_condition), "left_anti")
@@ -247,26 +273,26 @@ def _write_inserts_only(run: MergeRun) -> _Written:
         for i, c in enumerate(run.merge.not_matched)
     )
     # Readers infer an insert-only commit's changes from its adds: no change data files.
-    return _write_outputs(
-        run, source.withColumn(ACTION, F.expr(f"CASE {whens} ELSE '{DROP}' END")), copy=False, changes=False
-    )
+    rows = source.withColumn(ACTION, F.expr(f"CASE {whens} ELSE '{DROP}' END"))
+    return _write_outputs(run, rows, copy=False, changes=False, dry_run=dry_run)
 
 
-_Written = tuple[list[WrittenFile], list[ChangeFile], dict[str, int]]
+_Written = tuple[list[WrittenFile], list[ChangeFile], MergeCounts]
 
 
-def _write_outputs(run: MergeRun, rows: DataFrame, *, copy: bool, changes: bool) -> _Written:
+def _write_outputs(run: MergeRun, rows: DataFrame, *, copy: bool, changes: bool, dry_run: bool) -> _Written:
     codes = counted_actions(run.merge)
     observation = Observation("merge")
     metrics = [F.sum(F.col(ACTION).isin(*v).cast("long")).alias(k) for k, v in codes.items() if v]
-    metrics.append(F.sum((F.col(ACTION) == COPY).cast("long")).alias("numTargetRowsCopied"))
+    metrics.append(F.sum((F.col(ACTION) == COPY).cast("long")).alias("copied"))
     observed = rows.observe(observation, *metrics)
-    dropped = [DROP, *codes["numTargetRowsMatchedDeleted"], *codes["numTargetRowsNotMatchedBySourceDeleted"]]
+    dropped = [DROP, *codes["matched_deleted"], *codes["not_matched_by_source_deleted"]]
     outputs = output_expressions(run.merge, run.spec.target_alias, copy=copy)
     what = f"merge of model '{run.spec.model}'"
     table = run.snapshot
     change_files: list[ChangeFile] = []
-    if changes:
+    written: list[WrittenFile] = []
+    if changes and not dry_run:
         frame = output_with_changes(
             observed,
             outputs=outputs,
@@ -284,31 +310,13 @@ def _write_outputs(run: MergeRun, rows: DataFrame, *, copy: bool, changes: bool)
         )
         # A clause's expression must fit its column's type, or the file would contradict the schema.
         kept = align_to_schema(kept, table.schema, what=what, store_assignment=True)
-        written = write_files(kept, table.table_path, table.partition_columns, table.metadata.configuration)
-    observed_counts = {k: int(v or 0) for k, v in observation.get.items()}
-    counts = _zero_counts()
-    counts.update(observed_counts)
-    counts["numTargetRowsUpdated"] = (
-        counts["numTargetRowsMatchedUpdated"] + counts["numTargetRowsNotMatchedBySourceUpdated"]
-    )
-    counts["numTargetRowsDeleted"] = (
-        counts["numTargetRowsMatchedDeleted"] + counts["numTargetRowsNotMatchedBySourceDeleted"]
-    )
-    return written, change_files, counts
-
-
-def _zero_counts() -> dict[str, int]:
-    names = [
-        "numTargetRowsInserted",
-        "numTargetRowsUpdated",
-        "numTargetRowsDeleted",
-        "numTargetRowsCopied",
-        "numTargetRowsMatchedUpdated",
-        "numTargetRowsMatchedDeleted",
-        "numTargetRowsNotMatchedBySourceUpdated",
-        "numTargetRowsNotMatchedBySourceDeleted",
-    ]
-    return dict.fromkeys(names, 0)
+        if dry_run:
+            kept.write.format("noop").mode("overwrite").save()
+        else:
+            written = write_files(
+                kept, table.table_path, table.partition_columns, table.metadata.configuration
+            )
+    return written, change_files, MergeCounts.from_observed(observation.get)
 
 
 def _discard(table_path: str, paths: list[str]) -> None:

@@ -11,9 +11,8 @@ from pyspark.sql import functions as F
 
 from dbt.adapters.deltamerge.delta.snapshot import AddFile
 from dbt.adapters.deltamerge.merge.broadcast import fits_in_broadcast
+from dbt.adapters.deltamerge.merge.names import UNMATCHED, UNMATCHED_ROW
 from dbt.adapters.deltamerge.merge.run import (
-    UNMATCHED,
-    UNMATCHED_ROW,
     MergeRun,
     aliased_source,
     aliased_target,

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from dbt.adapters.deltamerge.delta.files import ChangeFile, WrittenFile
 from dbt.adapters.deltamerge.delta.snapshot import AddFile, Snapshot
 from dbt.adapters.deltamerge.merge.clauses import MergeClause, MergeSpec
+from dbt.adapters.deltamerge.merge.names import MergeCounts
 
 
 def _partitions(files: Sequence[AddFile] | Sequence[WrittenFile]) -> int:
@@ -20,7 +21,7 @@ def merge_metrics(
     removed: list[AddFile],
     written: list[WrittenFile],
     changes: Sequence[ChangeFile] = (),
-    counts: dict[str, int],
+    counts: MergeCounts,
     num_source_rows: int,
     timings: tuple[int, int, int],
 ) -> dict[str, int]:
@@ -29,7 +30,7 @@ def merge_metrics(
     execution, scan, rewrite = timings
     return {
         "numSourceRows": num_source_rows,
-        **counts,
+        **counts.to_metrics(),
         "numTargetFilesBeforeSkipping": len(snapshot.files),
         "numTargetFilesAfterSkipping": len(candidates),
         "numTargetFilesRemoved": len(removed),

@@ -8,23 +8,19 @@ as ``_merge_action`` (precomputed condition) and every output column is a CASE o
 
 from __future__ import annotations
 
+from dbt.adapters.deltamerge.merge import names
+from dbt.adapters.deltamerge.merge.names import ACTION, COPY, DROP, SOURCE_PRESENT, TARGET_PRESENT
 from dbt.adapters.deltamerge.merge.resolve import ResolvedClause, ResolvedMerge
 from dbt.adapters.deltamerge.sql import qualified, quote_identifier
 
-ACTION = "_merge_action"
-SOURCE_PRESENT = "_source_row_present"
-TARGET_PRESENT = "_target_row_present"
-COPY = "copy"
-DROP = "drop"
-
 
 def action_code(clause: ResolvedClause, index: int) -> str:
-    """A short code naming a clause's outcome, e.g. ``matched_update_0``.
+    """The action code of the ``index``-th clause of its kind (``names.action_code``).
 
     >>> action_code(ResolvedClause("matched", "delete", None, ()), 1)
     'matched_delete_1'
     """
-    return f"{clause.kind}_{clause.action}_{index}"
+    return names.action_code(clause.kind, clause.action, index)
 
 
 def action_expression(
@@ -91,22 +87,9 @@ def output_expressions(
 
 
 def counted_actions(merge: ResolvedMerge) -> dict[str, list[str]]:
-    """Which action codes each row-count metric adds up."""
-    codes: dict[str, list[str]] = {
-        "numTargetRowsMatchedUpdated": [],
-        "numTargetRowsMatchedDeleted": [],
-        "numTargetRowsNotMatchedBySourceUpdated": [],
-        "numTargetRowsNotMatchedBySourceDeleted": [],
-        "numTargetRowsInserted": [],
-    }
-    names = {
-        ("matched", "update"): "numTargetRowsMatchedUpdated",
-        ("matched", "delete"): "numTargetRowsMatchedDeleted",
-        ("not_matched_by_source", "update"): "numTargetRowsNotMatchedBySourceUpdated",
-        ("not_matched_by_source", "delete"): "numTargetRowsNotMatchedBySourceDeleted",
-        ("not_matched", "insert"): "numTargetRowsInserted",
-    }
+    """Which action codes each ``MergeCounts`` field adds up (copies are counted apart)."""
+    codes: dict[str, list[str]] = {field: [] for field in names.COUNTED_BY.values()}
     for clauses in (merge.matched, merge.not_matched, merge.not_matched_by_source):
         for i, clause in enumerate(clauses):
-            codes[names[(clause.kind, clause.action)]].append(action_code(clause, i))
+            codes[names.COUNTED_BY[(clause.kind, clause.action)]].append(action_code(clause, i))
     return codes

@@ -16,13 +16,15 @@ from dbt.adapters.deltamerge.delta.read import read_files
 from dbt.adapters.deltamerge.delta.snapshot import AddFile, Snapshot
 from dbt.adapters.deltamerge.merge.broadcast import fits_in_broadcast
 from dbt.adapters.deltamerge.merge.clauses import MergeSpec
-from dbt.adapters.deltamerge.merge.output import SOURCE_PRESENT, TARGET_PRESENT
+from dbt.adapters.deltamerge.merge.names import (
+    FILE,
+    ROW_ID,
+    SOURCE_PRESENT,
+    TARGET_PRESENT,
+    UNMATCHED,
+)
 from dbt.adapters.deltamerge.merge.resolve import ResolvedMerge
 from dbt.adapters.deltamerge.sql import conjunction, qualified
-
-FILE, ROW_ID = "_merge_file", "_merge_row_id"
-# Phase 1's unmatched target keys: their frame's alias, and a flag that is true on every row.
-UNMATCHED, UNMATCHED_ROW = "_merge_unmatched", "_merge_unmatched_row"
 
 
 @dataclass

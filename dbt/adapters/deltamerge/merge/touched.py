@@ -16,13 +16,10 @@ from dbt.adapters.deltamerge.delta.paths import local_path, table_path_of
 from dbt.adapters.deltamerge.delta.snapshot import AddFile
 from dbt.adapters.deltamerge.merge.broadcast import fits_in_broadcast
 from dbt.adapters.deltamerge.merge.materialized import checkpoint_with_aggregates
-from dbt.adapters.deltamerge.merge.output import COPY, matched_action_expression
+from dbt.adapters.deltamerge.merge.names import COPY, FILE, ROW_ID, UNMATCHED, UNMATCHED_ROW
+from dbt.adapters.deltamerge.merge.output import matched_action_expression
 from dbt.adapters.deltamerge.merge.pruning import matches_by_key_alone, skips_by_key_range
 from dbt.adapters.deltamerge.merge.run import (
-    FILE,
-    ROW_ID,
-    UNMATCHED,
-    UNMATCHED_ROW,
     MergeRun,
     aliased_target,
     is_unmatched_key,

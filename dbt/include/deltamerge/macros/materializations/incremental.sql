@@ -7,9 +7,12 @@
   {%- set full_refresh = should_full_refresh() -%}
   {%- set batch = model.get('batch') -%}
 
-  {{ run_hooks(pre_hooks) }}
+  {#- A dry run (var deltamerge_dry_run) of a Delta model writes nothing: no hooks, no drop. -#}
+  {%- set dry_run = file_format == 'delta' and adapter.delta_dry_run(var('deltamerge_dry_run', false)) -%}
 
-  {%- if existing_relation is not none and (not existing_relation.is_delta or file_format != 'delta') -%}
+  {% if not dry_run %}{{ run_hooks(pre_hooks) }}{% endif %}
+
+  {%- if not dry_run and existing_relation is not none and (not existing_relation.is_delta or file_format != 'delta') -%}
     {% do adapter.drop_relation(existing_relation) %}
     {%- set existing_relation = none -%}
   {%- endif -%}
@@ -17,7 +20,7 @@
     {% set response = adapter.delta_materialize(
         target_relation, compiled_code, model.config, 'incremental', full_refresh,
         batch.event_time_start if batch else none, batch.event_time_end if batch else none,
-        language=model.language) %}
+        language=model.language, dry_run=dry_run) %}
     {% do store_result('main', response=response) %}
   {%- else -%}
     {{ exceptions.raise_compiler_error(
@@ -25,5 +28,5 @@
         ~ "(got '" ~ file_format ~ "'); remove file_format or set it to 'delta'.") }}
   {%- endif -%}
 
-  {{ return(deltamerge_finish(target_relation, existing_relation, full_refresh)) }}
+  {{ return(deltamerge_finish(target_relation, existing_relation, full_refresh, dry_run)) }}
 {% endmaterialization %}

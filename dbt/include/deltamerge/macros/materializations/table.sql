@@ -4,14 +4,17 @@
   {%- set existing_relation = load_cached_relation(this) -%}
   {%- set target_relation = this.incorporate(type='table', is_delta=(file_format == 'delta')) -%}
 
-  {{ run_hooks(pre_hooks) }}
+  {#- A dry run (var deltamerge_dry_run) of a Delta model writes nothing: no hooks, no drop. -#}
+  {%- set dry_run = file_format == 'delta' and adapter.delta_dry_run(var('deltamerge_dry_run', false)) -%}
 
-  {%- if existing_relation is not none and not (file_format == 'delta' and existing_relation.is_delta) -%}
+  {% if not dry_run %}{{ run_hooks(pre_hooks) }}{% endif %}
+
+  {%- if not dry_run and existing_relation is not none and not (file_format == 'delta' and existing_relation.is_delta) -%}
     {% do adapter.drop_relation(existing_relation) %}
   {%- endif -%}
   {%- if file_format == 'delta' -%}
     {% set response = adapter.delta_materialize(
-        target_relation, compiled_code, model.config, 'table', language=model.language) %}
+        target_relation, compiled_code, model.config, 'table', language=model.language, dry_run=dry_run) %}
     {% do store_result('main', response=response) %}
   {%- elif model.language == 'python' -%}
     {{ exceptions.raise_compiler_error(
@@ -23,5 +26,5 @@
     {%- endcall %}
   {%- endif -%}
 
-  {{ return(deltamerge_finish(target_relation, existing_relation, True)) }}
+  {{ return(deltamerge_finish(target_relation, existing_relation, True, dry_run)) }}
 {% endmaterialization %}
