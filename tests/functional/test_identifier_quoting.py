@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dbt.adapters.deltamerge.errors import ConfigError
+from dbt.adapters.deltamerge.config_values import SpecError
 from dbt.adapters.deltamerge.merge.clauses import MergeSpec
 
 names = st.text(min_size=1, max_size=12)
@@ -27,7 +27,7 @@ def test_unique_key_and_set_keys_cannot_inject_sql(spark, key, column):
     config = {"unique_key": key, "when_matched": [{"action": "update", "set": {column: "1"}}]}
     try:
         spec = MergeSpec.from_config("m", config)
-    except ConfigError:
+    except SpecError:
         return  # rejected, with our error
     on = spark._jsparkSession.sessionState().sqlParser().parseExpression(spec.on_condition)
     assert on.getClass().getSimpleName() == "EqualNullSafe"

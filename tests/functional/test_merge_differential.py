@@ -24,6 +24,7 @@ from dbt.adapters.deltamerge.delta.snapshot import load_snapshot
 from dbt.adapters.deltamerge.delta.write import WriteRequest, write_dataframe
 from dbt.adapters.deltamerge.merge.clauses import MergeSpec
 from dbt.adapters.deltamerge.merge.executor import merge_into
+from tests.functional.helpers import log_actions
 
 CASES = int(os.environ.get("DELTAMERGE_DIFF_CASES", "20"))
 
@@ -225,6 +226,40 @@ def test_by_source_only_same_as_delta_rs(spark, tmp_path, seed, feed):
     ), config
     if feed:
         assert change_rows(ours, 1) == change_rows(theirs, 1), config
+
+
+_TIMINGS = ("executionTimeMs", "scanTimeMs", "rewriteTimeMs")
+
+
+@pytest.mark.parametrize("seed", range(CASES // 4))
+def test_a_dry_run_reports_what_the_merge_then_does(spark, tmp_path, seed, monkeypatch):
+    """Every metric and the files to rewrite of a dry run are the real merge's; it writes nothing."""
+    _shuffle_joins_on_odd(seed, monkeypatch)
+    rng = random.Random(200_000 + seed)
+    target, source, config, _ = random_case(rng, weighted=bool(seed % 2), by_source_only=seed % 5 == 4)
+    ours = str(tmp_path / "ours")
+    schema = "k bigint, v bigint, op string"
+    properties = {"delta.enableChangeDataFeed": "true"} if seed % 3 == 0 else {}
+    frame = spark.createDataFrame(target.to_pylist(), schema).repartitionByRange(4, "v")
+    write_dataframe(spark, frame, WriteRequest(ours, "create_or_replace", properties=properties))
+    spec = MergeSpec.from_config(f"dry{seed}", config)
+    snapshot = load_snapshot(ours)
+    assert snapshot is not None
+    source_df = spark.createDataFrame(source.to_pylist(), schema)
+    listing = sorted(os.path.join(d, n) for d, _, names in os.walk(ours) for n in names)
+
+    dry = merge_into(spark, source_df, snapshot, spec, dry_run=True)
+    assert dry.version is None and dry.plan is not None
+    assert sorted(os.path.join(d, n) for d, _, names in os.walk(ours) for n in names) == listing
+    real = merge_into(spark, source_df, snapshot, spec)
+    assert {k: v for k, v in dry.metrics.items() if k not in _TIMINGS} == {
+        k: real.metrics[k] for k in dry.metrics if k not in _TIMINGS
+    }, config
+    assert len(dry.plan["files_to_rewrite"]) == real.metrics["numTargetFilesRemoved"], config
+    if real.version is not None:  # (a merge that changes nothing commits nothing)
+        removed = sorted(a["remove"]["path"] for a in log_actions(ours, real.version) if "remove" in a)
+        assert dry.plan["files_to_rewrite"] == removed, config
+    assert dry.plan["executor"] == ("insert_only" if spec.is_insert_only else "classic")
 
 
 def change_rows(path: str, start: int) -> list[tuple]:

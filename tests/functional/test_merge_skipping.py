@@ -9,7 +9,7 @@ from dbt.tests.util import run_dbt, write_file
 from deltalake import DeltaTable
 
 from dbt.adapters.deltamerge.delta.snapshot import AddFile
-from dbt.adapters.deltamerge.merge.predicates import may_satisfy, target_predicate
+from dbt.adapters.deltamerge.skipping.predicates import may_satisfy, target_predicate
 from tests.functional.helpers import rows, table_path
 
 COLUMNS = ["id", "day", "name", "p"]

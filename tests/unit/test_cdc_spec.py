@@ -5,13 +5,13 @@ from __future__ import annotations
 import pytest
 
 from dbt.adapters.deltamerge.cdc.spec import CdcSpec
-from dbt.adapters.deltamerge.errors import ConfigError
+from dbt.adapters.deltamerge.config_values import SpecError
 
 BASE = {"unique_key": "id", "sequence_by": "ts"}
 
 
 def problems(**config: object) -> list[str]:
-    with pytest.raises(ConfigError) as caught:
+    with pytest.raises(SpecError) as caught:
         CdcSpec.from_config("orders", {**BASE, **config})
     assert "Model 'orders': invalid config" in str(caught.value)
     return caught.value.problems
@@ -81,12 +81,12 @@ def test_stored_and_tracked_columns():
         "o", {**BASE, "stored_as_scd_type": 2, "track_history_except_column_list": ["b"]}
     )
     assert scd2.tracked_columns(["id", "a", "b"]) == ("a",)
-    with pytest.raises(ConfigError) as caught:
+    with pytest.raises(SpecError) as caught:
         spec.stored_columns(["id", "name"])
     assert caught.value.problems == [
         "`ts` (sequence_by) is not a column of the model's result (columns: ['id', 'name'])"
     ]
-    with pytest.raises(ConfigError) as caught:
+    with pytest.raises(SpecError) as caught:
         spec.stored_columns(["id", "ts", "name", "__START_AT"])
     assert caught.value.problems == [
         "the model's result may not have the columns ['__START_AT'] (CDC apply writes them)"

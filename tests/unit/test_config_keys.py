@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from dbt.adapters.deltamerge.config_keys import known_keys, misspelled_keys
-from dbt.adapters.deltamerge.errors import ConfigError
+from dbt.adapters.deltamerge.config_values import SpecError
 from dbt.adapters.deltamerge.materialize import WriteSpec
 
 
@@ -38,7 +38,7 @@ def test_known_keys_cover_dbt_dbt_spark_and_ours():
 
 
 def test_the_model_error_names_model_key_and_suggestion():
-    with pytest.raises(ConfigError) as caught:
+    with pytest.raises(SpecError) as caught:
         WriteSpec.from_config("orders", {"when_matchd": [{"action": "delete"}], "owner": "me"})
     message = str(caught.value)
     assert "Model 'orders'" in message

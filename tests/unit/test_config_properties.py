@@ -1,11 +1,11 @@
-"""Property-based: any config either parses or raises our ConfigError naming the model."""
+"""Property-based: any config either parses or raises our SpecError naming the model."""
 
 from __future__ import annotations
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dbt.adapters.deltamerge.errors import ConfigError
+from dbt.adapters.deltamerge.config_values import SpecError
 from dbt.adapters.deltamerge.materialize import WriteSpec
 from dbt.adapters.deltamerge.merge.clauses import MergeSpec
 
@@ -62,7 +62,7 @@ configs = st.dictionaries(st.sampled_from(KEYS), values, max_size=8)
 def test_merge_config_parses_or_raises_our_error(config):
     try:
         MergeSpec.from_config("m", config)
-    except ConfigError as exc:
+    except SpecError as exc:
         assert exc.model == "m" and exc.problems and "Model 'm': invalid config" in str(exc)
 
 
@@ -71,5 +71,5 @@ def test_merge_config_parses_or_raises_our_error(config):
 def test_write_config_parses_or_raises_our_error(config):
     try:
         WriteSpec.from_config("m", config)
-    except ConfigError as exc:
+    except SpecError as exc:
         assert exc.model == "m" and exc.problems and "Model 'm': invalid config" in str(exc)

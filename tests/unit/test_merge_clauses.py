@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from dbt.adapters.deltamerge.errors import ConfigError
+from dbt.adapters.deltamerge.config_values import SpecError
 from dbt.adapters.deltamerge.merge.clauses import Assignment, MergeClause, MergeSpec
 
 ONE_MATCHED = (
@@ -14,7 +14,7 @@ ONE_MATCHED = (
 
 
 def problems(config: dict) -> list[str]:
-    with pytest.raises(ConfigError) as err:
+    with pytest.raises(SpecError) as err:
         MergeSpec.from_config("orders", config)
     assert "Model 'orders'" in str(err.value)
     return err.value.problems

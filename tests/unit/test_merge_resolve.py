@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from pyspark.sql import types as T
 
-from dbt.adapters.deltamerge.errors import ConfigError
+from dbt.adapters.deltamerge.config_values import SpecError
 from dbt.adapters.deltamerge.merge.clauses import MergeSpec
 from dbt.adapters.deltamerge.merge.resolve import resolve
 
@@ -69,7 +69,7 @@ def test_column_problems_are_named_together():
             "when_matched": [{"action": "update", "set": {"nope": "1", "name": "1", "NAME": "2"}}],
         },
     )
-    with pytest.raises(ConfigError) as err:
+    with pytest.raises(SpecError) as err:
         resolve(spec, target=TARGET, source=schema("id", "name"))
     text = "\n".join(err.value.problems)
     assert "`nope` is not a target column" in text

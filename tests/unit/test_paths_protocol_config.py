@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from dbt.adapters.deltamerge.config_values import SpecError
 from dbt.adapters.deltamerge.delta.errors import UnsupportedTableFeature
 from dbt.adapters.deltamerge.delta.paths import (
     encode_add_path,
@@ -12,7 +13,6 @@ from dbt.adapters.deltamerge.delta.paths import (
     partition_folder,
 )
 from dbt.adapters.deltamerge.delta.protocol import Protocol, check_writable, feature_problems
-from dbt.adapters.deltamerge.errors import ConfigError
 from dbt.adapters.deltamerge.materialize import WriteSpec, plan_write
 
 
@@ -72,7 +72,7 @@ def test_write_spec_defaults_and_parsing():
 
 
 def test_write_spec_collects_every_problem_and_names_the_model():
-    with pytest.raises(ConfigError) as err:
+    with pytest.raises(SpecError) as err:
         WriteSpec.from_config(
             "orders",
             {

@@ -12,7 +12,7 @@ import datetime as dt
 import pytest
 
 from dbt.adapters.deltamerge.delta.snapshot import AddFile
-from dbt.adapters.deltamerge.merge.predicates import (
+from dbt.adapters.deltamerge.skipping.predicates import (
     AllOf,
     AnyOf,
     Compare,

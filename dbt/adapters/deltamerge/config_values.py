@@ -2,7 +2,7 @@
 
 Shared by every parser of model config (``merge.clauses``, ``cdc.spec``): each function appends
 a sentence naming the key to ``problems`` and returns a neutral value, so that a parser reports
-every problem of a model in one error.
+every problem of a model in one error, ``SpecError``.
 """
 
 from __future__ import annotations
@@ -12,6 +12,24 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+class SpecError(ValueError):
+    """A model's config (or the data it names) has problems; all of them are listed.
+
+    The engine's own error: it knows nothing of dbt. The adapter's error boundary
+    (``errors.named_errors``) turns it into dbt's ``ConfigError`` with the same text.
+
+    >>> print(SpecError("m", ["a is wrong", "b is missing"]))
+    Model 'm': invalid config:
+      - a is wrong
+      - b is missing
+    """
+
+    def __init__(self, model: str, problems: list[str]) -> None:
+        self.model = model
+        self.problems = problems
+        super().__init__(f"Model '{model}': invalid config:\n  - " + "\n  - ".join(problems))
 
 
 def names(value: Any, key: str, problems: list[str]) -> tuple[str, ...]:

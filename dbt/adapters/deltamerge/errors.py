@@ -9,7 +9,7 @@ from dbt_common.exceptions import DbtRuntimeError
 
 
 class ConfigError(DbtRuntimeError):
-    """A model's config has problems; all of them are listed."""
+    """A model's config has problems; all of them are listed (the engine's ``SpecError`` as dbt's)."""
 
     def __init__(self, model: str, problems: list[str]) -> None:
         self.model = model
@@ -31,12 +31,15 @@ def named_errors(subject: str) -> Iterator[None]:
     """Turn engine and Spark errors into dbt errors that start with ``subject``."""
     from pyspark.errors import PySparkException
 
+    from dbt.adapters.deltamerge.config_values import SpecError
     from dbt.adapters.deltamerge.delta.errors import DeltaError
 
     try:
         yield
     except DbtRuntimeError:
         raise
+    except SpecError as exc:
+        raise ConfigError(exc.model, exc.problems) from exc
     except DeltaError as exc:
         raise ModelWriteError(f"{subject}: {exc}") from exc
     except Exception as exc:

@@ -140,12 +140,12 @@ class DeltaMergeAdapter(SparkAdapter):
         rows as a new version of the model's Delta table (with ``dry_run``: preview a merge,
         write nothing)."""
         model = str(relation.identifier)
-        spec = WriteSpec.from_config(model, config)
-        # A project-wide strategy also reaches table models; only incremental ones merge.
-        merging = materialization == "incremental" and spec.strategy in MERGE_STRATEGIES
-        cdc_spec = CdcSpec.from_config(model, config) if merging and CdcSpec.applies(config) else None
-        merge_spec = MergeSpec.from_config(model, config) if merging and cdc_spec is None else None
         with model_errors(model):
+            spec = WriteSpec.from_config(model, config)  # config first: its errors cost no Spark work
+            # A project-wide strategy also reaches table models; only incremental ones merge.
+            merging = materialization == "incremental" and spec.strategy in MERGE_STRATEGIES
+            cdc_spec = CdcSpec.from_config(model, config) if merging and CdcSpec.applies(config) else None
+            merge_spec = MergeSpec.from_config(model, config) if merging and cdc_spec is None else None
             spark = self.spark_session()
             schema, identifier = str(relation.schema), str(relation.identifier)
             found = catalog.binding(spark, schema, identifier)
@@ -175,8 +175,8 @@ class DeltaMergeAdapter(SparkAdapter):
     def delta_seed(self, relation: BaseRelation, agate_table: Any, config: Dict[str, Any]) -> AdapterResponse:
         """Write a seed's rows as a new version of its Delta table."""
         model = str(relation.identifier)
-        spec = WriteSpec.from_config(model, config)
         with model_errors(model):
+            spec = WriteSpec.from_config(model, config)
             spark = self.spark_session()
             df = seed_dataframe(spark, agate_table, self._seed_types(agate_table, config))
             found = catalog.binding(spark, str(relation.schema), str(relation.identifier))

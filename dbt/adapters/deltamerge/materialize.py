@@ -12,9 +12,9 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from dbt.adapters.deltamerge.config_keys import misspelling_problems
+from dbt.adapters.deltamerge.config_values import SpecError
 from dbt.adapters.deltamerge.delta.protocol import CDF_PROPERTY, change_data_feed_enabled
 from dbt.adapters.deltamerge.delta.write import WriteMode, WriteRequest
-from dbt.adapters.deltamerge.errors import ConfigError
 from dbt.adapters.deltamerge.sql import quote_identifier
 
 FILE_FORMATS = ("delta", "parquet")
@@ -45,7 +45,7 @@ class WriteSpec:
 
     @classmethod
     def from_config(cls, model: str, config: Mapping[str, Any]) -> WriteSpec:
-        """Parse ``config`` (a model's config dict); raise one ConfigError listing every problem."""
+        """Parse ``config`` (a model's config dict); raise one SpecError listing every problem."""
         problems: list[str] = []
         file_format = str(config.get("file_format") or "delta").lower()
         if file_format not in FILE_FORMATS:
@@ -75,7 +75,7 @@ class WriteSpec:
             problems.append("location_root must be a path")
         problems.extend(misspelling_problems(config))
         if problems:
-            raise ConfigError(model, problems)
+            raise SpecError(model, problems)
         return cls(
             model=model,
             file_format=file_format,
@@ -158,9 +158,9 @@ def is_merge(spec: WriteSpec, *, materialization: Materialization, exists: bool,
 
 def _batch_predicate(spec: WriteSpec, batch: tuple[str, str] | None) -> str:
     if not spec.event_time:
-        raise ConfigError(spec.model, ["incremental_strategy 'microbatch' needs an event_time config"])
+        raise SpecError(spec.model, ["incremental_strategy 'microbatch' needs an event_time config"])
     if batch is None:
-        raise ConfigError(spec.model, ["microbatch ran without a batch window"])
+        raise SpecError(spec.model, ["microbatch ran without a batch window"])
     start, end = batch
     column = quote_identifier(spec.event_time)
     return f"{column} >= timestamp'{start}' AND {column} < timestamp'{end}'"

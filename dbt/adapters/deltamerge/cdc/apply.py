@@ -38,8 +38,8 @@ from dbt.adapters.deltamerge.merge.clauses import DEFAULT_SOURCE_ALIAS as S
 from dbt.adapters.deltamerge.merge.clauses import DEFAULT_TARGET_ALIAS as T_
 from dbt.adapters.deltamerge.merge.clauses import MergeSpec
 from dbt.adapters.deltamerge.merge.executor import merge_into
-from dbt.adapters.deltamerge.merge.pruning import as_instant, files_from_profile, profile_aggregates
-from dbt.adapters.deltamerge.merge.skipping import comparable
+from dbt.adapters.deltamerge.skipping.files import as_instant, files_from_profile, profile_aggregates
+from dbt.adapters.deltamerge.skipping.stats import comparable
 from dbt.adapters.deltamerge.sql import qualified, quote_identifier
 
 # A new table's files hold about this many rows each, in key order (data skipping on the keys).

@@ -16,7 +16,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from dbt.adapters.deltamerge.cdc.spec import CdcSpec
-from dbt.adapters.deltamerge.errors import ConfigError
+from dbt.adapters.deltamerge.config_values import SpecError
 from dbt.adapters.deltamerge.merge.materialized import checkpoint_with_aggregates
 from dbt.adapters.deltamerge.sql import quote_identifier
 
@@ -78,7 +78,7 @@ def framed_events(source: DataFrame, spec: CdcSpec, profile: list[Column]) -> Ev
     )
     if aggregates["null_sequences"]:
         examples = frame.where(null_seq).select(*[col(k) for k in spec.keys]).limit(_EXAMPLES).collect()
-        raise ConfigError(
+        raise SpecError(
             spec.model,
             [
                 f"{aggregates['null_sequences']} event(s) have a null sequence_by "
@@ -95,7 +95,7 @@ def check_distinct_sequences(spec: CdcSpec, per_key: DataFrame) -> None:
     """Fail naming the keys where two different events share a sequence (``EVENTS_N`` vs ``SEQUENCES_N``)."""
     clashes = per_key.where(F.col(EVENTS_N) != F.col(SEQUENCES_N)).limit(_EXAMPLES).collect()
     if clashes:
-        raise ConfigError(
+        raise SpecError(
             spec.model,
             [
                 "two different events of one key have the same sequence_by "

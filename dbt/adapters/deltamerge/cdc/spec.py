@@ -2,7 +2,7 @@
 
 ``sequence_by`` turns a ``delta_merge`` model into CDC apply (contract §6). The keys are
 those of Databricks' ``create_auto_cdc_flow``. Every problem is collected and raised as one
-``ConfigError`` naming the model and the keys; column checks against the model's result
+``SpecError`` naming the model and the keys; column checks against the model's result
 (``stored_columns``) happen before anything is read or written.
 """
 
@@ -12,8 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from dbt.adapters.deltamerge.config_values import flag, names, sql_text
-from dbt.adapters.deltamerge.errors import ConfigError
+from dbt.adapters.deltamerge.config_values import SpecError, flag, names, sql_text
 from dbt.adapters.deltamerge.merge.clauses import SHORTHANDS
 
 START_AT, END_AT = "__START_AT", "__END_AT"
@@ -55,7 +54,7 @@ class CdcSpec:
 
     @classmethod
     def from_config(cls, model: str, config: Mapping[str, Any]) -> CdcSpec:
-        """Parse a model's config; raise one ConfigError listing every problem."""
+        """Parse a model's config; raise one SpecError listing every problem."""
         problems: list[str] = []
         for key in _CLAUSE_KEYS:
             if config.get(key) is not None:
@@ -115,7 +114,7 @@ class CdcSpec:
         ignore_nulls = flag(config, "ignore_null_updates", problems)
         feed = flag(config, "change_data_feed", problems)
         if problems:
-            raise ConfigError(model, problems)
+            raise SpecError(model, problems)
         return cls(
             model=model,
             keys=keys,
@@ -138,7 +137,7 @@ class CdcSpec:
         )
 
     def stored_columns(self, source_columns: Sequence[str]) -> tuple[str, ...]:
-        """The source columns the table stores, in the source's order; ConfigError naming unknown ones.
+        """The source columns the table stores, in the source's order; SpecError naming unknown ones.
 
         >>> spec = CdcSpec("m", ("id",), ("ts",), except_column_list=("op", "ts"))
         >>> spec.stored_columns(["id", "op", "ts", "name"])
@@ -164,7 +163,7 @@ class CdcSpec:
         if reserved:
             problems.append(f"the model's result may not have the columns {reserved} (CDC apply writes them)")
         if problems:
-            raise ConfigError(self.model, problems)
+            raise SpecError(self.model, problems)
         if self.column_list is not None:
             wanted = {c.lower() for c in (*self.keys, *self.column_list)}
         else:

@@ -38,7 +38,7 @@ from dbt.adapters.deltamerge.delta.pending import PendingCommit
 from dbt.adapters.deltamerge.delta.read import read_files
 from dbt.adapters.deltamerge.delta.snapshot import AddFile, Snapshot, load_snapshot
 from dbt.adapters.deltamerge.delta.write import WriteRequest, write_dataframe, write_files, write_metrics
-from dbt.adapters.deltamerge.merge.skipping import comparable
+from dbt.adapters.deltamerge.skipping.stats import comparable
 from dbt.adapters.deltamerge.sql import quote_identifier
 
 STATE_FOLDER = "_deltamerge_cdc"

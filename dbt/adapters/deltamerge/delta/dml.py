@@ -36,8 +36,8 @@ from dbt.adapters.deltamerge.delta.write import (
     write_files,
     write_files_and_changes,
 )
-from dbt.adapters.deltamerge.merge.predicates import may_satisfy, target_predicate
-from dbt.adapters.deltamerge.merge.pruning import partition_types
+from dbt.adapters.deltamerge.skipping.files import partition_types
+from dbt.adapters.deltamerge.skipping.predicates import may_satisfy, target_predicate
 from dbt.adapters.deltamerge.sql import quote_identifier
 
 _FILE, _ROWS, _SELECTED = "_dml_file", "_dml_rows", "_dml_selected"

@@ -2,7 +2,7 @@
 
 The rules and messages are Delta's (``DeltaMergeInto``): at least one WHEN clause; only
 the last clause of a kind may omit its condition; ``delete`` takes no assignments. Every
-problem of a model is collected and raised as one ``ConfigError`` naming the model.
+problem of a model is collected and raised as one ``SpecError`` naming the model.
 """
 
 from __future__ import annotations
@@ -12,8 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
-from dbt.adapters.deltamerge.config_values import flag, identifier, names, sql_list, sql_text
-from dbt.adapters.deltamerge.errors import ConfigError
+from dbt.adapters.deltamerge.config_values import SpecError, flag, identifier, names, sql_list, sql_text
 from dbt.adapters.deltamerge.sql import conjunction, qualified
 
 ClauseKind = Literal["matched", "not_matched", "not_matched_by_source"]
@@ -136,7 +135,7 @@ class MergeSpec:
 
     @classmethod
     def from_config(cls, model: str, config: Mapping[str, Any]) -> MergeSpec:
-        """Parse a model's config; raise one ConfigError listing every problem."""
+        """Parse a model's config; raise one SpecError listing every problem."""
         problems: list[str] = []
         source = identifier(config, "source_alias", DEFAULT_SOURCE_ALIAS, problems)
         target = identifier(config, "target_alias", DEFAULT_TARGET_ALIAS, problems)
@@ -157,7 +156,7 @@ class MergeSpec:
         change_data_feed = flag(config, "change_data_feed", problems)
         only_if_changed = flag(config, "update_only_if_changed", problems)
         if problems:
-            raise ConfigError(model, problems)
+            raise SpecError(model, problems)
         on = merge_condition or conjunction(
             [f"{qualified(target, k)} <=> {qualified(source, k)}" for k in unique_key]
         )

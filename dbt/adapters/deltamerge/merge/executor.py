@@ -63,18 +63,18 @@ from dbt.adapters.deltamerge.merge.output import (
     counted_actions,
     output_expressions,
 )
-from dbt.adapters.deltamerge.merge.pruning import (
-    FileFilter,
-    files_from_profile,
-    profile_aggregates,
-)
 from dbt.adapters.deltamerge.merge.resolve import ResolvedMerge, resolve
 from dbt.adapters.deltamerge.merge.run import (
     MergeRun,
     aliased_source,
     matched_target,
 )
-from dbt.adapters.deltamerge.merge.touched import find_touched_files
+from dbt.adapters.deltamerge.merge.touched import TouchedFiles, find_touched_files
+from dbt.adapters.deltamerge.skipping.files import (
+    FileFilter,
+    files_from_profile,
+    profile_aggregates,
+)
 
 
 def merge_into(
@@ -212,16 +212,14 @@ def _execute(
         spark, joining, merge, snapshot, source, candidates, num_source_rows, change_data=change_data
     )
     scan_started = time.monotonic()
-    touched = [] if spec.is_insert_only else find_touched_files(run)
+    phase1 = TouchedFiles([]) if spec.is_insert_only else find_touched_files(run)
     scan_ms = int((time.monotonic() - scan_started) * 1000)
     rewrite_started = time.monotonic()
     out = (
-        _write_inserts_only(run, dry_run)
-        if spec.is_insert_only
-        else _write_all_changes(run, touched, dry_run)
+        _write_inserts_only(run, dry_run) if spec.is_insert_only else _write_all_changes(run, phase1, dry_run)
     )
     rewrite_ms = int((time.monotonic() - rewrite_started) * 1000)
-    return _Done(candidates, num_source_rows, skipping, touched, out, scan_ms, rewrite_ms)
+    return _Done(candidates, num_source_rows, skipping, phase1.files, out, scan_ms, rewrite_ms)
 
 
 def _insert_into_empty(
@@ -244,16 +242,16 @@ def _insert_into_empty(
     return _Done([], num_source_rows, skipping, [], out, 0, rewrite_ms)
 
 
-def _write_all_changes(run: MergeRun, touched: list[AddFile], dry_run: bool) -> _Written:
+def _write_all_changes(run: MergeRun, phase1: TouchedFiles, dry_run: bool) -> _Written:
     """Phase 2: rewrite the touched files with every clause applied, plus the inserts."""
-    if not run.spec.not_matched and not touched:
+    if not run.spec.not_matched and not phase1.files:
         return [], [], MergeCounts()
     present = None
-    if run.unmatched_keys is not None and not (run.spec.matched or run.spec.not_matched):
-        joined, present = touched_with_unmatched_keys(run, touched)
+    if phase1.unmatched_keys is not None and not (run.spec.matched or run.spec.not_matched):
+        joined, present = touched_with_unmatched_keys(run, phase1)
     else:
-        joined = touched_joined_with_source(run, touched)
-    if run.duplicate_matches:
+        joined = touched_joined_with_source(run, phase1)
+    if phase1.duplicate_matches:
         # A target row deleted by several source rows is one deleted row (and one output row).
         both = F.col(TARGET_PRESENT).isNotNull() & F.col(SOURCE_PRESENT).isNotNull()
         joined = joined.where(both).dropDuplicates([ROW_ID]).union(joined.where(~both))

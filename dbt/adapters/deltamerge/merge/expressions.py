@@ -16,7 +16,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from dbt.adapters.deltamerge.errors import ConfigError
+from dbt.adapters.deltamerge.config_values import SpecError
 from dbt.adapters.deltamerge.merge.clauses import LIST_KEYS, MergeSpec
 
 
@@ -43,7 +43,7 @@ def user_expressions(spec: MergeSpec) -> Iterator[tuple[str, str]]:
 
 
 def check_expressions(spark: SparkSession, spec: MergeSpec, target: T.StructType, source: DataFrame) -> None:
-    """Raise a ConfigError naming each config key whose SQL Spark cannot parse or resolve."""
+    """Raise a SpecError naming each config key whose SQL Spark cannot parse or resolve."""
     expressions = list(user_expressions(spec))
     if not expressions:
         return
@@ -56,7 +56,7 @@ def check_expressions(spark: SparkSession, spec: MergeSpec, target: T.StructType
         if error is not None:
             problems.append(f"`{key}`: Spark cannot run `{sql}`: {error}")
     if problems:
-        raise ConfigError(spec.model, problems)
+        raise SpecError(spec.model, problems)
 
 
 def _both_sides(spark: SparkSession, spec: MergeSpec, target: T.StructType, source: DataFrame) -> DataFrame:

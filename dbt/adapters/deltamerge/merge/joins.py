@@ -19,10 +19,11 @@ from dbt.adapters.deltamerge.merge.run import (
     is_unmatched_key,
     matched_target,
 )
+from dbt.adapters.deltamerge.merge.touched import TouchedFiles
 from dbt.adapters.deltamerge.sql import qualified
 
 
-def touched_joined_with_source(run: MergeRun, touched: list[AddFile]) -> DataFrame:
+def touched_joined_with_source(run: MergeRun, phase1: TouchedFiles) -> DataFrame:
     """Every row of the touched files with its source row, plus the unmatched source rows (with inserts).
 
     A small source is broadcast to the tasks reading the touched files: the target is
@@ -32,8 +33,9 @@ def touched_joined_with_source(run: MergeRun, touched: list[AddFile]) -> DataFra
     touched ones, and those rows are appended with null targets.
     """
     on = F.expr(run.spec.on_condition)
+    touched = phase1.files
     target = aliased_target(run, touched)
-    holding = files_holding_matches(run, touched)
+    holding = files_holding_matches(run, phase1)
     small = fits_in_broadcast(run.source.schema, run.num_source_rows)
     if not small and (holding is touched or not run.spec.not_matched):
         return target.join(aliased_source(run), on, "full_outer" if run.spec.not_matched else "left_outer")
@@ -44,7 +46,7 @@ def touched_joined_with_source(run: MergeRun, touched: list[AddFile]) -> DataFra
     return joined.union(aliased_target(run, []).join(unmatched, on, "right_outer"))
 
 
-def files_holding_matches(run: MergeRun, touched: list[AddFile]) -> list[AddFile]:
+def files_holding_matches(run: MergeRun, phase1: TouchedFiles) -> list[AddFile]:
     """Files that hold every target row a source row matches.
 
     With a WHEN MATCHED clause phase 1 touches every file holding a matched row (with
@@ -52,19 +54,20 @@ def files_holding_matches(run: MergeRun, touched: list[AddFile]) -> list[AddFile
     copied as they are, so their files need not be touched, and only the data-skipped
     candidates bound where a source row may have its match.
     """
-    if run.spec.matched and run.spec.update_only_if_changed and run.matched_files is not None:
-        return touched if run.matched_files == touched else run.matched_files
+    touched, matched = phase1.files, phase1.matched_files
+    if run.spec.matched and run.spec.update_only_if_changed and matched is not None:
+        return touched if matched == touched else matched
     return touched if run.spec.matched else run.candidates
 
 
-def touched_with_unmatched_keys(run: MergeRun, touched: list[AddFile]) -> tuple[DataFrame, str]:
+def touched_with_unmatched_keys(run: MergeRun, phase1: TouchedFiles) -> tuple[DataFrame, str]:
     """The touched files' rows flagged by phase 1's unmatched keys, and SQL null where a row is unmatched.
 
     With only NOT MATCHED BY SOURCE clauses, whether a row matched is all a merge needs
     from the source, and phase 1 already found the (few) unmatched keys: no second join
     with the whole source.
     """
-    assert run.unmatched_keys is not None
-    keys = F.broadcast(run.unmatched_keys)
-    joined = aliased_target(run, touched).join(keys, is_unmatched_key(run), "left_outer")
+    assert phase1.unmatched_keys is not None
+    keys = F.broadcast(phase1.unmatched_keys)
+    joined = aliased_target(run, phase1.files).join(keys, is_unmatched_key(run), "left_outer")
     return joined, f"CASE WHEN {qualified(UNMATCHED, UNMATCHED_ROW)} IS NULL THEN true END"

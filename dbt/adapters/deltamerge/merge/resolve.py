@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from pyspark.sql import types as T
 
-from dbt.adapters.deltamerge.errors import ConfigError
+from dbt.adapters.deltamerge.config_values import SpecError
 from dbt.adapters.deltamerge.merge.clauses import ClauseKind, MergeClause, MergeSpec
 from dbt.adapters.deltamerge.sql import conjunction, qualified
 
@@ -44,7 +44,7 @@ class ResolvedMerge:
 def resolve(
     spec: MergeSpec, *, target: T.StructType, source: T.StructType, lenient_star: bool = False
 ) -> ResolvedMerge:
-    """Resolve ``spec``; raise one ConfigError naming every column problem.
+    """Resolve ``spec``; raise one SpecError naming every column problem.
 
     ``lenient_star`` (schema evolution): a ``*`` action leaves target columns the source
     lacks as they are (update) or null (insert), as Delta's auto-merge does.
@@ -82,7 +82,7 @@ def resolve(
                 f"unique_key column `{key}` is not in the model's result (columns: {_names(source)})"
             )
     if problems:
-        raise ConfigError(spec.model, problems)
+        raise SpecError(spec.model, problems)
     return ResolvedMerge(
         spec, columns, resolved["matched"], resolved["not_matched"], resolved["not_matched_by_source"]
     )

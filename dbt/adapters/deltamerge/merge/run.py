@@ -27,9 +27,9 @@ from dbt.adapters.deltamerge.merge.resolve import ResolvedMerge
 from dbt.adapters.deltamerge.sql import conjunction, qualified
 
 
-@dataclass
+@dataclass(frozen=True)
 class MergeRun:
-    """What every step of one merge needs."""
+    """What every step of one merge needs (phase 1's findings are its result, ``TouchedFiles``)."""
 
     spark: SparkSession
     spec: MergeSpec
@@ -38,14 +38,8 @@ class MergeRun:
     source: DataFrame
     candidates: list[AddFile]
     num_source_rows: int
-    # Phase 1 saw a target row matched by several source rows (only an unconditional delete allows it).
-    duplicate_matches: bool = False
     # Write change data (the table has the feed on, or this merge switches it on).
     change_data: bool = False
-    # Phase 1's target keys (ON is the unique key's) no source row matches, when small enough to broadcast.
-    unmatched_keys: DataFrame | None = None
-    # With update_only_if_changed: the files holding a matched row (touched or not).
-    matched_files: list[AddFile] | None = None
 
 
 def aliased_source(run: MergeRun) -> DataFrame:

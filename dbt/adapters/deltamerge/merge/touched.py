@@ -8,6 +8,8 @@ matched clause is an unconditional delete.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
@@ -18,13 +20,13 @@ from dbt.adapters.deltamerge.merge.broadcast import fits_in_broadcast
 from dbt.adapters.deltamerge.merge.materialized import checkpoint_with_aggregates
 from dbt.adapters.deltamerge.merge.names import COPY, FILE, ROW_ID, UNMATCHED, UNMATCHED_ROW
 from dbt.adapters.deltamerge.merge.output import matched_action_expression
-from dbt.adapters.deltamerge.merge.pruning import matches_by_key_alone, skips_by_key_range
 from dbt.adapters.deltamerge.merge.run import (
     MergeRun,
     aliased_target,
     is_unmatched_key,
     joinable_source,
 )
+from dbt.adapters.deltamerge.skipping.files import matches_by_key_alone, skips_by_key_range
 from dbt.adapters.deltamerge.sql import qualified, quote_identifier
 
 MULTIPLE_MATCHES = (
@@ -37,19 +39,37 @@ class MultipleMatchesError(DeltaError):
     """Delta's error: several source rows match one target row."""
 
 
-def find_touched_files(run: MergeRun) -> list[AddFile]:
+@dataclass(frozen=True)
+class TouchedFiles:
+    """Phase 1's result: the files phase 2 rewrites, and what phase 1 learnt on the way."""
+
+    files: list[AddFile]
+    # A target row was matched by several source rows (only an unconditional delete allows it).
+    duplicate_matches: bool = False
+    # The target keys (ON is the unique key's) no source row matches, when small enough to broadcast.
+    unmatched_keys: DataFrame | None = None
+    # With update_only_if_changed: the files holding a matched row (touched or not).
+    matched_files: list[AddFile] | None = None
+
+
+def find_touched_files(run: MergeRun) -> TouchedFiles:
     """Phase 1: files holding a matched row (or an unmatched row a NOT MATCHED BY SOURCE clause changes)."""
     if not run.candidates:
-        return []
+        return TouchedFiles([])
     target = aliased_target(run, run.candidates)
-    hit = _files_with_matches(run, target) if run.spec.matched or _may_match_twice(run) else set()
+    matches = _files_with_matches(run, target) if run.spec.matched or _may_match_twice(run) else None
+    hit, duplicate_matches, matched_files = matches or (set(), False, None)
+    unmatched_keys = None
     if run.spec.not_matched_by_source:
-        hit |= _files_with_unmatched_changes(run, target)
-    return [f for f in run.candidates if local_path(run.snapshot.table_path, f.path) in hit]
+        changed, unmatched_keys = _files_with_unmatched_changes(run, target)
+        hit |= changed
+    files = [f for f in run.candidates if local_path(run.snapshot.table_path, f.path) in hit]
+    return TouchedFiles(files, duplicate_matches, unmatched_keys, matched_files)
 
 
-def _files_with_matches(run: MergeRun, target: DataFrame) -> set[str]:
-    """Files holding a matched row; Delta's error when a target row is matched more than once."""
+def _files_with_matches(run: MergeRun, target: DataFrame) -> tuple[set[str], bool, list[AddFile] | None]:
+    """Files holding a matched row that changes, whether a row matched twice, files holding any match."""
+    # Delta's error when a target row is matched more than once (unless an unconditional delete).
     spec = run.spec
     joined = joinable_source(run).join(target, F.expr(spec.on_condition), "inner")
     if spec.is_matched_only and all(c.condition for c in spec.matched):
@@ -64,15 +84,15 @@ def _files_with_matches(run: MergeRun, target: DataFrame) -> set[str]:
     per_file = (
         per_row.groupBy(FILE).agg(F.max("n").alias("most"), F.max("changes").alias("changes")).collect()
     )
-    run.duplicate_matches = any(r["most"] > 1 for r in per_file)
-    if run.duplicate_matches and not spec.is_only_one_unconditional_delete:
+    duplicate_matches = any(r["most"] > 1 for r in per_file)
+    if duplicate_matches and not spec.is_only_one_unconditional_delete:
         raise MultipleMatchesError(_multiple_matches_message(run, joined))
+    matched_files = None
     if spec.update_only_if_changed:
         matched = {table_path_of(r[FILE]) for r in per_file}
-        run.matched_files = [
-            f for f in run.candidates if local_path(run.snapshot.table_path, f.path) in matched
-        ]
-    return {table_path_of(r[FILE]) for r in per_file if r["changes"]} if spec.matched else set()
+        matched_files = [f for f in run.candidates if local_path(run.snapshot.table_path, f.path) in matched]
+    changed = {table_path_of(r[FILE]) for r in per_file if r["changes"]} if spec.matched else set()
+    return changed, duplicate_matches, matched_files
 
 
 def _may_match_twice(run: MergeRun) -> bool:
@@ -88,17 +108,18 @@ def _may_match_twice(run: MergeRun) -> bool:
     return bool(run.source.groupBy(*keys).count().where("count > 1").limit(1).collect())
 
 
-def _files_with_unmatched_changes(run: MergeRun, target: DataFrame) -> set[str]:
+def _files_with_unmatched_changes(run: MergeRun, target: DataFrame) -> tuple[set[str], DataFrame | None]:
+    """Files holding an unmatched row a BY SOURCE clause selects, and the unmatched keys if kept."""
     conditions = [c.condition for c in run.spec.not_matched_by_source]
     if all(conditions):
         target = target.where(" OR ".join(f"({c})" for c in conditions))
     if matches_by_key_alone(run.spec):
         return _files_holding_unmatched_keys(run, target)
     unmatched = target.join(joinable_source(run), F.expr(run.spec.on_condition), "left_anti")
-    return {table_path_of(r[FILE]) for r in unmatched.select(FILE).distinct().collect()}
+    return {table_path_of(r[FILE]) for r in unmatched.select(FILE).distinct().collect()}, None
 
 
-def _files_holding_unmatched_keys(run: MergeRun, target: DataFrame) -> set[str]:
+def _files_holding_unmatched_keys(run: MergeRun, target: DataFrame) -> tuple[set[str], DataFrame | None]:
     """Files holding a target key no source row matches, found without shuffling file names.
 
     Only when the key alone decides whether a row matches (``matches_by_key_alone``): phase 2
@@ -118,8 +139,8 @@ def _files_holding_unmatched_keys(run: MergeRun, target: DataFrame) -> set[str]:
     unmatched = keys.alias(UNMATCHED)
     small = fits_in_broadcast(unmatched.schema, int(counted["n"]))
     located = target.join(F.broadcast(unmatched) if small else unmatched, is_unmatched_key(run), "left_semi")
-    run.unmatched_keys = unmatched if small else None
-    return {table_path_of(r[FILE]) for r in located.select(FILE).distinct().collect()}
+    files = {table_path_of(r[FILE]) for r in located.select(FILE).distinct().collect()}
+    return files, unmatched if small else None
 
 
 def _multiple_matches_message(run: MergeRun, joined: DataFrame) -> str:

@@ -23,8 +23,8 @@ from pyspark.sql import types as T
 
 from dbt.adapters.deltamerge.delta.snapshot import AddFile, Snapshot
 from dbt.adapters.deltamerge.merge.clauses import MergeSpec
-from dbt.adapters.deltamerge.merge.predicates import may_satisfy, target_predicate
-from dbt.adapters.deltamerge.merge.skipping import KeyRange, may_match
+from dbt.adapters.deltamerge.skipping.predicates import may_satisfy, target_predicate
+from dbt.adapters.deltamerge.skipping.stats import KeyRange, may_match
 from dbt.adapters.deltamerge.sql import quote_identifier
 
 

@@ -22,7 +22,7 @@ from pyspark.sql import SparkSession
 from sqlglot import exp
 
 from dbt.adapters.deltamerge.delta.snapshot import AddFile
-from dbt.adapters.deltamerge.merge.skipping import comparable, typed_partition_value
+from dbt.adapters.deltamerge.skipping.stats import comparable, typed_partition_value
 
 _FLIPPED = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "=": "=", "<=>": "<=>"}
 _COMPARISONS: dict[type[exp.Expr], str] = {

@@ -1,0 +1,8 @@
+"""Data skipping: which data files of a Delta table a merge, UPDATE, DELETE or CDC run must read.
+
+``stats`` decides by key ranges against a file's statistics and partition values, and
+``predicates`` parses a target-only condition (sqlglot's Spark dialect, the parser the SQL
+statements use) into a tree decided per file from its statistics: both pure, unit-tested
+without Spark. ``files`` puts them together for a merge (``files_from_profile``), with
+partition-only predicates evaluated by Spark on the files' partition values.
+"""
