@@ -38,7 +38,7 @@ from dbt.adapters.deltamerge.merge.clauses import DEFAULT_SOURCE_ALIAS as S
 from dbt.adapters.deltamerge.merge.clauses import DEFAULT_TARGET_ALIAS as T_
 from dbt.adapters.deltamerge.merge.clauses import MergeSpec
 from dbt.adapters.deltamerge.merge.executor import merge_into
-from dbt.adapters.deltamerge.skipping.files import as_instant, files_from_profile, profile_aggregates
+from dbt.adapters.deltamerge.skipping.files import as_instant, prepare_pruning, profile_aggregates
 from dbt.adapters.deltamerge.skipping.stats import comparable
 from dbt.adapters.deltamerge.sql import qualified, quote_identifier
 
@@ -127,7 +127,7 @@ def _apply_scd2(
     if table is None:
         history = spark.createDataFrame([], _history_schema(spec, events.frame.schema, stored))
     else:
-        candidates, _, _ = files_from_profile(spark, skip_spec, table, events.profile)
+        candidates = prepare_pruning(spark, skip_spec, table, events.profile).keep(table.files)
         touched_keys = events.frame.select(*keys).distinct()
         small = fits_in_broadcast(touched_keys.schema, events.received)
         history = _semi_join(read_files(spark, table, candidates), touched_keys, spec.keys, broadcast=small)
@@ -196,7 +196,7 @@ def _fold(
     """The fold against the stored state of the events' keys (none on the first run or a full refresh)."""
     if fresh or not state.files:
         return fold(spec, events, stored, None, watermark=None, all_state_keys=None)
-    candidates, _, _ = files_from_profile(spark, skip_spec, state, events.profile)
+    candidates = prepare_pruning(spark, skip_spec, state, events.profile).keep(state.files)
     key_rows = F.col(st.ROW) == st.KEY_ROW
     return fold(
         spec,

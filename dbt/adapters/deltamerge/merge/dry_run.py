@@ -1,7 +1,8 @@
 """What a dry run of a merge reports (``../docs/configuration.md``, "Dry run"): plain values.
 
 The plan names the executor Delta would pick, the candidate files before and after data
-skipping with their bytes, and the files the merge would rewrite. Metrics of files a real run
+skipping with their bytes (and how many files each skipping rule ruled out), the files the
+merge would rewrite, and the plan's join and change-data decisions. Metrics of files a real run
 writes (added files, bytes, partitions, change files) are left out: a dry run writes none and
 a zero would read as a fact.
 """
@@ -11,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from dbt.adapters.deltamerge.delta.snapshot import AddFile, Snapshot
-from dbt.adapters.deltamerge.merge.clauses import MergeSpec
+from dbt.adapters.deltamerge.delta.snapshot import AddFile
+from dbt.adapters.deltamerge.merge.plan import MergePlan
 
 WRITTEN_METRICS = (
     "numTargetFilesAdded",
@@ -24,23 +25,23 @@ WRITTEN_METRICS = (
 
 
 def dry_run_plan(
-    spec: MergeSpec,
-    snapshot: Snapshot,
-    candidates: Sequence[AddFile],
-    rewritten: Sequence[AddFile],
-    *,
-    changes_definition: bool,
+    plan: MergePlan, rewritten: Sequence[AddFile], *, changes_definition: bool
 ) -> dict[str, Any]:
     """The plan of a merge that was computed and not written (``rewritten``: its touched files)."""
+    snapshot, candidates = plan.snapshot, plan.candidates
     return {
-        "executor": "insert_only" if spec.is_insert_only else "classic",
+        "executor": "classic" if plan.executor == "classic" else "insert_only",
         "read_version": snapshot.version,
         "files_before_skipping": len(snapshot.files),
         "bytes_before_skipping": snapshot.size_bytes,
         "files_after_skipping": len(candidates),
         "bytes_after_skipping": sum(f.size for f in candidates),
+        "files_skipped_because": plan.skipped_by(),
         "files_to_rewrite": sorted(f.path for f in rewritten),
         "bytes_to_rewrite": sum(f.size for f in rewritten),
+        "source_broadcast": plan.broadcast_source,
+        "multiple_match_check": plan.multiple_match_check,
+        "writes_change_data": plan.change_data,
         "changes_table_definition": changes_definition,
     }
 

@@ -10,7 +10,6 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from dbt.adapters.deltamerge.delta.snapshot import AddFile
-from dbt.adapters.deltamerge.merge.broadcast import fits_in_broadcast
 from dbt.adapters.deltamerge.merge.names import UNMATCHED, UNMATCHED_ROW
 from dbt.adapters.deltamerge.merge.run import (
     MergeRun,
@@ -32,11 +31,11 @@ def touched_joined_with_source(run: MergeRun, phase1: TouchedFiles) -> DataFrame
     against every file that may hold its match (``files_holding_matches``), not only the
     touched ones, and those rows are appended with null targets.
     """
-    on = F.expr(run.spec.on_condition)
+    on = F.expr(run.plan.join_condition)
     touched = phase1.files
     target = aliased_target(run, touched)
     holding = files_holding_matches(run, phase1)
-    small = fits_in_broadcast(run.source.schema, run.num_source_rows)
+    small = run.plan.broadcast_source
     if not small and (holding is touched or not run.spec.not_matched):
         return target.join(aliased_source(run), on, "full_outer" if run.spec.not_matched else "left_outer")
     joined = target.join(F.broadcast(aliased_source(run)) if small else aliased_source(run), on, "left_outer")

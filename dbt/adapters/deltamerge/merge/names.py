@@ -19,6 +19,7 @@ FILE = "_merge_file"  # the target row's data file
 ROW_ID = "_merge_row_id"  # a target row's id within one scan
 UNMATCHED = "_merge_unmatched"  # alias of phase 1's unmatched target keys
 UNMATCHED_ROW = "_merge_unmatched_row"  # true on every row of those keys
+SOURCE_MATCHES = "_merge_source_matches"  # how many source rows have a key (null: none)
 
 # Action codes besides the clauses' own.
 COPY = "copy"  # the target row is written unchanged

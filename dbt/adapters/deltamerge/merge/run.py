@@ -14,7 +14,6 @@ from pyspark.sql import functions as F
 
 from dbt.adapters.deltamerge.delta.read import read_files
 from dbt.adapters.deltamerge.delta.snapshot import AddFile, Snapshot
-from dbt.adapters.deltamerge.merge.broadcast import fits_in_broadcast
 from dbt.adapters.deltamerge.merge.clauses import MergeSpec
 from dbt.adapters.deltamerge.merge.names import (
     FILE,
@@ -23,23 +22,38 @@ from dbt.adapters.deltamerge.merge.names import (
     TARGET_PRESENT,
     UNMATCHED,
 )
+from dbt.adapters.deltamerge.merge.plan import MergePlan
 from dbt.adapters.deltamerge.merge.resolve import ResolvedMerge
 from dbt.adapters.deltamerge.sql import conjunction, qualified
 
 
 @dataclass(frozen=True)
 class MergeRun:
-    """What every step of one merge needs (phase 1's findings are its result, ``TouchedFiles``)."""
+    """A plan and the frames it runs on (phase 1's findings are its result, ``TouchedFiles``)."""
 
     spark: SparkSession
-    spec: MergeSpec
-    merge: ResolvedMerge
-    snapshot: Snapshot
+    plan: MergePlan
     source: DataFrame
-    candidates: list[AddFile]
-    num_source_rows: int
-    # Write change data (the table has the feed on, or this merge switches it on).
-    change_data: bool = False
+
+    @property
+    def spec(self) -> MergeSpec:
+        """The clause set, with the join condition the plan chose."""
+        return self.plan.spec
+
+    @property
+    def merge(self) -> ResolvedMerge:
+        """The clause set resolved against the schemas."""
+        return self.plan.merge
+
+    @property
+    def snapshot(self) -> Snapshot:
+        """The table version the merge reads."""
+        return self.plan.snapshot
+
+    @property
+    def candidates(self) -> list[AddFile]:
+        """The files data skipping keeps."""
+        return self.plan.candidates
 
 
 def aliased_source(run: MergeRun) -> DataFrame:
@@ -52,10 +66,10 @@ def joinable_source(run: MergeRun) -> DataFrame:
 
     Spark's own estimate of a materialized source can be far too big (a checkpoint keeps the
     estimate of the plan it came from), which would shuffle the whole target into a sort-merge
-    join; the source's row count is known here.
+    join; the plan decides from the source's row count.
     """
     source = aliased_source(run)
-    return F.broadcast(source) if fits_in_broadcast(run.source.schema, run.num_source_rows) else source
+    return F.broadcast(source) if run.plan.broadcast_source else source
 
 
 def aliased_target(run: MergeRun, files: list[AddFile]) -> DataFrame:
@@ -76,10 +90,10 @@ def matched_target(run: MergeRun, files: list[AddFile]) -> DataFrame:
     that finds the new rows never shuffles the whole target.
     """
     target = read_files(run.spark, run.snapshot, files).alias(run.spec.target_alias)
-    if not fits_in_broadcast(run.source.schema, run.num_source_rows):
+    if not run.plan.broadcast_source:
         return target
     source = F.broadcast(run.source.alias(run.spec.source_alias))
-    return target.join(source, F.expr(run.spec.on_condition), "left_semi").alias(run.spec.target_alias)
+    return target.join(source, F.expr(run.plan.join_condition), "left_semi").alias(run.spec.target_alias)
 
 
 def is_unmatched_key(run: MergeRun) -> Column:

@@ -18,7 +18,14 @@ from dbt.adapters.deltamerge.delta.paths import local_path, table_path_of
 from dbt.adapters.deltamerge.delta.snapshot import AddFile
 from dbt.adapters.deltamerge.merge.broadcast import fits_in_broadcast
 from dbt.adapters.deltamerge.merge.materialized import checkpoint_with_aggregates
-from dbt.adapters.deltamerge.merge.names import COPY, FILE, ROW_ID, UNMATCHED, UNMATCHED_ROW
+from dbt.adapters.deltamerge.merge.names import (
+    COPY,
+    FILE,
+    ROW_ID,
+    SOURCE_MATCHES,
+    UNMATCHED,
+    UNMATCHED_ROW,
+)
 from dbt.adapters.deltamerge.merge.output import matched_action_expression
 from dbt.adapters.deltamerge.merge.run import (
     MergeRun,
@@ -26,7 +33,7 @@ from dbt.adapters.deltamerge.merge.run import (
     is_unmatched_key,
     joinable_source,
 )
-from dbt.adapters.deltamerge.skipping.files import matches_by_key_alone, skips_by_key_range
+from dbt.adapters.deltamerge.skipping.files import matches_by_key_alone
 from dbt.adapters.deltamerge.sql import qualified, quote_identifier
 
 MULTIPLE_MATCHES = (
@@ -57,7 +64,11 @@ def find_touched_files(run: MergeRun) -> TouchedFiles:
     if not run.candidates:
         return TouchedFiles([])
     target = aliased_target(run, run.candidates)
-    matches = _files_with_matches(run, target) if run.spec.matched or _may_match_twice(run) else None
+    check = run.plan.multiple_match_check
+    if check == "repeated_source_keys" and run.spec.not_matched_by_source and matches_by_key_alone(run.spec):
+        return _touched_by_counted_keys(run, target)
+    joins_every_match = check == "per_target_row" or _source_repeats_a_key(run)
+    matches = _files_with_matches(run, target) if joins_every_match else None
     hit, duplicate_matches, matched_files = matches or (set(), False, None)
     unmatched_keys = None
     if run.spec.not_matched_by_source:
@@ -71,7 +82,7 @@ def _files_with_matches(run: MergeRun, target: DataFrame) -> tuple[set[str], boo
     """Files holding a matched row that changes, whether a row matched twice, files holding any match."""
     # Delta's error when a target row is matched more than once (unless an unconditional delete).
     spec = run.spec
-    joined = joinable_source(run).join(target, F.expr(spec.on_condition), "inner")
+    joined = joinable_source(run).join(target, F.expr(run.plan.join_condition), "inner")
     if spec.is_matched_only and all(c.condition for c in spec.matched):
         joined = joined.where(" OR ".join(f"({c.condition})" for c in spec.matched))
     # With update_only_if_changed a file whose matched rows all keep their values is not touched.
@@ -95,15 +106,13 @@ def _files_with_matches(run: MergeRun, target: DataFrame) -> tuple[set[str], boo
     return changed, duplicate_matches, matched_files
 
 
-def _may_match_twice(run: MergeRun) -> bool:
-    """Whether a target row may match several source rows (then Delta's multiple-match check must run).
+def _source_repeats_a_key(run: MergeRun) -> bool:
+    """Whether the source repeats a unique key (then Delta's multiple-match check must join every row).
 
     Without WHEN MATCHED clauses matched rows are copied unchanged, so the join with the
     whole source is needed only for that check; on the unique key, distinct source keys
     rule it out far more cheaply.
     """
-    if not skips_by_key_range(run.spec):
-        return True
     keys = [F.col(quote_identifier(k)) for k in run.spec.unique_key]
     return bool(run.source.groupBy(*keys).count().where("count > 1").limit(1).collect())
 
@@ -115,7 +124,7 @@ def _files_with_unmatched_changes(run: MergeRun, target: DataFrame) -> tuple[set
         target = target.where(" OR ".join(f"({c})" for c in conditions))
     if matches_by_key_alone(run.spec):
         return _files_holding_unmatched_keys(run, target)
-    unmatched = target.join(joinable_source(run), F.expr(run.spec.on_condition), "left_anti")
+    unmatched = target.join(joinable_source(run), F.expr(run.plan.join_condition), "left_anti")
     return {table_path_of(r[FILE]) for r in unmatched.select(FILE).distinct().collect()}, None
 
 
@@ -129,7 +138,7 @@ def _files_holding_unmatched_keys(run: MergeRun, target: DataFrame) -> tuple[set
     """
     alias = run.spec.target_alias
     keys, counted = checkpoint_with_aggregates(
-        target.join(joinable_source(run), F.expr(run.spec.on_condition), "left_anti")
+        target.join(joinable_source(run), F.expr(run.plan.join_condition), "left_anti")
         .select(*[F.col(qualified(alias, k)).alias(k) for k in run.spec.unique_key])
         .distinct()
         .withColumn(UNMATCHED_ROW, F.lit(True)),
@@ -141,6 +150,67 @@ def _files_holding_unmatched_keys(run: MergeRun, target: DataFrame) -> tuple[set
     located = target.join(F.broadcast(unmatched) if small else unmatched, is_unmatched_key(run), "left_semi")
     files = {table_path_of(r[FILE]) for r in located.select(FILE).distinct().collect()}
     return files, unmatched if small else None
+
+
+def _touched_by_counted_keys(run: MergeRun, target: DataFrame) -> TouchedFiles:
+    """Phase 1 of a merge whose ON is the unique key and that has no WHEN MATCHED clause, in one key join.
+
+    The source is grouped by key (how many source rows have each key) and joined to the
+    target's keys: a target row with no source key is unmatched (a NOT MATCHED BY SOURCE
+    clause may change it), one whose key several source rows have breaks Delta's
+    multiple-match rule. Both come out of the same join, so the source is shuffled once;
+    the (usually few) unmatched keys are kept for phase 2 and broadcast back over the target
+    to name their files, as ``_files_holding_unmatched_keys`` does.
+    """
+    spec = run.spec
+    counted = (
+        run.source.groupBy(*[F.col(quote_identifier(k)) for k in spec.unique_key])
+        .agg(F.count(F.lit(1)).alias(SOURCE_MATCHES))
+        .alias(spec.source_alias)
+    )
+    joined = target.join(
+        F.broadcast(counted) if run.plan.broadcast_source else counted,
+        F.expr(run.plan.join_condition),
+        "left_outer",
+    )
+    conditions = [c.condition for c in spec.not_matched_by_source]
+    selected = F.expr(" OR ".join(f"({c})" for c in conditions)) if all(conditions) else F.lit(True)
+    matches = F.col(qualified(spec.source_alias, SOURCE_MATCHES))
+    keys, found = checkpoint_with_aggregates(
+        joined.where((matches.isNull() & selected) | (matches > 1))
+        .select(*[F.col(qualified(spec.target_alias, k)).alias(k) for k in spec.unique_key], matches)
+        .distinct(),
+        "unmatched_keys",
+        [
+            F.count(F.when(F.col(SOURCE_MATCHES).isNull(), 1)).alias("n"),
+            F.max(SOURCE_MATCHES).alias("most"),
+        ],
+    )
+    if (found["most"] or 0) > 1:
+        raise MultipleMatchesError(_repeated_keys_message(run, keys))
+    unmatched = (
+        keys.where(F.col(SOURCE_MATCHES).isNull())
+        .drop(SOURCE_MATCHES)
+        .withColumn(UNMATCHED_ROW, F.lit(True))
+        .alias(UNMATCHED)
+    )
+    small = fits_in_broadcast(unmatched.schema, int(found["n"]))
+    located = target.where(selected).join(
+        F.broadcast(unmatched) if small else unmatched, is_unmatched_key(run), "left_semi"
+    )
+    hit = {table_path_of(r[FILE]) for r in located.select(FILE).distinct().collect()}
+    files = [f for f in run.candidates if local_path(run.snapshot.table_path, f.path) in hit]
+    return TouchedFiles(files, unmatched_keys=unmatched if small else None)
+
+
+def _repeated_keys_message(run: MergeRun, keys: DataFrame) -> str:
+    names = run.spec.unique_key
+    repeated = keys.where(F.col(SOURCE_MATCHES) > 1).limit(5).collect()
+    examples = "; ".join(", ".join(f"{k}={r[i]!r}" for i, k in enumerate(names)) for r in repeated)
+    return (
+        f"{MULTIPLE_MATCHES} Target rows matched more than once (by {list(names)}): {examples}. "
+        "De-duplicate the model's result on its unique_key, or make the ON condition stricter."
+    )
 
 
 def _multiple_matches_message(run: MergeRun, joined: DataFrame) -> str:

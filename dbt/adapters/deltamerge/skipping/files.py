@@ -23,68 +23,126 @@ from pyspark.sql import types as T
 
 from dbt.adapters.deltamerge.delta.snapshot import AddFile, Snapshot
 from dbt.adapters.deltamerge.merge.clauses import MergeSpec
-from dbt.adapters.deltamerge.skipping.predicates import may_satisfy, target_predicate
+from dbt.adapters.deltamerge.skipping.predicates import Node, may_satisfy, target_predicate
 from dbt.adapters.deltamerge.skipping.stats import KeyRange, may_match
 from dbt.adapters.deltamerge.sql import quote_identifier
 
 
 @dataclass(frozen=True)
-class FileFilter:
-    """The data skipping of one merge, applicable to any list of files (also files added later)."""
+class TargetPredicate:
+    """A condition as a tree over target columns with its constants' values (evaluated once)."""
 
-    spark: SparkSession
+    node: Node
+    constants: tuple[Any, ...]
+
+    def may_hold(self, file: AddFile, kinds: Mapping[str, type]) -> bool:
+        """False only when no row of ``file`` can satisfy the condition."""
+        return may_satisfy(self.node, file, self.constants, kinds)
+
+
+@dataclass(frozen=True)
+class FileDecision:
+    """Whether a merge reads one target file, and why."""
+
+    file: AddFile
+    kept: bool
+    reason: str
+
+
+KEPT_MAY_MATCH = "may hold a row a source row matches"
+KEPT_BY_SOURCE = "may hold a row a NOT MATCHED BY SOURCE clause changes"
+SKIPPED_KEY_RANGE = "the source's key range misses the file's"
+SKIPPED_PARTITION = "its partition values fail an incremental predicate"
+SKIPPED_STATISTICS = "its statistics rule out every row the merge changes"
+
+
+@dataclass(frozen=True)
+class FilePruning:
+    """One merge's data skipping as plain values: decides for any file, also for files added later.
+
+    Pure: the Spark work (constants, partition-only predicates) is done by ``prepare_pruning``.
+    ``partition_skipped`` holds the paths of snapshot files a partition-only
+    ``incremental_predicate`` rules out; a file added later is judged without that proof.
+    """
+
     spec: MergeSpec
-    snapshot: Snapshot
-    ranges: list[KeyRange] | None
+    partition_types: Mapping[str, type]
+    ranges: tuple[KeyRange, ...] | None
+    changes: TargetPredicate | None
+    by_source: TargetPredicate | None
+    matchable: TargetPredicate | None
+    partition_skipped: frozenset[str] = frozenset()
+
+    def decide(self, file: AddFile) -> FileDecision:
+        """Whether the merge must read ``file`` (no skipping rule proves it irrelevant)."""
+        if self.spec.not_matched_by_source:
+            return self._decide_with_unmatched(file)
+        if not self._in_key_range(file):
+            return FileDecision(file, False, SKIPPED_KEY_RANGE)
+        if file.path in self.partition_skipped:
+            return FileDecision(file, False, SKIPPED_PARTITION)
+        if self.changes is not None and not self.changes.may_hold(file, self.partition_types):
+            return FileDecision(file, False, SKIPPED_STATISTICS)
+        return FileDecision(file, True, KEPT_MAY_MATCH)
 
     def keep(self, files: Sequence[AddFile]) -> list[AddFile]:
-        """The files this merge must read: those no skipping rule proves irrelevant."""
-        if self.spec.not_matched_by_source:
-            return self._keep_with_unmatched(files)
-        kept = [f for f in files if self._may_match(f)]
-        kept = _prune_by_partition_predicates(self.spark, self.spec, self.snapshot, kept)
-        return self._satisfying(kept, skipping_conditions(self.spec))
+        """The files of ``files`` this merge must read."""
+        return [f for f in files if self.decide(f).kept]
 
-    def _keep_with_unmatched(self, files: Sequence[AddFile]) -> list[AddFile]:
-        """With NOT MATCHED BY SOURCE clauses: files that may match, or may hold a row such a clause changes.
+    def _decide_with_unmatched(self, file: AddFile) -> FileDecision:
+        """With NOT MATCHED BY SOURCE clauses: a file that may match, or may hold a row such a clause changes.
 
         Rows of a file that no NOT MATCHED BY SOURCE condition can select stay as they are
         unless matched, so only the ON condition's skipping applies to them.
         """
-        conditions = [c.condition for c in self.spec.not_matched_by_source]
-        if not all(conditions):
-            return list(files)
-        unmatched = set(map(id, self._satisfying(list(files), [" OR ".join(f"({c})" for c in conditions)])))
-        matchable: set[int] = set()
-        if self.spec.matched or self.spec.not_matched:
-            may = [f for f in files if self._may_match(f)]
-            matchable = set(map(id, self._satisfying(may, [self.spec.on_condition])))
-        return [f for f in files if id(f) in unmatched or id(f) in matchable]
+        if self.by_source is None or self.by_source.may_hold(file, self.partition_types):
+            return FileDecision(file, True, KEPT_BY_SOURCE)
+        if (
+            self.matchable is not None
+            and self._in_key_range(file)
+            and self.matchable.may_hold(file, self.partition_types)
+        ):
+            return FileDecision(file, True, KEPT_MAY_MATCH)
+        if self.matchable is not None and not self._in_key_range(file):
+            return FileDecision(file, False, SKIPPED_KEY_RANGE)
+        return FileDecision(file, False, SKIPPED_STATISTICS)
 
-    def _may_match(self, file: AddFile) -> bool:
-        return self.ranges is None or may_match(file, self.ranges, partition_types(self.snapshot))
-
-    def _satisfying(self, files: list[AddFile], conditions: list[str]) -> list[AddFile]:
-        if not (conditions and files):
-            return files
-        columns = [f.name for f in self.snapshot.schema.fields]
-        node, constants = target_predicate(
-            self.spark, conditions, target_alias=self.spec.target_alias, columns=columns
-        )
-        kinds = partition_types(self.snapshot)
-        return [f for f in files if may_satisfy(node, f, constants, kinds)]
+    def _in_key_range(self, file: AddFile) -> bool:
+        return self.ranges is None or may_match(file, list(self.ranges), self.partition_types)
 
 
-def files_from_profile(
+def prepare_pruning(
     spark: SparkSession, spec: MergeSpec, snapshot: Snapshot, profile: Mapping[str, Any]
-) -> tuple[list[AddFile], int, FileFilter]:
-    """The files left after data skipping, the source's row count, and the filter used.
+) -> FilePruning:
+    """The merge's data skipping, from the values of ``profile_aggregates`` over its source.
 
-    ``profile`` holds the values of ``profile_aggregates`` over the source.
+    The Spark work happens here, once: each condition's constants in one row, and the
+    partition-only ``incremental_predicates`` over the snapshot's partition values.
     """
-    ranges = _key_ranges(profile, spec, snapshot)
-    skipping = FileFilter(spark, spec, snapshot, ranges)
-    return skipping.keep(snapshot.files), int(profile["n"]), skipping
+    kinds = partition_types(snapshot)
+    columns = [f.name for f in snapshot.schema.fields]
+
+    def predicate(conditions: list[str]) -> TargetPredicate | None:
+        if not conditions:
+            return None
+        node, constants = target_predicate(spark, conditions, target_alias=spec.target_alias, columns=columns)
+        return TargetPredicate(node, tuple(constants))
+
+    by_source = matchable = None
+    if spec.not_matched_by_source:
+        conditions = [c.condition for c in spec.not_matched_by_source]
+        if all(conditions):
+            by_source = predicate([" OR ".join(f"({c})" for c in conditions if c)])
+            matchable = predicate([spec.on_condition]) if spec.matched or spec.not_matched else None
+    return FilePruning(
+        spec=spec,
+        partition_types=kinds,
+        ranges=_key_ranges(profile, spec, snapshot),
+        changes=predicate(skipping_conditions(spec)),
+        by_source=by_source,
+        matchable=matchable,
+        partition_skipped=_skipped_by_partition_predicates(spark, spec, snapshot),
+    )
 
 
 def skips_by_key_range(spec: MergeSpec) -> bool:
@@ -136,12 +194,14 @@ def profile_aggregates(spec: MergeSpec) -> list[Column]:
     return aggregates
 
 
-def _key_ranges(profile: Mapping[str, Any], spec: MergeSpec, snapshot: Snapshot) -> list[KeyRange] | None:
+def _key_ranges(
+    profile: Mapping[str, Any], spec: MergeSpec, snapshot: Snapshot
+) -> tuple[KeyRange, ...] | None:
     if not skips_by_key_range(spec):
         return None
     names = {f.name.lower(): f.name for f in snapshot.schema.fields}
     instants = {f.name.lower() for f in snapshot.schema.fields if isinstance(f.dataType, T.TimestampType)}
-    return [
+    return tuple(
         KeyRange(
             names.get(k.lower(), k),
             as_instant(profile[f"lo{i}"]) if k.lower() in instants else profile[f"lo{i}"],
@@ -149,7 +209,7 @@ def _key_ranges(profile: Mapping[str, Any], spec: MergeSpec, snapshot: Snapshot)
             bool(profile[f"nulls{i}"]),
         )
         for i, k in enumerate(spec.unique_key)
-    ]
+    )
 
 
 def as_instant(value: object) -> object:
@@ -159,19 +219,20 @@ def as_instant(value: object) -> object:
     return value
 
 
-def _prune_by_partition_predicates(
-    spark: SparkSession, spec: MergeSpec, snapshot: Snapshot, files: list[AddFile]
-) -> list[AddFile]:
-    """Drop files whose partition values fail an ``incremental_predicate`` (part of the ON condition).
+def _skipped_by_partition_predicates(
+    spark: SparkSession, spec: MergeSpec, snapshot: Snapshot
+) -> frozenset[str]:
+    """Paths of files whose partition values fail an ``incremental_predicate`` (part of the ON condition).
 
     A predicate is used only if it resolves against the partition columns alone; without
     NOT MATCHED BY SOURCE clauses, rows failing the ON condition cannot be changed.
     """
+    files = snapshot.files
     if (
         not (spec.incremental_predicates and snapshot.partition_columns and files)
         or spec.not_matched_by_source
     ):
-        return files
+        return frozenset()
     fields = [snapshot.schema[c] for c in snapshot.partition_columns]
     schema = T.StructType(
         [T.StructField("_file_index", T.LongType()), *[T.StructField(f.name, T.StringType()) for f in fields]]
@@ -188,7 +249,7 @@ def _prune_by_partition_predicates(
         except AnalysisException:
             continue  # not a partition-only predicate: it applies in the join instead
         kept &= passing
-    return [f for i, f in enumerate(files) if i in kept]
+    return frozenset(f.path for i, f in enumerate(files) if i not in kept)
 
 
 def partition_types(snapshot: Snapshot) -> dict[str, type]:

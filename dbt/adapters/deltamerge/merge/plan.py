@@ -1,0 +1,120 @@
+"""Planning a merge: every decision made once, before any target data is read (pure, no Spark).
+
+``plan_merge`` takes the clause set resolved against the schemas, the table's snapshot, the
+source's profile (row count, key ranges) and the prepared data skipping, and returns a
+frozen ``MergePlan``: which executor runs (as Delta's ``MergeIntoCommandBase`` picks it),
+every file with the reason it is read or skipped, the join condition and whether the
+source is broadcast, how the multiple-match rule is checked, whether change data is
+written, and the output columns. Executors run a plan on the source frame; the commit's
+conflict check asks the plan's data skipping about files added concurrently.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from pyspark.sql import types as T
+
+from dbt.adapters.deltamerge.delta.protocol import change_data_feed_enabled
+from dbt.adapters.deltamerge.delta.snapshot import AddFile, Snapshot
+from dbt.adapters.deltamerge.merge.broadcast import fits_in_broadcast
+from dbt.adapters.deltamerge.merge.clauses import MergeSpec
+from dbt.adapters.deltamerge.merge.resolve import ResolvedMerge
+from dbt.adapters.deltamerge.skipping.files import FileDecision, FilePruning, skips_by_key_range
+
+ExecutorKind = Literal["insert_into_empty", "insert_only", "classic"]
+# How Delta's rule "a target row matched by several source rows is an error" is checked:
+# not at all (inserts only), by the keys the source repeats (ON is the unique key's and no
+# WHEN MATCHED clause joins each row anyway), or by grouping the key join by target row.
+MultipleMatchCheck = Literal["none", "repeated_source_keys", "per_target_row"]
+
+
+@dataclass(frozen=True)
+class MergePlan:
+    """What one merge will do, decided before it reads the target."""
+
+    spec: MergeSpec
+    merge: ResolvedMerge
+    snapshot: Snapshot
+    executor: ExecutorKind
+    # Every file of the snapshot, read or skipped, with why (empty into an empty table).
+    decisions: tuple[FileDecision, ...]
+    source_rows: int
+    # The ON condition the joins use (null-safe key equality relaxed when no source key is null).
+    join_condition: str
+    broadcast_source: bool
+    multiple_match_check: MultipleMatchCheck
+    # Change data files are written (the feed is on, or this merge turns it on).
+    change_data: bool
+    output_columns: tuple[str, ...]
+    pruning: FilePruning | None
+
+    @property
+    def candidates(self) -> list[AddFile]:
+        """The files data skipping keeps: those the merge reads."""
+        return [d.file for d in self.decisions if d.kept]
+
+    def skipped_by(self) -> dict[str, int]:
+        """How many files each skipping rule ruled out."""
+        return dict(Counter(d.reason for d in self.decisions if not d.kept))
+
+    def reads(self, added: Sequence[AddFile]) -> bool:
+        """Whether this merge would have read any of ``added`` (files committed concurrently)."""
+        return self.pruning is None or bool(self.pruning.keep(added))
+
+
+def plan_merge(
+    spec: MergeSpec,
+    merge: ResolvedMerge,
+    snapshot: Snapshot,
+    *,
+    source_schema: T.StructType,
+    source_rows: int,
+    pruning: FilePruning | None,
+) -> MergePlan:
+    """The plan of merging a source of ``source_rows`` rows into ``snapshot``.
+
+    ``pruning`` is None only for an insert-only merge into a table without files (then the
+    source is profiled while it is written, and nothing is skipped).
+    """
+    if spec.is_insert_only and not snapshot.files:
+        executor: ExecutorKind = "insert_into_empty"
+    else:
+        executor = "insert_only" if spec.is_insert_only else "classic"
+    decisions = tuple(pruning.decide(f) for f in snapshot.files) if pruning is not None else ()
+    joining = spec
+    if pruning is not None and pruning.ranges is not None and not any(r.has_nulls for r in pruning.ranges):
+        joining = spec.without_null_safe_keys()
+    return MergePlan(
+        spec=joining,
+        merge=merge,
+        snapshot=snapshot,
+        executor=executor,
+        decisions=decisions,
+        source_rows=source_rows,
+        join_condition=joining.on_condition,
+        broadcast_source=fits_in_broadcast(source_schema, source_rows),
+        multiple_match_check=_multiple_match_check(spec),
+        change_data=executor == "classic" and change_data_feed_enabled(snapshot.metadata.configuration),
+        output_columns=merge.target_columns,
+        pruning=pruning,
+    )
+
+
+def _multiple_match_check(spec: MergeSpec) -> MultipleMatchCheck:
+    """How the multiple-match rule is checked (the insert-only executors join nothing twice).
+
+    >>> _multiple_match_check(MergeSpec.from_config("m", {"unique_key": "id"}))
+    'per_target_row'
+    >>> _multiple_match_check(MergeSpec.from_config("m", {"unique_key": "id",
+    ...     "when_matched": [], "when_not_matched_by_source": [{"action": "delete"}]}))
+    'repeated_source_keys'
+    """
+    if spec.is_insert_only:
+        return "none"
+    if spec.matched or not skips_by_key_range(spec):
+        return "per_target_row"
+    return "repeated_source_keys"
