@@ -74,6 +74,11 @@ class TestDryRun:
         plan = preview["plan"]
         assert plan["executor"] == "classic" and plan["read_version"] == before[merged][0]
         assert plan["files_before_skipping"] == 5  # 4 files and the post-hook's row
+        # The hook's row (id -1) lies outside the source's keys (5..1000) and BY SOURCE's ids >= 90.
+        assert plan["files_after_skipping"] == 4
+        assert plan["files_skipped_because"] == {"the source's key range misses the file's": 1}
+        assert (plan["source_broadcast"], plan["writes_change_data"]) == (True, True)
+        assert plan["multiple_match_check"] == "per_target_row"
         assert "numTargetFilesAdded" not in preview
         assert preview["_message"].startswith("DRY RUN MERGE (classic): would insert 1, update 1, delete 11")
         assert responses["tabled"]["dry_run"] is True
