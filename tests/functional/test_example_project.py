@@ -1,6 +1,6 @@
 """The example project through the real `dbt` CLI, then read back from a fresh process.
 
-Each step is its own process (its own JVM), as a user's shell would run them: the
+Each invocation is its own process (its own JVM), as a user's shell would run them: the
 catalog binding must survive between invocations against the same warehouse. On the
 Connect backend the project's ``server`` target points at the test cluster instead.
 """
@@ -50,13 +50,14 @@ def test_example_project_across_processes(tmp_path, request):
         warehouse, url, target = Path(cluster.warehouse), cluster.connect_url, "server"
         profiles = project / "profiles.yml"
         profiles.write_text(profiles.read_text().replace("sc://localhost:15002", url))
-    dbt = (DBT,)
-    seeded = run(*dbt, "seed", "--profiles-dir", ".", "--target", target, cwd=project, both=True)
+    dbt, options = (DBT,), ("--profiles-dir", ".", "--target", target)
+    # Two invocations (each a new JVM or a new client): seeds and batch 1, then batch 2 and the tests.
+    first = run(*dbt, "build", "--exclude", "resource_type:test", *options, cwd=project, both=True)
     # Spark's own log (start-up warnings, task stack dumps) goes to <warehouse>/.spark, not the console.
-    assert "log4j" not in seeded and " WARN " not in seeded and "\tat org.apache" not in seeded
-    run(*dbt, "run", "--profiles-dir", ".", "--target", target, cwd=project)
-    out = run(*dbt, "run", "--profiles-dir", ".", "--target", target, "--vars", "{batch: 2}", cwd=project)
+    assert "log4j" not in first and " WARN " not in first and "\tat org.apache" not in first
+    out = run(*dbt, "build", "--exclude", "resource_type:seed", *options, "--vars", "{batch: 2}", cwd=project)
     assert "OK MERGE: Delta version 1" in out and "OK WRITE: Delta version 1" in out
+    assert "PASS=13 WARN=0 ERROR=0 SKIP=0" in out  # 7 models and their 6 data tests
 
     table = warehouse / "shop.db" / "daily_revenue"
     delta_rows = sorted(
@@ -100,4 +101,3 @@ def test_example_project_across_processes(tmp_path, request):
     ]
     seen = json.loads(run(sys.executable, "-c", READ_CATALOG, str(warehouse), url, cwd=project))
     assert seen == delta_rows
-    run(*dbt, "test", "--profiles-dir", ".", "--target", target, cwd=project)
