@@ -21,8 +21,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", default="", help="comma-separated workload names (default: all)")
     parser.add_argument("--workdir", default=os.path.join(tempfile.gettempdir(), "deltamerge-bench"))
     parser.add_argument("--out", default=".", help="where BENCHMARKS.md and benchmarks/ go")
-    parser.add_argument("--no-cold-dbt", action="store_true", help="skip the cold `dbt run`")
+    parser.add_argument("--no-cold-dbt", action="store_true", help="skip the cold `dbt run`s")
+    parser.add_argument("--cold", default="", help="workloads run as a cold `dbt run` (default: every one)")
+    parser.add_argument(
+        "--no-cold-server", action="store_true", help="cold `dbt run`s on the embedded session only"
+    )
+    parser.add_argument("--noop-runs", type=int, default=20, help="no-op merges of a 4-row table")
+    parser.add_argument(
+        "--large", default="", help="results.json of a run at another scale, shown in its own section"
+    )
+    parser.add_argument("--render", default="", help="only rewrite the report from this results.json")
     args = parser.parse_args(argv)
+    large = None
+    if args.large:
+        with open(args.large) as f:
+            large = json.load(f)
+    if args.render:
+        with open(args.render) as f:
+            return _report(json.load(f), args.out, large)
     settings = Settings(
         rows=args.rows,
         layouts=[int(x) for x in args.layouts.split(",")],
@@ -31,6 +47,9 @@ def main(argv: list[str] | None = None) -> int:
         workdir=os.path.join(os.path.abspath(args.workdir), f"rows{args.rows}"),
         only=[x for x in args.only.split(",") if x],
         cold_dbt=not args.no_cold_dbt,
+        cold_only=[x for x in args.cold.split(",") if x],
+        cold_server=not args.no_cold_server,
+        noop_runs=args.noop_runs,
     )
     os.makedirs(os.path.join(args.out, "benchmarks"), exist_ok=True)
     partial = os.path.join(args.out, "benchmarks", "records.partial.json")
@@ -45,7 +64,12 @@ def main(argv: list[str] | None = None) -> int:
     os.makedirs(os.path.join(args.out, "benchmarks"), exist_ok=True)
     with open(os.path.join(args.out, "benchmarks", "results.json"), "w") as f:
         json.dump(results, f, indent=1, default=str)
-    failures = write_report(results, args.out)
+    return _report(results, args.out, large)
+
+
+def _report(results: dict[str, object], out: str, large: dict[str, object] | None) -> int:
+    os.makedirs(os.path.join(out, "benchmarks"), exist_ok=True)
+    failures = write_report(results, out, large=large)
     for failure in failures:
         print(f"result check failed: {failure}", file=sys.stderr)
     return 1 if failures else 0

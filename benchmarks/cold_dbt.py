@@ -1,4 +1,8 @@
-"""One cold ``dbt run`` end to end: a new process, JVM start, dbt parse, the model's merge."""
+"""One cold ``dbt run`` end to end: a new dbt process, dbt parse, the model's merge.
+
+``embedded``: the process starts its own JVM and Spark session; ``server``: it is a Spark
+Connect client of a warm local server (``deltamerge-server``), whose start is not timed.
+"""
 
 from __future__ import annotations
 
@@ -20,16 +24,24 @@ PROJECT = """name: deltamerge_bench
 version: "1.0"
 profile: deltamerge_bench
 model-paths: ["models"]
+config-version: 2
+flags:
+  send_anonymous_usage_stats: false
 """
 
 PROFILE = """deltamerge_bench:
-  target: local
+  target: embedded
   outputs:
-    local:
+    embedded:
       type: deltamerge
       method: session
-      schema: bench
+      schema: {schema}
       warehouse: {warehouse}
+    server:
+      type: deltamerge
+      method: connect
+      host: {url}
+      schema: {schema}
 """
 
 MODEL = """{{{{ config(
@@ -49,9 +61,14 @@ def model_sql(workload: Workload, *, tables: str, source: str) -> str:
     return MODEL.format(tables=tables, config=config, source=source)
 
 
-def cold_dbt_run(settings: Settings, workload: Workload, base: str, source: str) -> dict[str, Any]:
-    """Time ``dbt run`` of the workload's model on a fresh copy of ``base`` (Delta log, no catalog entry)."""
-    project = os.path.join(settings.workdir, "dbt_project")
+def cold_dbt_run(
+    settings: Settings, workload: Workload, base: str, source: str, *, target: str = "embedded", url: str = ""
+) -> dict[str, Any]:
+    """Time ``dbt run`` of the workload's model on a fresh copy of ``base`` (Delta log, no catalog entry).
+
+    Each workload has its own schema, so a server's catalog never holds another workload's table.
+    """
+    project = os.path.join(settings.workdir, f"dbt_project_{target}")
     shutil.rmtree(project, ignore_errors=True)
     os.makedirs(os.path.join(project, "models"))
     tables = os.path.join(project, "tables")
@@ -59,28 +76,34 @@ def cold_dbt_run(settings: Settings, workload: Workload, base: str, source: str)
     with open(os.path.join(project, "dbt_project.yml"), "w") as f:
         f.write(PROJECT)
     with open(os.path.join(project, "profiles.yml"), "w") as f:
-        f.write(PROFILE.format(warehouse=os.path.join(project, "warehouse")))
+        warehouse = os.path.join(project, "warehouse")
+        f.write(PROFILE.format(warehouse=warehouse, url=url, schema=f"bench_{workload.name}"))
     with open(os.path.join(project, "models", "bench_target.sql"), "w") as f:
         f.write(model_sql(workload, tables=tables, source=source))
     dbt = os.path.join(os.path.dirname(sys.executable), "dbt")
     started = time.monotonic()
     process = subprocess.Popen(
-        [dbt, "run", "--project-dir", project, "--profiles-dir", project],
+        [dbt, "run", "--target", target, "--project-dir", project, "--profiles-dir", project],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
+        cwd=project,
     )
     with PeakMemory(process.pid) as peak:
         output, _ = process.communicate()
     seconds = time.monotonic() - started
     if process.returncode != 0:
-        raise RuntimeError(f"cold dbt run failed:\n{output[-3000:]}")
+        raise RuntimeError(f"cold dbt run ({workload.name}, {target}) failed:\n{output[-3000:]}")
     version = latest_version(table)
     written = commit_files(table, version)
     metrics = _commit_metrics(table, version)
+    with open(os.path.join(project, "target", "run_results.json")) as f:
+        model_seconds = float(json.load(f)["results"][0]["execution_time"])
     return {
         "workload": workload.name,
+        "target": target,
         "seconds": seconds,
+        "model_seconds": model_seconds,
         "peak_bytes": peak.peak,
         "version": version,
         "files_removed": len(written.removed),

@@ -38,6 +38,10 @@ class Settings:
     workdir: str
     only: list[str] = field(default_factory=list)
     cold_dbt: bool = True
+    # Workloads also run as a cold `dbt run` (empty: every measured one), and through a warm server too.
+    cold_only: list[str] = field(default_factory=list)
+    cold_server: bool = True
+    noop_runs: int = 20
 
 
 class SparkWorker:
@@ -133,7 +137,9 @@ def run_benchmark(
                     records += round_records
                     log(_progress(workload, files, round_, round_records))
                 checkpoint(records)
-        cold = _cold_dbt_run(spark, settings, chosen, records) if settings.cold_dbt else None
+        noop = spark.call("noop_merge", root=settings.workdir, runs=settings.noop_runs)
+        log(f"warm no-op merge of a 4-row table: median {noop['median']:.3f} s")
+        cold = _cold_dbt_runs(spark, settings, chosen, records, log) if settings.cold_dbt else []
     finally:
         spark.close()
     return {
@@ -143,6 +149,7 @@ def run_benchmark(
         "generate_seconds": generated["seconds"],
         "file_totals": totals,
         "records": records,
+        "noop_merge": noop,
         "cold_dbt": cold,
         "harness_seconds": time.monotonic() - started,
     }
@@ -256,18 +263,60 @@ def _progress(workload: Workload, files: int, round_: int, records: list[dict[st
     )
 
 
-def _cold_dbt_run(
-    spark: SparkWorker, settings: Settings, chosen: list[Workload], records: list[dict[str, Any]]
-) -> dict[str, Any] | None:
+def _cold_dbt_runs(
+    spark: SparkWorker,
+    settings: Settings,
+    chosen: list[Workload],
+    records: list[dict[str, Any]],
+    log: Any,
+) -> list[dict[str, Any]]:
+    """Every workload's model as a cold ``dbt run``: embedded, and through a warm local server."""
+    from dbt.adapters.deltamerge import local_server
+
+    cold = [w for w in chosen if not settings.cold_only or w.name in settings.cold_only]
+    files = settings.layouts[0]
+    targets = {"embedded": ""}
+    server_warehouse = os.path.join(settings.workdir, "server_warehouse")
+    if settings.cold_server and cold:
+        port = _free_port()
+        local_server.start(server_warehouse, port, "local[*]", {})
+        targets["server"] = f"sc://localhost:{port}"
+    out = []
+    try:
+        if "server" in targets:  # the server's first session and queries are its warm-up, not timed
+            _cold_check(spark, records, cold[0], files, _cold(settings, cold[0], files, "server", targets))
+        for workload in cold:
+            for target in targets:
+                run = _cold_check(
+                    spark, records, workload, files, _cold(settings, workload, files, target, targets)
+                )
+                log(
+                    f"cold dbt run {workload.name:22} {target:8}: {run['seconds']:.1f} s wall, "
+                    f"model {run['model_seconds']:.1f} s, merge {run['merge_ms'] / 1000:.1f} s "
+                    f"[{run['check']}]"
+                )
+                out.append(run)
+    finally:
+        if "server" in targets:
+            local_server.stop(server_warehouse)
+    return out
+
+
+def _cold(
+    settings: Settings, workload: Workload, files: int, target: str, urls: dict[str, str]
+) -> dict[str, Any]:
     from benchmarks.cold_dbt import cold_dbt_run
 
-    workload = next((w for w in chosen if w.name == "upsert_clustered"), None)
-    if workload is None:
-        return None
-    files = settings.layouts[0]
-    cold = cold_dbt_run(
-        settings, workload, base_table(settings, files, False), source_path(settings, workload)
+    base = base_table(settings, files, workload.change_data_feed)
+    return cold_dbt_run(
+        settings, workload, base, source_path(settings, workload), target=target, url=urls[target]
     )
+
+
+def _cold_check(
+    spark: SparkWorker, records: list[dict[str, Any]], workload: Workload, files: int, cold: dict[str, Any]
+) -> dict[str, Any]:
+    """The cold run's rows checked against delta-rs's result of the same merge."""
     mine = spark.call("checksum", table=cold["table"], files=DeltaTable(cold["table"]).file_uris())
     expected = [
         r["checksum"]
@@ -282,3 +331,11 @@ def _cold_dbt_run(
     )
     shutil.rmtree(os.path.dirname(os.path.dirname(cold.pop("table"))), ignore_errors=True)
     return cold
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import statistics
 import sys
 import tempfile
 import time
@@ -112,6 +113,30 @@ class Worker:
         seconds = time.monotonic() - started
         shutil.rmtree(scratch, ignore_errors=True)
         return {"seconds": seconds, "files_read": len(read)}
+
+    def noop_merge(self, *, root: str, runs: int) -> dict[str, Any]:
+        """The engine's insert-only merge of a 4-row table's own rows (no change, no commit), repeated.
+
+        The median of the second half of the runs: the session's JIT and caches are warm by
+        then, as they are in a warm server after a few models.
+        """
+        path = os.path.join(root, "noop_table")
+        shutil.rmtree(path, ignore_errors=True)
+        rows = lambda: self.spark.sql("select id, concat('v', cast(id as string)) as v from range(4)")  # noqa: E731
+        write_dataframe(self.spark, rows(), WriteRequest(path, "create_or_replace"))
+        spec = MergeSpec.from_config("bench_noop", {"unique_key": "id", "when_matched": []})
+        seconds = []
+        for _ in range(runs):
+            started = time.monotonic()
+            snapshot = load_snapshot(path)
+            assert snapshot is not None
+            result = merge_into(self.spark, rows(), snapshot, spec)
+            seconds.append(time.monotonic() - started)
+            if result.version is not None:
+                raise RuntimeError(f"the no-op merge committed version {result.version}")
+        shutil.rmtree(path, ignore_errors=True)
+        counted = max(1, runs // 2)
+        return {"seconds": seconds, "counted": counted, "median": statistics.median(seconds[-counted:])}
 
     def checksum(self, *, table: str, files: list[str]) -> dict[str, Any]:
         """Row count and an order-independent checksum of the given files (listed by delta-rs)."""

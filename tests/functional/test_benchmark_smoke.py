@@ -22,6 +22,7 @@ def test_benchmark_harness_end_to_end(tmp_path):
     out = tmp_path / "out"
     command = [sys.executable, "-m", "benchmarks", "--rows", str(ROWS), "--layouts", "10", "--runs", "1"]
     command += ["--warmups", "0", "--workdir", str(tmp_path / "work"), "--out", str(out)]
+    command += ["--cold", "upsert_clustered", "--no-cold-server", "--noop-runs", "2"]
     done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
 
@@ -47,7 +48,20 @@ def test_benchmark_harness_end_to_end(tmp_path):
     window = by_run[("delete_window", 10, "ours")]["metrics"]
     assert window["numTargetFilesAfterSkipping"] == 1 and window["numTargetRowsDeleted"] == ROWS // 20 // 20
 
-    assert results["cold_dbt"]["check"] == "ok" and results["cold_dbt"]["files_removed"] == 1
+    [cold] = results["cold_dbt"]
+    assert (cold["workload"], cold["target"], cold["check"], cold["files_removed"]) == (
+        "upsert_clustered",
+        "embedded",
+        "ok",
+        1,
+    )
+    assert 0 < cold["merge_ms"] / 1000 < cold["model_seconds"] < cold["seconds"]
+    assert len(results["noop_merge"]["seconds"]) == 2 and results["noop_merge"]["median"] > 0
     report = (out / "BENCHMARKS.md").read_text()
-    assert "## Targets" in report and "| ours / delta-rs |" in report and "10-file layout" in report
+    assert (
+        "## Targets" in report
+        and "| ours / delta-rs, small merges |" in report
+        and "10-file layout" in report
+    )
+    assert "| no-op merge of a 4-row table, warm session" in report and "| upsert_clustered |" in report
     assert (out / "benchmarks" / "benchmarks.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -168,6 +168,22 @@ class TestWorkAvoidedAndErrors:
         assert DeltaTable(path).version() == 1  # matched nothing, inserted nothing: no version
         assert "no change" in results.results[0].adapter_response["_message"]
 
+    def test_an_insert_only_merge_of_rows_already_there_writes_and_commits_nothing(self, project):
+        put(project, "inserts", model(rows_sql((1, "a", "U"), (2, "b", "U")), unique_key="id"))
+        run_dbt(["run", "--select", "inserts"])
+        path = table_path(project, "inserts")
+        version, before = DeltaTable(path).version(), _data_files(path)
+        put(
+            project,
+            "inserts",
+            model(rows_sql((2, "z", "U"), (1, "y", "U")), unique_key="id", when_matched=[]),
+        )
+        results = run_dbt(["run", "--select", "inserts"])
+        assert "no change" in results.results[0].adapter_response["_message"]
+        assert results.results[0].adapter_response["numTargetRowsInserted"] == 0
+        assert DeltaTable(path).version() == version and _data_files(path) == before
+        assert state(path) == [(1, "a"), (2, "b")]
+
     @pytest.mark.parametrize(
         ("config", "expected"),
         [

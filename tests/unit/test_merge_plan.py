@@ -144,3 +144,12 @@ def test_change_data_is_planned_for_classic_merges_on_tables_with_the_feed(confi
 def test_a_big_source_is_not_broadcast():
     assert _plan({"unique_key": "id"}, rows=4).broadcast_source
     assert not _plan({"unique_key": "id"}, rows=50_000_000).broadcast_source
+
+
+def test_only_a_small_insert_only_merge_counts_its_rows_before_writing():
+    insert_only = {"unique_key": "id", "when_matched": []}
+    assert _plan(insert_only, rows=4).counts_before_writing
+    assert not _plan(insert_only, rows=50_000_000).counts_before_writing
+    assert not _plan({"unique_key": "id"}, rows=4).counts_before_writing
+    empty = _plan(insert_only, rows=4, snapshot=_snapshot(files=()))
+    assert empty.executor == "insert_into_empty" and not empty.counts_before_writing

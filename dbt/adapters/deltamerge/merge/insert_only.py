@@ -10,12 +10,17 @@ from pyspark.sql import functions as F
 
 from dbt.adapters.deltamerge.merge.names import ACTION, DROP
 from dbt.adapters.deltamerge.merge.run import MergeRun, aliased_source, matched_target
-from dbt.adapters.deltamerge.merge.written import MergeOutput, write_output_rows
+from dbt.adapters.deltamerge.merge.written import MergeOutput, count_output_rows, write_output_rows
 
 
 def insert_unmatched(run: MergeRun, *, dry_run: bool) -> MergeOutput:
     """Append the source rows no target row (of the files that may match) matches."""
-    return write_output_rows(run, _unmatched_with_action(run), copy=False, changes=False, dry_run=dry_run)
+    rows = _unmatched_with_action(run)
+    if run.plan.counts_before_writing and not dry_run:
+        counts = count_output_rows(run, rows)
+        if not counts.changed:
+            return MergeOutput(counts=counts)
+    return write_output_rows(run, rows, copy=False, changes=False, dry_run=dry_run)
 
 
 def _unmatched_with_action(run: MergeRun) -> DataFrame:

@@ -46,6 +46,10 @@ class MergePlan:
     # The ON condition the joins use (null-safe key equality relaxed when no source key is null).
     join_condition: str
     broadcast_source: bool
+    # The output rows are counted before they are written, and nothing is written when no
+    # clause takes a row: for an insert-only merge of a small source, where Spark's write of an
+    # empty result (a job and its commit protocol) costs more than counting the few rows first.
+    counts_before_writing: bool
     multiple_match_check: MultipleMatchCheck
     # Change data files are written (the feed is on, or this merge turns it on).
     change_data: bool
@@ -88,6 +92,7 @@ def plan_merge(
     joining = spec
     if pruning is not None and pruning.ranges is not None and not any(r.has_nulls for r in pruning.ranges):
         joining = spec.without_null_safe_keys()
+    broadcast = fits_in_broadcast(source_schema, source_rows)
     return MergePlan(
         spec=joining,
         merge=merge,
@@ -96,7 +101,8 @@ def plan_merge(
         decisions=decisions,
         source_rows=source_rows,
         join_condition=joining.on_condition,
-        broadcast_source=fits_in_broadcast(source_schema, source_rows),
+        broadcast_source=broadcast,
+        counts_before_writing=executor == "insert_only" and broadcast,
         multiple_match_check=_multiple_match_check(spec),
         change_data=executor == "classic" and change_data_feed_enabled(snapshot.metadata.configuration),
         output_columns=merge.target_columns,

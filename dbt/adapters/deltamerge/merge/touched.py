@@ -133,21 +133,45 @@ def _files_holding_unmatched_keys(run: MergeRun, target: DataFrame) -> tuple[set
 
     Only when the key alone decides whether a row matches (``matches_by_key_alone``): phase 2
     then flags the touched files' rows by these keys instead of joining the source again.
-    The anti-join shuffles keys only; its (usually few) keys are kept for phase 2 and
-    broadcast back over the target to name their files.
+    The anti-join shuffles keys only (and, joining a broadcast source, carries each row's
+    file); the (usually few) keys are kept for phase 2.
     """
     alias = run.spec.target_alias
-    keys, counted = checkpoint_with_aggregates(
+    rows, counted = checkpoint_with_aggregates(
         target.join(joinable_source(run), F.expr(run.plan.join_condition), "left_anti")
-        .select(*[F.col(qualified(alias, k)).alias(k) for k in run.spec.unique_key])
-        .distinct()
-        .withColumn(UNMATCHED_ROW, F.lit(True)),
+        .select(*[F.col(qualified(alias, k)).alias(k) for k in run.spec.unique_key], *_file_if_free(run))
+        .distinct(),
         "unmatched_keys",
         [F.count(F.lit(1)).alias("n")],
     )
-    unmatched = keys.alias(UNMATCHED)
-    small = fits_in_broadcast(unmatched.schema, int(counted["n"]))
-    located = target.join(F.broadcast(unmatched) if small else unmatched, is_unmatched_key(run), "left_semi")
+    return _files_and_keys(run, rows, int(counted["n"]), target)
+
+
+def _file_if_free(run: MergeRun) -> list[str]:
+    """The file column, when the key join can carry it for free (a broadcast source: no shuffle).
+
+    A shuffled join would move every target row's file name (a long string), which costs
+    more than scanning the target again for the few unmatched keys' files.
+    """
+    return [FILE] if run.plan.broadcast_source else []
+
+
+def _files_and_keys(
+    run: MergeRun, rows: DataFrame, count: int, target: DataFrame
+) -> tuple[set[str], DataFrame | None]:
+    """The files of unmatched target rows (materialized keys), and their keys if small.
+
+    When the rows carry their file, naming the files reads the few materialized rows;
+    otherwise the keys are broadcast (or shuffled) back over ``target`` to find them.
+    """
+    keys = [quote_identifier(k) for k in run.spec.unique_key]
+    unmatched = rows.select(*keys).distinct().withColumn(UNMATCHED_ROW, F.lit(True)).alias(UNMATCHED)
+    small = fits_in_broadcast(unmatched.schema, count)
+    located = rows
+    if FILE not in rows.columns:
+        located = target.join(
+            F.broadcast(unmatched) if small else unmatched, is_unmatched_key(run), "left_semi"
+        )
     files = {table_path_of(r[FILE]) for r in located.select(FILE).distinct().collect()}
     return files, unmatched if small else None
 
@@ -159,8 +183,8 @@ def _touched_by_counted_keys(run: MergeRun, target: DataFrame) -> TouchedFiles:
     target's keys: a target row with no source key is unmatched (a NOT MATCHED BY SOURCE
     clause may change it), one whose key several source rows have breaks Delta's
     multiple-match rule. Both come out of the same join, so the source is shuffled once;
-    the (usually few) unmatched keys are kept for phase 2 and broadcast back over the target
-    to name their files, as ``_files_holding_unmatched_keys`` does.
+    the (usually few) unmatched keys are kept for phase 2 and name their files as in
+    ``_files_holding_unmatched_keys``.
     """
     spec = run.spec
     counted = (
@@ -178,7 +202,11 @@ def _touched_by_counted_keys(run: MergeRun, target: DataFrame) -> TouchedFiles:
     matches = F.col(qualified(spec.source_alias, SOURCE_MATCHES))
     keys, found = checkpoint_with_aggregates(
         joined.where((matches.isNull() & selected) | (matches > 1))
-        .select(*[F.col(qualified(spec.target_alias, k)).alias(k) for k in spec.unique_key], matches)
+        .select(
+            *[F.col(qualified(spec.target_alias, k)).alias(k) for k in spec.unique_key],
+            matches,
+            *_file_if_free(run),
+        )
         .distinct(),
         "unmatched_keys",
         [
@@ -188,19 +216,10 @@ def _touched_by_counted_keys(run: MergeRun, target: DataFrame) -> TouchedFiles:
     )
     if (found["most"] or 0) > 1:
         raise MultipleMatchesError(_repeated_keys_message(run, keys))
-    unmatched = (
-        keys.where(F.col(SOURCE_MATCHES).isNull())
-        .drop(SOURCE_MATCHES)
-        .withColumn(UNMATCHED_ROW, F.lit(True))
-        .alias(UNMATCHED)
-    )
-    small = fits_in_broadcast(unmatched.schema, int(found["n"]))
-    located = target.where(selected).join(
-        F.broadcast(unmatched) if small else unmatched, is_unmatched_key(run), "left_semi"
-    )
-    hit = {table_path_of(r[FILE]) for r in located.select(FILE).distinct().collect()}
+    unmatched = keys.where(F.col(SOURCE_MATCHES).isNull()).drop(SOURCE_MATCHES)
+    hit, unmatched_keys = _files_and_keys(run, unmatched, int(found["n"]), target.where(selected))
     files = [f for f in run.candidates if local_path(run.snapshot.table_path, f.path) in hit]
-    return TouchedFiles(files, unmatched_keys=unmatched if small else None)
+    return TouchedFiles(files, unmatched_keys=unmatched_keys)
 
 
 def _repeated_keys_message(run: MergeRun, keys: DataFrame) -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from pyspark.sql import DataFrame, Observation
+from pyspark.sql import Column, DataFrame, Observation
 from pyspark.sql import functions as F
 
 from dbt.adapters.deltamerge.delta.align import align_to_schema
@@ -30,6 +30,22 @@ class MergeOutput:
     counts: MergeCounts = field(default_factory=MergeCounts)
 
 
+def count_output_rows(run: MergeRun, rows: DataFrame) -> MergeCounts:
+    """The rows each clause kind would take, counted on the way to Spark's ``noop`` sink.
+
+    Observed metrics need no shuffle, where an aggregation's exchange costs a second stage.
+    """
+    observation = Observation("merge_counted")
+    observed = rows.observe(observation, *_count_expressions(counted_actions(run.merge)))
+    observed.write.format("noop").mode("overwrite").save()
+    return MergeCounts.from_observed(observation.get)
+
+
+def _count_expressions(codes: dict[str, list[str]]) -> list[Column]:
+    counts = [F.sum(F.col(ACTION).isin(*v).cast("long")).alias(k) for k, v in codes.items() if v]
+    return [*counts, F.sum((F.col(ACTION) == COPY).cast("long")).alias("copied")]
+
+
 def write_output_rows(
     run: MergeRun, rows: DataFrame, *, copy: bool, changes: bool, dry_run: bool
 ) -> MergeOutput:
@@ -40,9 +56,7 @@ def write_output_rows(
     """
     codes = counted_actions(run.merge)
     observation = Observation("merge")
-    metrics = [F.sum(F.col(ACTION).isin(*v).cast("long")).alias(k) for k, v in codes.items() if v]
-    metrics.append(F.sum((F.col(ACTION) == COPY).cast("long")).alias("copied"))
-    observed = rows.observe(observation, *metrics)
+    observed = rows.observe(observation, *_count_expressions(codes))
     outputs = output_expressions(run.merge, run.spec.target_alias, copy=copy)
     what = f"merge of model '{run.spec.model}'"
     table = run.snapshot
