@@ -172,7 +172,8 @@ class TestWorkAvoidedAndErrors:
         put(project, "inserts", model(rows_sql((1, "a", "U"), (2, "b", "U")), unique_key="id"))
         run_dbt(["run", "--select", "inserts"])
         path = table_path(project, "inserts")
-        version, before = DeltaTable(path).version(), _data_files(path)
+        version, before, rows_before = DeltaTable(path).version(), _data_files(path), state(path)
+        assert (1, "a") in rows_before and (2, "b") in rows_before
         put(
             project,
             "inserts",
@@ -182,7 +183,7 @@ class TestWorkAvoidedAndErrors:
         assert "no change" in results.results[0].adapter_response["_message"]
         assert results.results[0].adapter_response["numTargetRowsInserted"] == 0
         assert DeltaTable(path).version() == version and _data_files(path) == before
-        assert state(path) == [(1, "a"), (2, "b")]
+        assert state(path) == rows_before
 
     @pytest.mark.parametrize(
         ("config", "expected"),

@@ -10,14 +10,14 @@ from pyspark.sql import functions as F
 
 from dbt.adapters.deltamerge.merge.names import ACTION, DROP
 from dbt.adapters.deltamerge.merge.run import MergeRun, aliased_source, matched_target
-from dbt.adapters.deltamerge.merge.written import MergeOutput, count_output_rows, write_output_rows
+from dbt.adapters.deltamerge.merge.written import MergeOutput, counted_output_rows, write_output_rows
 
 
 def insert_unmatched(run: MergeRun, *, dry_run: bool) -> MergeOutput:
     """Append the source rows no target row (of the files that may match) matches."""
     rows = _unmatched_with_action(run)
     if run.plan.counts_before_writing and not dry_run:
-        counts = count_output_rows(run, rows)
+        rows, counts = counted_output_rows(run, rows)
         if not counts.changed:
             return MergeOutput(counts=counts)
     return write_output_rows(run, rows, copy=False, changes=False, dry_run=dry_run)

@@ -46,9 +46,10 @@ class MergePlan:
     # The ON condition the joins use (null-safe key equality relaxed when no source key is null).
     join_condition: str
     broadcast_source: bool
-    # The output rows are counted before they are written, and nothing is written when no
-    # clause takes a row: for an insert-only merge of a small source, where Spark's write of an
-    # empty result (a job and its commit protocol) costs more than counting the few rows first.
+    # The output rows are computed once and counted before they are written, and nothing is
+    # written when no clause takes a row: for an insert-only merge of a small source (its new
+    # rows are at most the source's), where Spark's write of an empty result (a job and its
+    # commit protocol) costs more than materializing the few rows first.
     counts_before_writing: bool
     multiple_match_check: MultipleMatchCheck
     # Change data files are written (the feed is on, or this merge turns it on).

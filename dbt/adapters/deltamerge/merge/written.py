@@ -16,6 +16,7 @@ from dbt.adapters.deltamerge.delta.align import align_to_schema
 from dbt.adapters.deltamerge.delta.files import ChangeFile, WrittenFile
 from dbt.adapters.deltamerge.delta.write import write_files, write_files_and_changes
 from dbt.adapters.deltamerge.merge.changes import output_with_changes
+from dbt.adapters.deltamerge.merge.materialized import checkpoint_with_aggregates
 from dbt.adapters.deltamerge.merge.names import ACTION, COPY, DROP, MergeCounts
 from dbt.adapters.deltamerge.merge.output import counted_actions, output_expressions
 from dbt.adapters.deltamerge.merge.run import MergeRun
@@ -30,15 +31,14 @@ class MergeOutput:
     counts: MergeCounts = field(default_factory=MergeCounts)
 
 
-def count_output_rows(run: MergeRun, rows: DataFrame) -> MergeCounts:
-    """The rows each clause kind would take, counted on the way to Spark's ``noop`` sink.
+def counted_output_rows(run: MergeRun, rows: DataFrame) -> tuple[DataFrame, MergeCounts]:
+    """``rows`` computed once (a local checkpoint) and the rows each clause kind takes in them.
 
-    Observed metrics need no shuffle, where an aggregation's exchange costs a second stage.
+    For a few rows: writing them afterwards reads the checkpoint, not the target again.
     """
-    observation = Observation("merge_counted")
-    observed = rows.observe(observation, *_count_expressions(counted_actions(run.merge)))
-    observed.write.format("noop").mode("overwrite").save()
-    return MergeCounts.from_observed(observation.get)
+    codes = counted_actions(run.merge)
+    computed, counted = checkpoint_with_aggregates(rows, "merge_counted", _count_expressions(codes))
+    return computed, MergeCounts.from_observed(counted)
 
 
 def _count_expressions(codes: dict[str, list[str]]) -> list[Column]:
