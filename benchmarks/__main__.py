@@ -30,6 +30,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--large", default="", help="results.json of a run at another scale, shown in its own section"
     )
+    parser.add_argument(
+        "--resume", action="store_true", help="keep the records an interrupted run left in --out"
+    )
     parser.add_argument("--render", default="", help="only rewrite the report from this results.json")
     args = parser.parse_args(argv)
     large = None
@@ -39,6 +42,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.render:
         with open(args.render) as f:
             return _report(json.load(f), args.out, large)
+    partial = os.path.join(args.out, "benchmarks", "records.partial.json")
+    resumed = []
+    if args.resume and os.path.exists(partial):
+        with open(partial) as f:
+            resumed = json.load(f)
     settings = Settings(
         rows=args.rows,
         layouts=[int(x) for x in args.layouts.split(",")],
@@ -50,9 +58,9 @@ def main(argv: list[str] | None = None) -> int:
         cold_only=[x for x in args.cold.split(",") if x],
         cold_server=not args.no_cold_server,
         noop_runs=args.noop_runs,
+        resumed=resumed,
     )
     os.makedirs(os.path.join(args.out, "benchmarks"), exist_ok=True)
-    partial = os.path.join(args.out, "benchmarks", "records.partial.json")
 
     def checkpoint(records: list[dict[str, object]]) -> None:
         with open(partial, "w") as f:  # an interrupted run keeps what it measured

@@ -56,8 +56,8 @@ select * from parquet.`{source}`
 
 def model_sql(workload: Workload, *, tables: str, source: str) -> str:
     """The workload's merge as a dbt model over the source parquet."""
-    keys = ("unique_key", "source_alias", "target_alias", "when_matched", "when_not_matched")
-    config = ",\n    ".join(f"{k}={workload.config[k]!r}" for k in keys if workload.config.get(k))
+    # Every clause list, empty ones too: an absent list would be dbt's default (update, insert).
+    config = ",\n    ".join(f"{k}={v!r}" for k, v in workload.config.items())
     return MODEL.format(tables=tables, config=config, source=source)
 
 

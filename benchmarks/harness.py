@@ -42,6 +42,8 @@ class Settings:
     cold_only: list[str] = field(default_factory=list)
     cold_server: bool = True
     noop_runs: int = 20
+    # Records of an interrupted run of the same settings: their (workload, layout) are not re-run.
+    resumed: list[dict[str, Any]] = field(default_factory=list)
 
 
 class SparkWorker:
@@ -128,10 +130,13 @@ def run_benchmark(
     totals = {
         files: len(DeltaTable(base_table(settings, files, False)).file_uris()) for files in settings.layouts
     }
-    records: list[dict[str, Any]] = []
+    records: list[dict[str, Any]] = list(settings.resumed)
+    done = {(r["workload"], r["layout"]) for r in records}
     try:
         for files in settings.layouts:
             for workload in chosen:
+                if (workload.name, files) in done:  # measured by the interrupted run resumed
+                    continue
                 for round_ in range(settings.warmups + settings.runs):
                     round_records = _round(spark, settings, workload, files, round_, totals[files])
                     records += round_records

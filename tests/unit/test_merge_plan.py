@@ -149,7 +149,8 @@ def test_a_big_source_is_not_broadcast():
 def test_only_a_small_insert_only_merge_counts_its_rows_before_writing():
     insert_only = {"unique_key": "id", "when_matched": []}
     assert _plan(insert_only, rows=4).counts_before_writing
-    assert not _plan(insert_only, rows=50_000_000).counts_before_writing
+    assert not _plan(insert_only, rows=100_000).counts_before_writing
+    assert not _plan(insert_only, 40, 50, rows=4).counts_before_writing  # no file may match: all new
     assert not _plan({"unique_key": "id"}, rows=4).counts_before_writing
     empty = _plan(insert_only, rows=4, snapshot=_snapshot(files=()))
     assert empty.executor == "insert_into_empty" and not empty.counts_before_writing

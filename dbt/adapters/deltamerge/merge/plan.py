@@ -25,6 +25,8 @@ from dbt.adapters.deltamerge.merge.clauses import MergeSpec
 from dbt.adapters.deltamerge.merge.resolve import ResolvedMerge
 from dbt.adapters.deltamerge.skipping.files import FileDecision, FilePruning, skips_by_key_range
 
+# Up to this many source rows, an insert-only merge materializes its new rows before writing.
+COUNT_FIRST_ROWS = 10_000
 ExecutorKind = Literal["insert_into_empty", "insert_only", "classic"]
 # How Delta's rule "a target row matched by several source rows is an error" is checked:
 # not at all (inserts only), by the keys the source repeats (ON is the unique key's and no
@@ -47,9 +49,9 @@ class MergePlan:
     join_condition: str
     broadcast_source: bool
     # The output rows are computed once and counted before they are written, and nothing is
-    # written when no clause takes a row: for an insert-only merge of a small source (its new
-    # rows are at most the source's), where Spark's write of an empty result (a job and its
-    # commit protocol) costs more than materializing the few rows first.
+    # written when no clause takes a row: for an insert-only merge of a few source rows that
+    # may match (its new rows are at most the source's), where Spark's write of an empty
+    # result (a job and its commit protocol) costs more than materializing the few rows first.
     counts_before_writing: bool
     multiple_match_check: MultipleMatchCheck
     # Change data files are written (the feed is on, or this merge turns it on).
@@ -103,7 +105,9 @@ def plan_merge(
         source_rows=source_rows,
         join_condition=joining.on_condition,
         broadcast_source=broadcast,
-        counts_before_writing=executor == "insert_only" and broadcast,
+        counts_before_writing=executor == "insert_only"
+        and source_rows <= COUNT_FIRST_ROWS
+        and any(d.kept for d in decisions),
         multiple_match_check=_multiple_match_check(spec),
         change_data=executor == "classic" and change_data_feed_enabled(snapshot.metadata.configuration),
         output_columns=merge.target_columns,
