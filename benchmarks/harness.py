@@ -125,7 +125,7 @@ def run_benchmark(
     spark = SparkWorker(settings.rows)
     idle_bytes = tree_rss(psutil.Process(spark.pid))
     log(f"JVM + Spark session start: {spark.startup_seconds:.1f} s, idle worker {idle_bytes / 2**20:.0f} MB")
-    generated = spark.call("generate", root=settings.workdir, layouts=settings.layouts)
+    generated = spark.call("generate", root=settings.workdir, layouts=settings.layouts, only=settings.only)
     log(f"data generated in {generated['seconds']:.1f} s")
     totals = {
         files: len(DeltaTable(base_table(settings, files, False)).file_uris()) for files in settings.layouts

@@ -46,17 +46,19 @@ class Worker:
         self.by_name = {w.name: w for w in workloads(rows)}
         self.rows = rows
 
-    def generate(self, *, root: str, layouts: list[int]) -> dict[str, Any]:
-        """Write the base tables (each layout, feed off and on) and every workload's source."""
+    def generate(self, *, root: str, layouts: list[int], only: list[str]) -> dict[str, Any]:
+        """Write the base tables (each layout, feed off and on) and the sources of the workloads run."""
         started = time.monotonic()
+        chosen = [w for w in self.by_name.values() if not only or w.name in only]
+        feeds = (False, True) if any(w.change_data_feed for w in chosen) else (False,)
         for files in layouts:
-            for cdf in (False, True):
+            for cdf in feeds:
                 path = os.path.join(root, "tables", _table_name(files, cdf))
                 if not os.path.exists(path):
                     rows = data.base_rows(self.spark, rows=self.rows, files=files)
                     request = WriteRequest(path, "create_or_replace", properties=CDF if cdf else {})
                     write_dataframe(self.spark, rows, request)
-        for workload in self.by_name.values():
+        for workload in chosen:
             path = os.path.join(root, "sources", workload.name)
             if not os.path.exists(path):
                 source = workload.source(self.spark, self.rows)
