@@ -227,13 +227,13 @@ def _large_target_lines(large: dict[str, Any] | None, results: dict[str, Any]) -
                 if value is not None:
                     ok = "yes" if value <= LARGE_BOUND else "no"
                     lines.append(
-                        f"| {rows / 1e6:.0f}M rows, ours / delta-rs, {what} ({w.name}, {layout} files) "
+                        f"| {rows:,} rows, ours / delta-rs, {what} ({w.name}, {layout} files) "
                         f"| ≤ {LARGE_BOUND} | {_fmt(value)} | {ok} |"
                     )
             small = median_of(results["records"], w.name, layout, "ours", "peak_bytes")
             big = median_of(large["records"], w.name, layout, "ours", "peak_bytes")
             if small and big:
-                scale = f"{rows / 1e6:.0f}M / {results['settings']['rows'] / 1e6:.0f}M"
+                scale = f"{rows:,} / {results['settings']['rows']:,}"
                 lines.append(
                     f"| peak memory of ours, {scale} rows ({w.name}, {layout} files) | flat (≤ {FLAT_BOUND}) "
                     f"| {_fmt(big / small)} | {'yes' if big / small <= FLAT_BOUND else 'no'} |"
