@@ -33,7 +33,7 @@ test: install
 		DELTAMERGE_DIFF_CASES=$${DELTAMERGE_DIFF_CASES:-4} DELTAMERGE_DML_CASES=$${DELTAMERGE_DML_CASES:-2} \
 		$(PY) -m pytest tests/functional -n 2 --dist loadfile --durations=10
 
-## The benchmark harness (not part of the tests): writes BENCHMARKS.md and benchmarks/*. About an hour on 2 cores.
+## The benchmark harness (not part of the tests): writes BENCHMARKS.md and benchmarks/*. About 80 minutes on 2 cores.
 bench: install
 	$(PY) -m benchmarks $(BENCH_ARGS)
 
