@@ -95,7 +95,6 @@ def plan_merge(
     joining = spec
     if pruning is not None and pruning.ranges is not None and not any(r.has_nulls for r in pruning.ranges):
         joining = spec.without_null_safe_keys()
-    broadcast = fits_in_broadcast(source_schema, source_rows)
     return MergePlan(
         spec=joining,
         merge=merge,
@@ -104,7 +103,7 @@ def plan_merge(
         decisions=decisions,
         source_rows=source_rows,
         join_condition=joining.on_condition,
-        broadcast_source=broadcast,
+        broadcast_source=fits_in_broadcast(source_schema, source_rows),
         counts_before_writing=executor == "insert_only"
         and source_rows <= COUNT_FIRST_ROWS
         and any(d.kept for d in decisions),

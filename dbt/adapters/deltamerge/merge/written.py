@@ -1,7 +1,8 @@
 """Writing a merge's output rows: the table's new files, its change data, and the row counts.
 
 Every executor ends here with rows that carry the code of the clause that takes each
-(``_merge_action``). The counts come from ``observe`` on the write itself, not extra scans;
+(``_merge_action``). The counts come from ``observe`` on the write itself, not extra scans
+(or on the materialization of a few rows an insert-only merge counts before writing);
 a dry run sends the same rows to Spark's ``noop`` sink, so a failing cast still fails.
 """
 
