@@ -15,6 +15,7 @@ import os
 import sys
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Iterator
 
 from dbt.adapters.contracts.connection import Connection, ConnectionState
@@ -31,7 +32,8 @@ logger = AdapterLogger("DeltaMerge")
 
 DEFAULT_WAREHOUSE = "./warehouse"
 
-# Settings of the embedded session; a profile's server_side_parameters override them.
+# Settings of the embedded session (and its heap, from driver_memory); a profile's
+# server_side_parameters override them.
 SESSION_DEFAULTS = {
     "spark.master": "local[*]",
     "spark.app.name": "dbt-deltamerge",
@@ -91,6 +93,7 @@ def session_conf(warehouse: str, overrides: dict[str, str]) -> dict[str, str]:
     ('/w', '2')
     """
     conf = dict(SESSION_DEFAULTS)
+    conf["spark.driver.memory"] = driver_memory(machine_memory())
     conf["spark.sql.warehouse.dir"] = warehouse
     conf["spark.hadoop.javax.jdo.option.ConnectionURL"] = (
         f"jdbc:derby:;databaseName={os.path.join(warehouse, 'metastore_db')};create=true"
@@ -98,6 +101,36 @@ def session_conf(warehouse: str, overrides: dict[str, str]) -> dict[str, str]:
     conf["spark.driver.extraJavaOptions"] = f"-Dderby.system.home={warehouse}"
     conf.update(overrides)
     return conf
+
+
+def driver_memory(machine_bytes: int | None) -> str:
+    """The embedded session's heap: a quarter of the machine's memory, at least Spark's 1g.
+
+    A quarter is what the JVM itself takes by default; Spark's fixed 1g is too small for
+    merges of tens of millions of rows (measured: a whole-table NOT MATCHED BY SOURCE delete
+    of 50M rows ran out of it).
+
+    >>> driver_memory(16 * 2**30), driver_memory(2 * 2**30), driver_memory(None)
+    ('4096m', '1024m', '1024m')
+    """
+    quarter = (machine_bytes or 0) // 4 // 2**20
+    return f"{max(quarter, 1024)}m"
+
+
+def machine_memory() -> int | None:
+    """Bytes of memory this process may use: the machine's, or its container's limit if lower."""
+    try:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):  # not a POSIX system that reports it
+        return None
+    for limit_file in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
+        try:
+            limit = Path(limit_file).read_text().strip()
+        except OSError:
+            continue
+        if limit.isdigit():
+            total = min(total, int(limit))
+    return total
 
 
 def start_session(warehouse: str, overrides: dict[str, str]) -> Any:

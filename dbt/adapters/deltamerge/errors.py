@@ -45,9 +45,17 @@ def named_errors(subject: str) -> Iterator[None]:
     except Exception as exc:
         if not isinstance(exc, PySparkException) and not _unconverted_java_error(exc):
             raise
-        raise ModelWriteError(
-            f"{subject}: Spark failed; the table is unchanged.\n{_first_lines(str(exc))}"
-        ) from exc
+        text = str(exc)
+        hint = OUT_OF_MEMORY_HINT if "OutOfMemoryError" in text else ""
+        message = f"{subject}: Spark failed; the table is unchanged.{hint}\n{_first_lines(text)}"
+        raise ModelWriteError(message) from exc
+
+
+OUT_OF_MEMORY_HINT = (
+    " Spark ran out of memory: raise `spark.driver.memory` in the profile's `server_side_parameters`"
+    " (the embedded session's heap; by default a quarter of the machine's memory), or the server's"
+    " memory settings with `method: connect`."
+)
 
 
 def _unconverted_java_error(exc: Exception) -> bool:
