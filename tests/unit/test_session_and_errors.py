@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from pyspark.errors import PySparkException
 
-from dbt.adapters.deltamerge.connections import driver_memory, session_conf
+from dbt.adapters.deltamerge.connections import driver_memory, machine_memory, session_conf
 from dbt.adapters.deltamerge.errors import OUT_OF_MEMORY_HINT, ModelWriteError, model_errors
 
 
@@ -16,7 +16,7 @@ def test_the_heap_is_a_quarter_of_the_machine_and_never_below_sparks_default():
 
 
 def test_the_profile_sets_the_heap_over_the_default():
-    assert session_conf("/w", {})["spark.driver.memory"].endswith("m")
+    assert session_conf("/w", {})["spark.driver.memory"] == driver_memory(machine_memory())
     assert session_conf("/w", {"spark.driver.memory": "3g"})["spark.driver.memory"] == "3g"
 
 
