@@ -53,8 +53,8 @@ def named_errors(subject: str) -> Iterator[None]:
 
 OUT_OF_MEMORY_HINT = (
     " Spark ran out of memory: raise `spark.driver.memory` in the profile's `server_side_parameters`"
-    " (the embedded session's heap; by default a quarter of the machine's memory), or the server's"
-    " memory settings with `method: connect`."
+    " (the embedded session's heap; by default a quarter of the machine's memory), and"
+    " `spark.executor.memory` with a cluster `spark.master`; with `method: connect`, the server's."
 )
 
 
