@@ -20,6 +20,16 @@ def test_the_profile_sets_the_heap_over_the_default():
     assert session_conf("/w", {"spark.driver.memory": "3g"})["spark.driver.memory"] == "3g"
 
 
+def test_many_shuffle_partitions_come_with_adaptive_coalescing():
+    # 64 partitions keep a 50M-row join in memory; without coalescing every small merge
+    # would write 64 files.
+    conf = session_conf("/w", {})
+    assert conf["spark.sql.shuffle.partitions"] == "64"
+    assert conf["spark.sql.adaptive.enabled"] == "true"
+    assert conf.get("spark.sql.adaptive.coalescePartitions.enabled", "true") == "true"
+    assert session_conf("/w", {"spark.sql.shuffle.partitions": "8"})["spark.sql.shuffle.partitions"] == "8"
+
+
 @pytest.mark.parametrize(
     ("spark_text", "hinted"),
     [
