@@ -40,8 +40,8 @@ SESSION_DEFAULTS = {
     "spark.ui.enabled": "false",
     "spark.ui.showConsoleProgress": "false",
     # Enough partitions that a shuffle of gigabytes sorts in memory; adaptive execution
-    # coalesces small shuffles back to a few (measured in BENCHMARKS.md: 50M rows 15-30%
-    # faster than with 4, 10M rows and small merges unchanged, same files written).
+    # coalesces small shuffles back to a few (measured in BENCHMARKS.md: 50M rows 3-31%
+    # faster than with 4, 10M rows and small merges no slower, same files written).
     "spark.sql.shuffle.partitions": "64",
     "spark.sql.adaptive.enabled": "true",
     # Other Delta readers misread Spark's default INT96 timestamps.
