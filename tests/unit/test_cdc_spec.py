@@ -91,3 +91,11 @@ def test_stored_and_tracked_columns():
     assert caught.value.problems == [
         "the model's result may not have the columns ['__START_AT'] (CDC apply writes them)"
     ]
+
+
+@pytest.mark.parametrize("key", ["apply_as_deletes", "apply_as_truncates"])
+@pytest.mark.parametrize("value", [["op = 'D'"], "", "  ", {"op": "D"}, True])
+def test_a_wrong_delete_or_truncate_condition_is_refused(key, value):
+    # A wrong apply_as_deletes once became None: every delete event was applied as an upsert.
+    found = problems(**{key: value})
+    assert any(p.startswith(f"{key} must be a SQL condition over the source row") for p in found), found

@@ -113,18 +113,19 @@ class CdcSpec:
             retention = DEFAULT_TOMBSTONE_RETENTION_HOURS
         ignore_nulls = flag(config, "ignore_null_updates", problems)
         feed = flag(config, "change_data_feed", problems)
+        deletes = sql_text(
+            config.get("apply_as_deletes"),
+            "apply_as_deletes",
+            problems,
+            what="a SQL condition over the source row",
+        )
         if problems:
             raise SpecError(model, problems)
         return cls(
             model=model,
             keys=keys,
             sequence_by=sequence,
-            apply_as_deletes=sql_text(
-                config.get("apply_as_deletes"),
-                "apply_as_deletes",
-                problems,
-                what="a SQL condition over the source row",
-            ),
+            apply_as_deletes=deletes,
             apply_as_truncates=truncates,
             ignore_null_updates=ignore_nulls,
             column_list=column_list,
