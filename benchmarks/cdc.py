@@ -33,11 +33,11 @@ from benchmarks.connect import replace_section
 from benchmarks.measure import fresh_copy
 from dbt.adapters.deltamerge.cdc.apply import apply_changes
 from dbt.adapters.deltamerge.cdc.spec import CdcSpec
-from dbt.adapters.deltamerge.connections import start_session
 from dbt.adapters.deltamerge.delta.snapshot import load_snapshot
 from dbt.adapters.deltamerge.delta.write import WriteRequest
-from dbt.adapters.deltamerge.merge.clauses import MergeSpec
-from dbt.adapters.deltamerge.merge.executor import merge_into
+from dbt.adapters.deltamerge.merge.pipeline import merge_into
+from dbt.adapters.deltamerge.merge.spec import MergeSpec
+from dbt.adapters.deltamerge.spark.embedded import start_session
 
 SECTION_START, SECTION_END = "<!-- cdc:start -->", "<!-- cdc:end -->"
 KINDS = ("cdc", "cdc_late", "merge")

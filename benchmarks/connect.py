@@ -30,7 +30,7 @@ from typing import Any
 from benchmarks.harness import Settings, SparkWorker, base_table, source_path
 from benchmarks.measure import fresh_copy
 from benchmarks.workloads import workloads
-from dbt.adapters.deltamerge import local_server
+from dbt.adapters.deltamerge.spark import server
 
 SECTION_START = "<!-- connect:start -->"
 SECTION_END = "<!-- connect:end -->"
@@ -78,7 +78,7 @@ def main(argv: list[str] | None = None) -> int:
     shutil.rmtree(root, ignore_errors=True)
     server_warehouse = os.path.join(root, "server_warehouse")
     started = time.monotonic()
-    state = local_server.start(server_warehouse, args.port, "local[*]", {})
+    state = server.start(server_warehouse, args.port, "local[*]", {})
     server_start = time.monotonic() - started
     try:
         results: dict[str, Any] = {"server_start_seconds": server_start, "runs": args.runs}
@@ -91,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
         else:
             results["merges"] = {} if args.skip_merges else merge_runs(args, state.url)
     finally:
-        local_server.stop(server_warehouse)
+        server.stop(server_warehouse)
     results["command"] = " ".join(["python -m benchmarks.connect", *(sys.argv[1:] if argv is None else argv)])
     if not args.reuse_merges and not args.skip_merges:
         results["merges_command"] = results["command"]

@@ -276,7 +276,7 @@ def _cold_dbt_runs(
     log: Any,
 ) -> list[dict[str, Any]]:
     """Every workload's model as a cold ``dbt run``: embedded, and through a warm local server."""
-    from dbt.adapters.deltamerge import local_server
+    from dbt.adapters.deltamerge.spark import server
 
     cold = [w for w in chosen if not settings.cold_only or w.name in settings.cold_only]
     files = settings.layouts[0]
@@ -284,7 +284,7 @@ def _cold_dbt_runs(
     server_warehouse = os.path.join(settings.workdir, "server_warehouse")
     if settings.cold_server and cold:
         port = _free_port()
-        local_server.start(server_warehouse, port, "local[*]", {})
+        server.start(server_warehouse, port, "local[*]", {})
         targets["server"] = f"sc://localhost:{port}"
     out = []
     try:
@@ -303,7 +303,7 @@ def _cold_dbt_runs(
                 out.append(run)
     finally:
         if "server" in targets:
-            local_server.stop(server_warehouse)
+            server.stop(server_warehouse)
     return out
 
 

@@ -21,13 +21,13 @@ from pyspark.sql import functions as F
 
 from benchmarks import data
 from benchmarks.workloads import SOURCE, TARGET, workloads
-from dbt.adapters.deltamerge.connections import start_session
 from dbt.adapters.deltamerge.delta.read import read_files
 from dbt.adapters.deltamerge.delta.snapshot import load_snapshot
 from dbt.adapters.deltamerge.delta.write import WriteRequest, write_dataframe
-from dbt.adapters.deltamerge.merge.clauses import MergeSpec
-from dbt.adapters.deltamerge.merge.executor import merge_into
-from dbt.adapters.deltamerge.remote import connect_session
+from dbt.adapters.deltamerge.merge.pipeline import merge_into
+from dbt.adapters.deltamerge.merge.spec import MergeSpec
+from dbt.adapters.deltamerge.spark.connect import connect_session
+from dbt.adapters.deltamerge.spark.embedded import start_session
 
 CDF = {"delta.enableChangeDataFeed": "true"}
 

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pyspark
 
-from dbt.adapters.deltamerge import local_server
+from dbt.adapters.deltamerge.spark import server
 
 SPARK_HOME = os.path.dirname(pyspark.__file__)
 # What each application on the test cluster takes: one of the worker's two slots.
@@ -41,7 +41,7 @@ class Cluster:
     processes: list[subprocess.Popen[bytes]]
 
     def stop(self) -> None:
-        local_server.stop(self.warehouse)
+        server.stop(self.warehouse)
         for process in reversed(self.processes):
             _end(process)
 
@@ -132,7 +132,7 @@ def start_cluster(root: str, server_conf: dict[str, str]) -> Cluster:
         cluster = Cluster(master_url, ui, "", warehouse, work_dir, processes)
         _wait_for(lambda: _alive_workers(cluster) > 0, "the worker to register", processes[1])
         conf = {**APP_RESOURCES, **server_conf}
-        state = local_server.start(warehouse, free_port(), master_url, conf)
+        state = server.start(warehouse, free_port(), master_url, conf)
         cluster.connect_url = state.url
         return cluster
     except BaseException:

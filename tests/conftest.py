@@ -69,7 +69,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory):
 
     running = start_cluster(str(tmp_path_factory.mktemp("cluster")), {"spark.sql.shuffle.partitions": "2"})
     yield running
-    from dbt.adapters.deltamerge.remote import close_sessions
+    from dbt.adapters.deltamerge.spark.connect import close_sessions
 
     close_sessions()
     running.stop()
@@ -85,10 +85,10 @@ def warehouse(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathF
 @pytest.fixture(scope="session")
 def spark(request: pytest.FixtureRequest, warehouse: str):
     if ON_CONNECT:
-        from dbt.adapters.deltamerge.remote import connect_session
+        from dbt.adapters.deltamerge.spark.connect import connect_session
 
         return connect_session(request.getfixturevalue("cluster").connect_url, dict(CONNECT_PARAMS))
-    from dbt.adapters.deltamerge.connections import start_session
+    from dbt.adapters.deltamerge.spark.embedded import start_session
 
     return start_session(warehouse, dict(SPARK_PARAMS))
 

@@ -33,15 +33,15 @@ connect_only = pytest.mark.skipif(
 
 
 def _worker(path: str, operations: list[tuple[str, list[int], str]], barrier, out, url: str | None) -> None:
-    from dbt.adapters.deltamerge.connections import start_session
     from dbt.adapters.deltamerge.delta import commit as commit_module
     from dbt.adapters.deltamerge.delta.errors import ConcurrentModification
     from dbt.adapters.deltamerge.delta.snapshot import load_snapshot
-    from dbt.adapters.deltamerge.merge.clauses import MergeSpec
-    from dbt.adapters.deltamerge.merge.executor import merge_into
+    from dbt.adapters.deltamerge.merge.pipeline import merge_into
+    from dbt.adapters.deltamerge.merge.spec import MergeSpec
+    from dbt.adapters.deltamerge.spark.embedded import start_session
 
     if url:
-        from dbt.adapters.deltamerge.remote import connect_session
+        from dbt.adapters.deltamerge.spark.connect import connect_session
 
         spark = connect_session(url, {"spark.sql.shuffle.partitions": "1"})
     else:

@@ -232,7 +232,7 @@ def test_catalog_column_definitions_round_trip_through_spark(spark, tmp_path):
     """The catalog binding's DDL (built in Python, no JVM call) gives Spark back the same schema."""
     from pyspark.sql import types as T
 
-    from dbt.adapters.deltamerge.sql import column_definitions
+    from dbt.adapters.deltamerge.common.sql import column_definitions
 
     inner = T.StructType(
         [

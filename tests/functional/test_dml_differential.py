@@ -19,9 +19,9 @@ import pyarrow as pa
 import pytest
 from deltalake import DeltaTable
 
-from dbt.adapters.deltamerge.delta import dml
 from dbt.adapters.deltamerge.delta.snapshot import load_snapshot
 from dbt.adapters.deltamerge.delta.write import WriteRequest, write_dataframe
+from dbt.adapters.deltamerge.statements import dml
 
 CASES = int(os.environ.get("DELTAMERGE_DML_CASES", "12"))
 # A long run can continue where an earlier one stopped: seeds FIRST .. FIRST + CASES - 1.

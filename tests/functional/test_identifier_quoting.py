@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dbt.adapters.deltamerge.config_values import SpecError
-from dbt.adapters.deltamerge.merge.clauses import MergeSpec
+from dbt.adapters.deltamerge.common.config_values import SpecError
+from dbt.adapters.deltamerge.merge.spec import MergeSpec
 
 names = st.text(min_size=1, max_size=12)
 
@@ -36,6 +36,6 @@ def test_unique_key_and_set_keys_cannot_inject_sql(spark, key, column):
     assert [str(left.nameParts().apply(i)) for i in range(2)] == ["DBT_INTERNAL_DEST", key.strip()]
     assert [str(right.nameParts().apply(i)) for i in range(2)] == ["DBT_INTERNAL_SOURCE", key.strip()]
     assignment = spec.matched[0].assignments[0]
-    from dbt.adapters.deltamerge.sql import quote_identifier
+    from dbt.adapters.deltamerge.common.sql import quote_identifier
 
     assert _parts(spark, quote_identifier(assignment.column)) == [assignment.column]

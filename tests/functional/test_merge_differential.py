@@ -19,11 +19,11 @@ import pyarrow as pa
 import pytest
 from deltalake import DeltaTable, write_deltalake
 
-from dbt.adapters.deltamerge.delta.changes import read_changes
+from dbt.adapters.deltamerge.delta.change_feed import read_changes
 from dbt.adapters.deltamerge.delta.snapshot import load_snapshot
 from dbt.adapters.deltamerge.delta.write import WriteRequest, write_dataframe
-from dbt.adapters.deltamerge.merge.clauses import MergeSpec
-from dbt.adapters.deltamerge.merge.executor import merge_into
+from dbt.adapters.deltamerge.merge.pipeline import merge_into
+from dbt.adapters.deltamerge.merge.spec import MergeSpec
 from tests.functional.helpers import log_actions
 
 CASES = int(os.environ.get("DELTAMERGE_DIFF_CASES", "20"))
@@ -188,7 +188,7 @@ def _on_condition(config: dict) -> str:
 def _shuffle_joins_on_odd(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
     """Odd seeds broadcast nothing: the joins large sources take (full outer, shuffled anti-join)."""
     if seed % 2:
-        monkeypatch.setattr("dbt.adapters.deltamerge.merge.broadcast.BROADCAST_SOURCE_BYTES", -1)
+        monkeypatch.setattr("dbt.adapters.deltamerge.merge.source.BROADCAST_SOURCE_BYTES", -1)
 
 
 def _assert_same_rows_and_counts(ours: str, theirs: str, config: dict, m: dict, expected: dict) -> None:
@@ -331,8 +331,8 @@ def evolving_case(rng: random.Random) -> tuple[pa.Table, pa.Table, dict, list]:
 @pytest.mark.connect
 @pytest.mark.parametrize("seed", range(CASES // 2))
 def test_same_schema_evolution_as_delta_rs(spark, tmp_path, seed):
-    from dbt.adapters.deltamerge.materialize import WriteSpec
-    from dbt.adapters.deltamerge.schema_change import planned_schema
+    from dbt.adapters.deltamerge.model.schema_change import planned_schema
+    from dbt.adapters.deltamerge.model.spec import WriteSpec
 
     target, source, config, builder = evolving_case(random.Random(seed))
     ours, theirs = str(tmp_path / "ours"), str(tmp_path / "theirs")

@@ -123,8 +123,8 @@ class TestSkippingInDbt:
 def test_not_matched_by_source_with_matches_reads_both_kinds_of_files(spark, tmp_path):
     from dbt.adapters.deltamerge.delta.snapshot import load_snapshot
     from dbt.adapters.deltamerge.delta.write import WriteRequest, write_dataframe
-    from dbt.adapters.deltamerge.merge.clauses import MergeSpec
-    from dbt.adapters.deltamerge.merge.executor import merge_into
+    from dbt.adapters.deltamerge.merge.pipeline import merge_into
+    from dbt.adapters.deltamerge.merge.spec import MergeSpec
 
     path = str(tmp_path / "t")
     table = spark.range(2000).selectExpr("cast(id as int) as id", "'v' as v")
@@ -148,8 +148,8 @@ def test_not_matched_by_source_with_matches_reads_both_kinds_of_files(spark, tmp
 def test_timestamp_keys_skip_files_by_range(spark, tmp_path, kind):
     from dbt.adapters.deltamerge.delta.snapshot import load_snapshot
     from dbt.adapters.deltamerge.delta.write import WriteRequest, write_dataframe
-    from dbt.adapters.deltamerge.merge.clauses import MergeSpec
-    from dbt.adapters.deltamerge.merge.executor import merge_into
+    from dbt.adapters.deltamerge.merge.pipeline import merge_into
+    from dbt.adapters.deltamerge.merge.spec import MergeSpec
 
     path = str(tmp_path / kind)
     rows = spark.range(1000).selectExpr(
@@ -174,8 +174,8 @@ def test_insert_only_reads_no_target_file_when_none_can_match(spark, tmp_path, f
 
     from dbt.adapters.deltamerge.delta.snapshot import load_snapshot
     from dbt.adapters.deltamerge.delta.write import WriteRequest, write_dataframe
-    from dbt.adapters.deltamerge.merge.clauses import MergeSpec
-    from dbt.adapters.deltamerge.merge.executor import merge_into
+    from dbt.adapters.deltamerge.merge.pipeline import merge_into
+    from dbt.adapters.deltamerge.merge.spec import MergeSpec
 
     path = str(tmp_path / "t")
     table = spark.range(1000).selectExpr("cast(id as int) as id", "'v' as v")
@@ -203,8 +203,8 @@ def test_insert_only_into_a_table_without_files_counts_its_source(spark, tmp_pat
     """Into a table with no files the inserts are written in the pass that profiles the source."""
     from dbt.adapters.deltamerge.delta.snapshot import load_snapshot
     from dbt.adapters.deltamerge.delta.write import WriteRequest, write_dataframe
-    from dbt.adapters.deltamerge.merge.clauses import MergeSpec
-    from dbt.adapters.deltamerge.merge.executor import merge_into
+    from dbt.adapters.deltamerge.merge.pipeline import merge_into
+    from dbt.adapters.deltamerge.merge.spec import MergeSpec
 
     path = str(tmp_path / "t")
     write_dataframe(
@@ -230,9 +230,9 @@ def test_not_matched_by_source_only_checks_multiple_matches_by_source_keys(spark
     """
     from dbt.adapters.deltamerge.delta.snapshot import load_snapshot
     from dbt.adapters.deltamerge.delta.write import WriteRequest, write_dataframe
-    from dbt.adapters.deltamerge.merge.clauses import MergeSpec
-    from dbt.adapters.deltamerge.merge.executor import merge_into
-    from dbt.adapters.deltamerge.merge.touched import MULTIPLE_MATCHES, MultipleMatchesError
+    from dbt.adapters.deltamerge.merge.execute.touched import MULTIPLE_MATCHES, MultipleMatchesError
+    from dbt.adapters.deltamerge.merge.pipeline import merge_into
+    from dbt.adapters.deltamerge.merge.spec import MergeSpec
 
     path = str(tmp_path / "t")
     table = spark.range(1000).selectExpr("cast(id as int) as id", "'v' as v")

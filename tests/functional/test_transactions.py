@@ -21,7 +21,8 @@ from dbt.adapters.deltamerge.delta.commit import CommitInfo, commit, latest_vers
 from dbt.adapters.deltamerge.delta.conflicts import ConcurrentTransaction, ReadSet, check_winner
 from dbt.adapters.deltamerge.delta.definition import DEFAULT_TXN_RETENTION, TXN_RETENTION_PROPERTY
 from dbt.adapters.deltamerge.delta.snapshot import load_snapshot
-from dbt.adapters.deltamerge.delta.write import WriteRequest, commit_files, write_dataframe
+from dbt.adapters.deltamerge.delta.transaction import commit_files
+from dbt.adapters.deltamerge.delta.write import WriteRequest, write_dataframe
 from tests.functional.helpers import log_actions, table_path
 
 
@@ -147,8 +148,8 @@ class TestModelTransactions:
 
 
 def test_an_older_table_gets_the_retention_with_its_next_committing_merge_only(spark, tmp_path):
-    from dbt.adapters.deltamerge.merge.clauses import MergeSpec
-    from dbt.adapters.deltamerge.merge.executor import merge_into
+    from dbt.adapters.deltamerge.merge.pipeline import merge_into
+    from dbt.adapters.deltamerge.merge.spec import MergeSpec
 
     path = str(tmp_path / "t")
     # Written without a txn, as tables of earlier versions were: no retention property.

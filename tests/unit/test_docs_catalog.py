@@ -5,7 +5,7 @@ from __future__ import annotations
 import pyarrow as pa
 from deltalake import write_deltalake
 
-from dbt.adapters.deltamerge.catalog import LOCATION_PROPERTY
+from dbt.adapters.deltamerge.binding import LOCATION_PROPERTY
 from dbt.adapters.deltamerge.docs_catalog import catalog_stats, delta_snapshot, held_snapshot
 
 

@@ -16,9 +16,9 @@ from typing import Any, Dict, Optional
 
 from pyspark.sql import SparkSession
 
-from dbt.adapters.deltamerge.catalog import LOCATION_PROPERTY
+from dbt.adapters.deltamerge.binding import LOCATION_PROPERTY
+from dbt.adapters.deltamerge.common.sql import quote_identifier
 from dbt.adapters.deltamerge.delta.snapshot import Snapshot, load_snapshot
-from dbt.adapters.deltamerge.sql import quote_identifier
 
 _HELD = threading.local()
 

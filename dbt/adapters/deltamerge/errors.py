@@ -31,7 +31,7 @@ def named_errors(subject: str) -> Iterator[None]:
     """Turn engine and Spark errors into dbt errors that start with ``subject``."""
     from pyspark.errors import PySparkException
 
-    from dbt.adapters.deltamerge.config_values import SpecError
+    from dbt.adapters.deltamerge.common.config_values import SpecError
     from dbt.adapters.deltamerge.delta.errors import DeltaError
 
     try:

@@ -22,19 +22,20 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from dbt.adapters.deltamerge import catalog, conversion, cross_db, docs_catalog, operations, statements
+from dbt.adapters.deltamerge import binding, cross_db, docs_catalog, operations
 from dbt.adapters.deltamerge.cdc.spec import CdcSpec
-from dbt.adapters.deltamerge.config_values import dry_run_var
+from dbt.adapters.deltamerge.common.config_values import dry_run_var
+from dbt.adapters.deltamerge.common.sql import quote_identifier
 from dbt.adapters.deltamerge.connections import DeltaMergeConnectionManager, session_of
 from dbt.adapters.deltamerge.delta.snapshot import load_snapshot
+from dbt.adapters.deltamerge.delta.transaction import WriteResult
 from dbt.adapters.deltamerge.delta.vacuum import DEFAULT_RETENTION_HOURS
-from dbt.adapters.deltamerge.delta.write import WriteResult
 from dbt.adapters.deltamerge.errors import model_errors, named_errors
-from dbt.adapters.deltamerge.materialize import MERGE_STRATEGIES, Materialization, WriteSpec
-from dbt.adapters.deltamerge.merge.clauses import MergeSpec
-from dbt.adapters.deltamerge.model_write import NotWritten, write_model
+from dbt.adapters.deltamerge.merge.spec import MergeSpec
+from dbt.adapters.deltamerge.model.spec import MERGE_STRATEGIES, Materialization, WriteSpec
+from dbt.adapters.deltamerge.model.write import NotWritten, write_model
 from dbt.adapters.deltamerge.python_models import python_model_frame
-from dbt.adapters.deltamerge.sql import quote_identifier
+from dbt.adapters.deltamerge.statements.run import interrupted_table
 
 
 @dataclass
@@ -77,7 +78,7 @@ class DeltaMergeAdapter(SparkAdapter):
         # Our bound tables show "Provider: parquet"; their marker property makes them Delta.
         return [
             r.incorporate(is_delta=True)
-            if catalog.LOCATION_PROPERTY in (getattr(r, "information", None) or "")
+            if binding.LOCATION_PROPERTY in (getattr(r, "information", None) or "")
             else r
             for r in relations
         ]
@@ -148,11 +149,11 @@ class DeltaMergeAdapter(SparkAdapter):
             merge_spec = MergeSpec.from_config(model, config) if merging and cdc_spec is None else None
             spark = self.spark_session()
             schema, identifier = str(relation.schema), str(relation.identifier)
-            found = catalog.binding(spark, schema, identifier)
+            found = binding.binding(spark, schema, identifier)
             bound = found[0] if found else None
             if found is not None:
                 # The model's SQL may read {{ this }}: it must see versions other writers made.
-                catalog.refresh(
+                binding.refresh(
                     spark, schema=schema, identifier=identifier, table_path=found[0], version=found[1]
                 )
             done = write_model(
@@ -179,7 +180,7 @@ class DeltaMergeAdapter(SparkAdapter):
             spec = WriteSpec.from_config(model, config)
             spark = self.spark_session()
             df = seed_dataframe(spark, agate_table, self._seed_types(agate_table, config))
-            found = catalog.binding(spark, str(relation.schema), str(relation.identifier))
+            found = binding.binding(spark, str(relation.schema), str(relation.identifier))
             done = write_model(
                 spark,
                 df,
@@ -204,7 +205,7 @@ class DeltaMergeAdapter(SparkAdapter):
     ) -> Dict[str, Any]:
         """CONVERT TO DELTA of a parquet folder or catalog table; the result as plain values."""
         with named_errors(f"convert_to_delta of {relation or path}"):
-            result = conversion.convert(
+            result = operations.convert(
                 self.spark_session(),
                 path=path,
                 relation=relation,
@@ -243,11 +244,11 @@ class DeltaMergeAdapter(SparkAdapter):
         with named_errors(f"binding of {relation}"):
             spark = self.spark_session()
             schema, identifier = str(relation.schema), str(relation.identifier)
-            path = statements.interrupted_table(spark, schema, identifier)
+            path = interrupted_table(spark, schema, identifier)
             snapshot = load_snapshot(path) if path is not None else None
             if snapshot is None:
                 return False
-            catalog.bind(spark, schema=schema, identifier=identifier, snapshot=snapshot)
+            binding.bind(spark, schema=schema, identifier=identifier, snapshot=snapshot)
             self.cache_added(relation.incorporate(type="table", is_delta=True))
             return True
 

@@ -28,19 +28,21 @@ from dbt.adapters.deltamerge.cdc.events import (
 from dbt.adapters.deltamerge.cdc.scd1 import OP, RESET, Folded, fold
 from dbt.adapters.deltamerge.cdc.scd2 import replay
 from dbt.adapters.deltamerge.cdc.spec import END_AT, START_AT, CdcSpec
+from dbt.adapters.deltamerge.common.sql import qualified, quote_identifier
 from dbt.adapters.deltamerge.delta.commit import committed_version_of
 from dbt.adapters.deltamerge.delta.faults import crash_point
 from dbt.adapters.deltamerge.delta.read import read_files
 from dbt.adapters.deltamerge.delta.snapshot import AddFile, Snapshot
-from dbt.adapters.deltamerge.delta.write import WriteRequest, WriteResult, write_dataframe
-from dbt.adapters.deltamerge.merge.broadcast import fits_in_broadcast
-from dbt.adapters.deltamerge.merge.clauses import DEFAULT_SOURCE_ALIAS as S
-from dbt.adapters.deltamerge.merge.clauses import DEFAULT_TARGET_ALIAS as T_
-from dbt.adapters.deltamerge.merge.clauses import MergeSpec
-from dbt.adapters.deltamerge.merge.executor import merge_into
-from dbt.adapters.deltamerge.skipping.files import as_instant, prepare_pruning, profile_aggregates
+from dbt.adapters.deltamerge.delta.transaction import WriteResult
+from dbt.adapters.deltamerge.delta.write import WriteRequest, write_dataframe
+from dbt.adapters.deltamerge.merge.pipeline import merge_into
+from dbt.adapters.deltamerge.merge.pruning import prepare_pruning, profile_aggregates
+from dbt.adapters.deltamerge.merge.source import fits_in_broadcast
+from dbt.adapters.deltamerge.merge.spec import DEFAULT_SOURCE_ALIAS as S
+from dbt.adapters.deltamerge.merge.spec import DEFAULT_TARGET_ALIAS as T_
+from dbt.adapters.deltamerge.merge.spec import MergeSpec
+from dbt.adapters.deltamerge.skipping.files import as_instant
 from dbt.adapters.deltamerge.skipping.stats import comparable
-from dbt.adapters.deltamerge.sql import qualified, quote_identifier
 
 # A new table's files hold about this many rows each, in key order (data skipping on the keys).
 ROWS_PER_FILE = 250_000

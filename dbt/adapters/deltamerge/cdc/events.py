@@ -16,9 +16,9 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from dbt.adapters.deltamerge.cdc.spec import CdcSpec
-from dbt.adapters.deltamerge.config_values import SpecError
-from dbt.adapters.deltamerge.merge.materialized import checkpoint_with_aggregates
-from dbt.adapters.deltamerge.sql import quote_identifier
+from dbt.adapters.deltamerge.common.config_values import SpecError
+from dbt.adapters.deltamerge.common.sql import quote_identifier
+from dbt.adapters.deltamerge.merge.source import checkpoint_with_aggregates
 
 SEQ, IS_DELETE, IS_TRUNCATE = "__cdc_seq", "__cdc_is_delete", "__cdc_is_truncate"
 # Each event's own id (stable: the frame is materialized), so a winner is found by one value.

@@ -22,7 +22,7 @@ from pyspark.sql import types as T
 from dbt.adapters.deltamerge.cdc.events import IS_DELETE, SEQ, col
 from dbt.adapters.deltamerge.cdc.scd1 import OP
 from dbt.adapters.deltamerge.cdc.spec import END_AT, START_AT, CdcSpec
-from dbt.adapters.deltamerge.merge.materialized import checkpoint_with_aggregates
+from dbt.adapters.deltamerge.merge.source import checkpoint_with_aggregates
 
 _SEGMENT, _NEW, _VERSION, _END = "__cdc_segment", "__cdc_new_version", "__cdc_version", "__cdc_end"
 

@@ -12,8 +12,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from dbt.adapters.deltamerge.config_values import SpecError, flag, names, sql_text
-from dbt.adapters.deltamerge.merge.clauses import SHORTHANDS
+from dbt.adapters.deltamerge.common.config_values import SpecError, flag, names, sql_text
+from dbt.adapters.deltamerge.merge.spec import SHORTHANDS
 
 START_AT, END_AT = "__START_AT", "__END_AT"
 # Keys that describe clauses: CDC apply builds its own, so they cannot be combined with it.

@@ -1,4 +1,5 @@
 """The Delta table layer: snapshots, file writing, statistics and commits.
 
-It knows nothing about dbt; the adapter and the merge engine build on it.
+It knows nothing about dbt or merges, and imports only itself and ``common``; the merge
+engine, CDC apply, SQL statements and the adapter build on it.
 """

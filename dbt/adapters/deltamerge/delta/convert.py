@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pyspark.sql import SparkSession
 from pyspark.sql import types as T
 
+from dbt.adapters.deltamerge.common.sql import quote_identifier
 from dbt.adapters.deltamerge.delta import storage
 from dbt.adapters.deltamerge.delta.commit import CommitInfo, encode_actions, latest_version, log_dir, now_ms
 from dbt.adapters.deltamerge.delta.convert_files import (
@@ -37,7 +38,6 @@ from dbt.adapters.deltamerge.delta.schema import (
     to_delta_schema,
 )
 from dbt.adapters.deltamerge.delta.stats import DEFAULT_NUM_INDEXED_COLS
-from dbt.adapters.deltamerge.sql import quote_identifier
 
 ALREADY_DELTA = "The table you are trying to convert is already a delta table"
 

@@ -10,23 +10,20 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from dbt.adapters.deltamerge.common.sql import quote_identifier
 from dbt.adapters.deltamerge.delta.align import align_to_schema
 from dbt.adapters.deltamerge.delta.commit import (
-    DEFAULT_CHECKPOINT_INTERVAL,
     CommitInfo,
-    commit,
-    maybe_checkpoint,
     now_ms,
 )
-from dbt.adapters.deltamerge.delta.conflicts import ReadSet
 from dbt.adapters.deltamerge.delta.definition import (
     DEFAULT_TXN_RETENTION,
     TXN_RETENTION_PROPERTY,
@@ -40,12 +37,10 @@ from dbt.adapters.deltamerge.delta.files import (
     CHANGE_TYPE,
     ChangeFile,
     WrittenFile,
-    add_actions,
     write_data_and_changes,
     write_data_files,
 )
 from dbt.adapters.deltamerge.delta.paths import local_path, table_path_of
-from dbt.adapters.deltamerge.delta.pending import PendingCommit
 from dbt.adapters.deltamerge.delta.protocol import (
     TableMetadata,
     change_data_feed_enabled,
@@ -63,7 +58,7 @@ from dbt.adapters.deltamerge.delta.schema import (
 )
 from dbt.adapters.deltamerge.delta.snapshot import AddFile, Snapshot, load_snapshot
 from dbt.adapters.deltamerge.delta.stats import DEFAULT_NUM_INDEXED_COLS
-from dbt.adapters.deltamerge.sql import quote_identifier
+from dbt.adapters.deltamerge.delta.transaction import WriteResult, commit_files
 
 Action = dict[str, object]
 WriteMode = Literal["create_or_replace", "append", "replace_partitions", "replace_where"]
@@ -88,18 +83,6 @@ class WriteRequest:
     extra_metrics: Mapping[str, int] = field(default_factory=dict)
 
 
-@dataclass(frozen=True)
-class WriteResult:
-    """The committed version (None if nothing was committed) and Delta's metrics."""
-
-    version: int | None
-    operation: str
-    metrics: dict[str, int]
-    snapshot: Snapshot
-    # A prepared commit not made yet (``merge_into(prepare_only=True)``).
-    pending: PendingCommit | None = None
-    # A dry run's plan (plain values): what the merge would do; nothing was written.
-    plan: dict[str, Any] | None = None
 
 
 def write_dataframe(spark: SparkSession, df: DataFrame, request: WriteRequest) -> WriteResult:
@@ -294,38 +277,6 @@ def _commit(
     return commit_files(request.table_path, current, info, leading, written, removed, properties)
 
 
-def commit_files(
-    table_path: str,
-    current: Snapshot | None,
-    info: CommitInfo,
-    leading: list[dict[str, object]],
-    written: list[WrittenFile],
-    removed: list[AddFile],
-    configuration: Mapping[str, str],
-    changes: Sequence[ChangeFile] = (),
-    read: ReadSet | None = None,
-) -> WriteResult:
-    """Commit removes of ``removed``, adds of ``written`` and ``changes`` (after ``leading`` actions)."""
-    stamp = now_ms()
-    actions = [
-        *leading,
-        *[f.remove_action(stamp) for f in removed],
-        *add_actions(written),
-        *[c.cdc_action() for c in changes],
-    ]
-    if read is None and current is not None and not info.is_blind_append:
-        # Without a narrower read set, a rewrite read the whole table (Delta's `true` read predicate).
-        read = ReadSet(
-            files_read=frozenset(f.path for f in current.files), removed=frozenset(f.path for f in removed)
-        )
-    version = commit(
-        table_path, read_version=current.version if current else -1, actions=actions, info=info, read=read
-    )
-    interval = int(configuration.get("delta.checkpointInterval", DEFAULT_CHECKPOINT_INTERVAL))
-    maybe_checkpoint(table_path, version, interval)
-    snapshot = load_snapshot(table_path, version)
-    assert snapshot is not None
-    return WriteResult(version, info.operation, dict(info.operation_metrics), snapshot)
 
 
 def _resolve_partition_columns(schema: T.StructType, requested: tuple[str, ...]) -> list[str]:

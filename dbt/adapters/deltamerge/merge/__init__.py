@@ -1,1 +1,5 @@
-"""The merge engine: clause sets (pure), data skipping, the insert-only and classic executors."""
+"""The merge engine: parse (``spec``) -> plan (``plan``) -> execute (``execute/``) -> commit (``commit``).
+
+``pipeline.merge_into`` runs the four steps; ``resolve`` and ``check`` resolve and check a clause
+set against the schemas before planning, ``pruning`` decides which target files a plan reads.
+"""

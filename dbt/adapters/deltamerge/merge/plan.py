@@ -20,10 +20,11 @@ from pyspark.sql import types as T
 
 from dbt.adapters.deltamerge.delta.protocol import change_data_feed_enabled
 from dbt.adapters.deltamerge.delta.snapshot import AddFile, Snapshot
-from dbt.adapters.deltamerge.merge.broadcast import fits_in_broadcast
-from dbt.adapters.deltamerge.merge.clauses import MergeSpec
+from dbt.adapters.deltamerge.merge.pruning import FilePruning, skips_by_key_range
 from dbt.adapters.deltamerge.merge.resolve import ResolvedMerge
-from dbt.adapters.deltamerge.skipping.files import FileDecision, FilePruning, skips_by_key_range
+from dbt.adapters.deltamerge.merge.source import fits_in_broadcast
+from dbt.adapters.deltamerge.merge.spec import MergeSpec
+from dbt.adapters.deltamerge.skipping.files import FileDecision
 
 # Up to this many source rows, an insert-only merge materializes its new rows before writing.
 COUNT_FIRST_ROWS = 10_000

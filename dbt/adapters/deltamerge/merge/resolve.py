@@ -13,9 +13,11 @@ from dataclasses import dataclass
 
 from pyspark.sql import types as T
 
-from dbt.adapters.deltamerge.config_values import SpecError
-from dbt.adapters.deltamerge.merge.clauses import ClauseKind, MergeClause, MergeSpec
-from dbt.adapters.deltamerge.sql import conjunction, qualified
+from dbt.adapters.deltamerge.common.config_values import SpecError
+from dbt.adapters.deltamerge.common.sql import conjunction, qualified
+from dbt.adapters.deltamerge.delta.evolution import evolved_schema
+from dbt.adapters.deltamerge.delta.snapshot import Snapshot
+from dbt.adapters.deltamerge.merge.spec import ClauseKind, MergeClause, MergeSpec
 
 
 @dataclass(frozen=True)
@@ -148,3 +150,33 @@ def _outputs(
 
 def _names(schema: T.StructType) -> list[str]:
     return [f.name for f in schema.fields]
+
+
+def evolved_by_merge(
+    spec: MergeSpec, snapshot: Snapshot, result: T.StructType, *, what: str
+) -> T.StructType | None:
+    """The schema a merge with schema evolution leaves (Delta's ``filterSchema``), or None if unchanged."""
+    referenced = _referenced_by_merge(spec, result)
+    schema = evolved_schema(
+        snapshot.schema,
+        result,
+        add=referenced,
+        partition_columns=snapshot.partition_columns,
+        what=what,
+        store_assignment=True,
+    )
+    return None if schema == snapshot.schema else schema
+
+
+def _referenced_by_merge(spec: MergeSpec, result: T.StructType) -> set[str]:
+    """Source columns a ``*`` action or an assignment refers to (by target column name)."""
+    names: set[str] = set()
+    for clause in (*spec.matched, *spec.not_matched, *spec.not_matched_by_source):
+        if clause.action == "delete":
+            continue
+        if clause.assignments is None:
+            excluded = {e.lower() for e in clause.exclude}
+            names |= {f.name.lower() for f in result.fields if f.name.lower() not in excluded}
+        else:
+            names |= {a.column.lower() for a in clause.assignments}
+    return names

@@ -3,6 +3,6 @@
 ``stats`` decides by key ranges against a file's statistics and partition values, and
 ``predicates`` parses a target-only condition (sqlglot's Spark dialect, the parser the SQL
 statements use) into a tree decided per file from its statistics: both pure, unit-tested
-without Spark. ``files`` puts them together for a merge (``files_from_profile``), with
-partition-only predicates evaluated by Spark on the files' partition values.
+without Spark. ``files`` holds a decision per file and why. It takes keys and predicates, never a merge's
+clause set: ``merge.pruning`` builds a merge's data skipping from these pieces.
 """

@@ -1,31 +1,23 @@
-"""Which target files a merge must read: data skipping before any target data is scanned.
+"""Deciding files: why a file is read or skipped, and the values a decision compares.
 
-Three independent proofs that a file holds no row a merge could change, as Delta's
-merge uses them: the source keys' range against the file's key statistics (ON built
-from ``unique_key``); partition-only ``incremental_predicates`` evaluated by Spark on the
-partition values; and target-only predicates (ON conjuncts, and for a matched-only
-merge the matched clauses' conditions) against the file's statistics. With NOT MATCHED
-BY SOURCE clauses a file is read when it may match, or when it may hold a row one of
-those clauses' conditions selects (every such clause must have a condition).
+``FileDecision`` records each file a writer reads or skips with the rule that decided;
+``TargetPredicate`` is a parsed target-only condition decided per file from its statistics;
+``partition_types`` and ``as_instant`` turn partition values and Spark's timestamps into what
+the statistics compare with. Merges put these together in ``merge.pruning``; DELETE, UPDATE
+and CDC apply use them directly.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from pyspark.errors import AnalysisException
-from pyspark.sql import Column, SparkSession
-from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from dbt.adapters.deltamerge.delta.snapshot import AddFile, Snapshot
-from dbt.adapters.deltamerge.merge.clauses import MergeSpec
-from dbt.adapters.deltamerge.skipping.predicates import Node, may_satisfy, target_predicate
-from dbt.adapters.deltamerge.skipping.stats import KeyRange, may_match
-from dbt.adapters.deltamerge.sql import quote_identifier
+from dbt.adapters.deltamerge.skipping.predicates import Node, may_satisfy
 
 
 @dataclass(frozen=True)
@@ -56,160 +48,18 @@ SKIPPED_PARTITION = "its partition values fail an incremental predicate"
 SKIPPED_STATISTICS = "its statistics rule out every row the merge changes"
 
 
-@dataclass(frozen=True)
-class FilePruning:
-    """One merge's data skipping as plain values: decides for any file, also for files added later.
-
-    Pure: the Spark work (constants, partition-only predicates) is done by ``prepare_pruning``.
-    ``partition_skipped`` holds the paths of snapshot files a partition-only
-    ``incremental_predicate`` rules out; a file added later is judged without that proof.
-    """
-
-    spec: MergeSpec
-    partition_types: Mapping[str, type]
-    ranges: tuple[KeyRange, ...] | None
-    changes: TargetPredicate | None
-    by_source: TargetPredicate | None
-    matchable: TargetPredicate | None
-    partition_skipped: frozenset[str] = frozenset()
-
-    def decide(self, file: AddFile) -> FileDecision:
-        """Whether the merge must read ``file`` (no skipping rule proves it irrelevant)."""
-        if self.spec.not_matched_by_source:
-            return self._decide_with_unmatched(file)
-        if not self._in_key_range(file):
-            return FileDecision(file, False, SKIPPED_KEY_RANGE)
-        if file.path in self.partition_skipped:
-            return FileDecision(file, False, SKIPPED_PARTITION)
-        if self.changes is not None and not self.changes.may_hold(file, self.partition_types):
-            return FileDecision(file, False, SKIPPED_STATISTICS)
-        return FileDecision(file, True, KEPT_MAY_MATCH)
-
-    def keep(self, files: Sequence[AddFile]) -> list[AddFile]:
-        """The files of ``files`` this merge must read."""
-        return [f for f in files if self.decide(f).kept]
-
-    def _decide_with_unmatched(self, file: AddFile) -> FileDecision:
-        """With NOT MATCHED BY SOURCE clauses: a file that may match, or may hold a row such a clause changes.
-
-        Rows of a file that no NOT MATCHED BY SOURCE condition can select stay as they are
-        unless matched, so only the ON condition's skipping applies to them.
-        """
-        if self.by_source is None or self.by_source.may_hold(file, self.partition_types):
-            return FileDecision(file, True, KEPT_BY_SOURCE)
-        if (
-            self.matchable is not None
-            and self._in_key_range(file)
-            and self.matchable.may_hold(file, self.partition_types)
-        ):
-            return FileDecision(file, True, KEPT_MAY_MATCH)
-        if self.matchable is not None and not self._in_key_range(file):
-            return FileDecision(file, False, SKIPPED_KEY_RANGE)
-        return FileDecision(file, False, SKIPPED_STATISTICS)
-
-    def _in_key_range(self, file: AddFile) -> bool:
-        return self.ranges is None or may_match(file, list(self.ranges), self.partition_types)
 
 
-def prepare_pruning(
-    spark: SparkSession, spec: MergeSpec, snapshot: Snapshot, profile: Mapping[str, Any]
-) -> FilePruning:
-    """The merge's data skipping, from the values of ``profile_aggregates`` over its source.
-
-    The Spark work happens here, once: each condition's constants in one row, and the
-    partition-only ``incremental_predicates`` over the snapshot's partition values.
-    """
-    kinds = partition_types(snapshot)
-    columns = [f.name for f in snapshot.schema.fields]
-
-    def predicate(conditions: list[str]) -> TargetPredicate | None:
-        if not conditions:
-            return None
-        node, constants = target_predicate(spark, conditions, target_alias=spec.target_alias, columns=columns)
-        return TargetPredicate(node, tuple(constants))
-
-    by_source = matchable = None
-    if spec.not_matched_by_source:
-        conditions = [c.condition for c in spec.not_matched_by_source]
-        if all(conditions):
-            by_source = predicate([" OR ".join(f"({c})" for c in conditions if c)])
-            matchable = predicate([spec.on_condition]) if spec.matched or spec.not_matched else None
-    return FilePruning(
-        spec=spec,
-        partition_types=kinds,
-        ranges=_key_ranges(profile, spec, snapshot),
-        changes=predicate(skipping_conditions(spec)),
-        by_source=by_source,
-        matchable=matchable,
-        partition_skipped=_skipped_by_partition_predicates(spark, spec, snapshot),
-    )
 
 
-def skips_by_key_range(spec: MergeSpec) -> bool:
-    """Whether the source keys' range can skip files (the ON condition is the unique key's)."""
-    return spec.merge_condition is None and bool(spec.unique_key)
 
 
-def matches_by_key_alone(spec: MergeSpec) -> bool:
-    """Whether a target row's key alone decides if it matches: ON is the key equality and nothing more.
-
-    Then every target row with a given key is matched, or none is. ``incremental_predicates``
-    may tell apart target rows sharing a key, so with them a row must be joined by the whole ON.
-
-    >>> config = {"unique_key": "id", "when_not_matched_by_source": [{"action": "delete"}]}
-    >>> matches_by_key_alone(MergeSpec.from_config("m", config))
-    True
-    >>> matches_by_key_alone(MergeSpec.from_config("m", {**config, "incremental_predicates": ["x > 1"]}))
-    False
-    """
-    return skips_by_key_range(spec) and not spec.incremental_predicates
 
 
-def skipping_conditions(spec: MergeSpec) -> list[str]:
-    """Conditions every target row a merge changes must satisfy.
-
-    >>> spec = MergeSpec.from_config("m", {"unique_key": "id", "when_matched": [
-    ...     {"action": "delete", "condition": "DBT_INTERNAL_DEST.x > 1"}], "when_not_matched": []})
-    >>> skipping_conditions(spec)[1]
-    '(DBT_INTERNAL_DEST.x > 1)'
-    """
-    if spec.not_matched_by_source:
-        return []
-    conditions = [spec.on_condition]
-    if spec.is_matched_only and all(c.condition for c in spec.matched):
-        conditions.append(" OR ".join(f"({c.condition})" for c in spec.matched))
-    return conditions
 
 
-def profile_aggregates(spec: MergeSpec) -> list[Column]:
-    """The source's row count and, when the ON condition is the unique key's, each key's range."""
-    aggregates = [F.count(F.lit(1)).alias("n")]
-    for i, key in enumerate(spec.unique_key if skips_by_key_range(spec) else ()):
-        col = F.col(quote_identifier(key))
-        aggregates += [
-            F.min(col).alias(f"lo{i}"),
-            F.max(col).alias(f"hi{i}"),
-            F.sum(F.when(col.isNull(), 1).otherwise(0)).alias(f"nulls{i}"),
-        ]
-    return aggregates
 
 
-def _key_ranges(
-    profile: Mapping[str, Any], spec: MergeSpec, snapshot: Snapshot
-) -> tuple[KeyRange, ...] | None:
-    if not skips_by_key_range(spec):
-        return None
-    names = {f.name.lower(): f.name for f in snapshot.schema.fields}
-    instants = {f.name.lower() for f in snapshot.schema.fields if isinstance(f.dataType, T.TimestampType)}
-    return tuple(
-        KeyRange(
-            names.get(k.lower(), k),
-            as_instant(profile[f"lo{i}"]) if k.lower() in instants else profile[f"lo{i}"],
-            as_instant(profile[f"hi{i}"]) if k.lower() in instants else profile[f"hi{i}"],
-            bool(profile[f"nulls{i}"]),
-        )
-        for i, k in enumerate(spec.unique_key)
-    )
 
 
 def as_instant(value: object) -> object:
@@ -219,37 +69,6 @@ def as_instant(value: object) -> object:
     return value
 
 
-def _skipped_by_partition_predicates(
-    spark: SparkSession, spec: MergeSpec, snapshot: Snapshot
-) -> frozenset[str]:
-    """Paths of files whose partition values fail an ``incremental_predicate`` (part of the ON condition).
-
-    A predicate is used only if it resolves against the partition columns alone; without
-    NOT MATCHED BY SOURCE clauses, rows failing the ON condition cannot be changed.
-    """
-    files = snapshot.files
-    if (
-        not (spec.incremental_predicates and snapshot.partition_columns and files)
-        or spec.not_matched_by_source
-    ):
-        return frozenset()
-    fields = [snapshot.schema[c] for c in snapshot.partition_columns]
-    schema = T.StructType(
-        [T.StructField("_file_index", T.LongType()), *[T.StructField(f.name, T.StringType()) for f in fields]]
-    )
-    rows = [
-        (i, *[f.partition_values.get(c) for c in snapshot.partition_columns]) for i, f in enumerate(files)
-    ]
-    typed = [F.col(quote_identifier(f.name)).cast(f.dataType).alias(f.name) for f in fields]
-    values = spark.createDataFrame(rows, schema).select("_file_index", *typed).alias(spec.target_alias)
-    kept = set(range(len(files)))
-    for predicate in spec.incremental_predicates:
-        try:
-            passing = {r[0] for r in values.where(predicate).select("_file_index").collect()}
-        except AnalysisException:
-            continue  # not a partition-only predicate: it applies in the join instead
-        kept &= passing
-    return frozenset(f.path for i, f in enumerate(files) if i not in kept)
 
 
 def partition_types(snapshot: Snapshot) -> dict[str, type]:

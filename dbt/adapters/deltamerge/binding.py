@@ -1,0 +1,192 @@
+"""Catalog binding: ``<schema>.<identifier>`` in Spark's catalog reads one Delta version.
+
+Spark without Delta's jars cannot read a Delta table by itself. After every commit we
+give the version its own folder of hard links to exactly its live files (partition
+folders in Spark's layout) and point an external ``USING parquet`` table with the
+Delta schema at it: queries see that version's rows, no removed or uncommitted file,
+with partition pruning. Links cost no data copy. Where Delta's jars are on Spark's
+classpath the table is registered ``USING delta`` instead.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+
+from pyspark.errors import AnalysisException
+from pyspark.sql import SparkSession
+from pyspark.sql import types as T
+
+from dbt.adapters.deltamerge.common.sql import column_definitions, quote_identifier, string_literal
+from dbt.adapters.deltamerge.delta import storage
+from dbt.adapters.deltamerge.delta.faults import crash_point
+from dbt.adapters.deltamerge.delta.paths import local_path, partition_folder
+from dbt.adapters.deltamerge.delta.schema import schema_from_json
+from dbt.adapters.deltamerge.delta.snapshot import Snapshot
+
+BINDINGS_DIR = "_deltamerge_catalog"
+LOCATION_PROPERTY = "deltamerge.location"
+VERSION_PROPERTY = "deltamerge.version"
+# Versions whose link folders stay, so a query planned just before a rebind still reads.
+KEEP_BINDINGS = 2
+# The embedded (Derby) metastore's column sizes: longer descriptions stay whole in the Delta
+# log and are cut in the catalog copy only.
+COLUMN_COMMENT_LIMIT = 256
+TABLE_COMMENT_LIMIT = 4000
+
+
+def table_name(schema: str, identifier: str) -> str:
+    """``schema.identifier`` quoted."""
+    return f"{quote_identifier(schema)}.{quote_identifier(identifier)}"
+
+
+def delta_jars_available(spark: SparkSession) -> bool:
+    """Whether this session has Delta's Spark extension loaded."""
+    return "DeltaSparkSessionExtension" in (spark.conf.get("spark.sql.extensions", "") or "")
+
+
+def binding(spark: SparkSession, schema: str, identifier: str) -> tuple[str, int | None] | None:
+    """``(Delta table path, version read)`` of a catalog entry, or None if it is not ours."""
+    # One round trip (it counts on a Spark Connect server): a missing table is Spark's error.
+    try:
+        rows = spark.sql(f"SHOW TBLPROPERTIES {table_name(schema, identifier)}").collect()
+    except AnalysisException as error:
+        if _is_missing(error):
+            return None
+        raise
+    props = {r[0]: r[1] for r in rows}
+    location = props.get(LOCATION_PROPERTY)
+    if location is None:
+        return None
+    version = props.get(VERSION_PROPERTY)
+    return location, int(version) if version is not None and version.isdigit() else None
+
+
+def _is_missing(error: AnalysisException) -> bool:
+    return error.getCondition() in ("TABLE_OR_VIEW_NOT_FOUND", "SCHEMA_NOT_FOUND")
+
+
+def refresh(
+    spark: SparkSession, *, schema: str, identifier: str, table_path: str, version: int | None
+) -> bool:
+    """Re-bind when other writers committed after ``version``; True if it was re-bound."""
+    from dbt.adapters.deltamerge.delta.commit import latest_version
+    from dbt.adapters.deltamerge.delta.snapshot import load_snapshot
+
+    if latest_version(table_path) == version:
+        return False
+    snapshot = load_snapshot(table_path)
+    if snapshot is None:
+        return False
+    bind(spark, schema=schema, identifier=identifier, snapshot=snapshot)
+    return True
+
+
+def bind(spark: SparkSession, *, schema: str, identifier: str, snapshot: Snapshot) -> None:
+    """Point ``schema.identifier`` at ``snapshot``'s version, replacing an earlier binding."""
+    crash_point("before_catalog_bind")
+    name = table_name(schema, identifier)
+    props = (
+        f"TBLPROPERTIES ('{LOCATION_PROPERTY}' = {string_literal(snapshot.table_path)}, "
+        f"'{VERSION_PROPERTY}' = '{snapshot.version}')"
+    )
+    # Links first: the entry is missing only for the two statements that replace it.
+    folder = None if delta_jars_available(spark) else link_version(snapshot)
+    marker = rebinding_marker(snapshot.table_path)
+    storage.make_dirs(os.path.dirname(marker))
+    storage.delete_file(marker, missing_ok=True)  # left by an interrupted bind
+    storage.write_durably(marker, f"{schema}.{identifier}".encode())
+    spark.sql(f"DROP TABLE IF EXISTS {name}")
+    crash_point("mid_catalog_bind")
+    if folder is None:
+        spark.sql(f"CREATE TABLE {name} USING delta LOCATION {string_literal(snapshot.table_path)} {props}")
+        storage.delete_file(marker, missing_ok=True)
+        return
+    columns = column_definitions(_catalog_schema(schema_from_json(snapshot.metadata.schema_string)))
+    description = snapshot.metadata.description
+    comment = f"COMMENT {string_literal(description[:TABLE_COMMENT_LIMIT])}" if description else ""
+    partitioned = (
+        f"PARTITIONED BY ({', '.join(quote_identifier(c) for c in snapshot.partition_columns)})"
+        if snapshot.partition_columns
+        else ""
+    )
+    spark.sql(
+        f"CREATE TABLE {name} ({columns}) USING parquet {partitioned} "
+        f"LOCATION {string_literal(folder)} {comment} {props}"
+    )
+    if snapshot.partition_columns:
+        spark.sql(f"ALTER TABLE {name} RECOVER PARTITIONS")
+    storage.delete_file(marker, missing_ok=True)
+    prune_bindings(snapshot.table_path, keep=KEEP_BINDINGS)
+
+
+def rebinding_marker(table_path: str) -> str:
+    """The file that exists while ``bind`` replaces a catalog entry (its name inside).
+
+    A process killed between dropping and re-creating the entry leaves it: the next statement
+    on that name binds the table again, where a table the user dropped stays dropped.
+    """
+    return os.path.join(table_path, BINDINGS_DIR, ".rebinding")
+
+
+def interrupted_binding(table_path: str, schema: str, identifier: str) -> bool:
+    """Whether a re-binding of ``schema.identifier`` to ``table_path`` was interrupted."""
+    try:
+        named = storage.read_bytes(rebinding_marker(table_path)).decode()
+    except storage.StorageError:
+        return False
+    return named.lower() == f"{schema}.{identifier}".lower()
+
+
+def _catalog_schema(schema: T.StructType) -> T.StructType:
+    """``schema`` with column comments cut to what the metastore stores."""
+    return T.StructType(
+        [
+            T.StructField(
+                f.name,
+                f.dataType,
+                f.nullable,
+                {**f.metadata, "comment": f.metadata["comment"][:COLUMN_COMMENT_LIMIT]}
+                if isinstance(f.metadata.get("comment"), str)
+                else f.metadata,
+            )
+            for f in schema.fields
+        ]
+    )
+
+
+def link_version(snapshot: Snapshot) -> str:
+    """Build (once) the folder of hard links for ``snapshot``; return its path."""
+    root = os.path.join(snapshot.table_path, BINDINGS_DIR)
+    folder = os.path.join(root, f"v{snapshot.version:020d}")
+    if storage.is_dir(folder):
+        return folder
+    building = folder + ".building"
+    storage.delete_tree(building)
+    storage.make_new_dir(building)
+    for target, source in _links(snapshot):
+        storage.make_dirs(os.path.dirname(os.path.join(building, target)))
+        storage.link(source, os.path.join(building, target))
+    storage.rename(building, folder)
+    return folder
+
+
+def _links(snapshot: Snapshot) -> Iterable[tuple[str, str]]:
+    used: set[str] = set()
+    columns = snapshot.partition_columns
+    for file in snapshot.files:
+        source = local_path(snapshot.table_path, file.path)
+        folder = partition_folder(columns, file.partition_values) if columns else ""
+        target = os.path.join(folder, os.path.basename(source))
+        if target in used:
+            target = os.path.join(folder, f"{len(used)}-{os.path.basename(source)}")
+        used.add(target)
+        yield target, source
+
+
+def prune_bindings(table_path: str, *, keep: int) -> None:
+    """Remove all but the newest ``keep`` link folders (links only; data files stay)."""
+    root = os.path.join(table_path, BINDINGS_DIR)
+    folders = sorted(n for n in storage.list_names(root) if n.startswith("v") and "." not in n)
+    for name in folders[:-keep]:
+        storage.delete_tree(os.path.join(root, name))

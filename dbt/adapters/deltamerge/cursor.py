@@ -1,0 +1,61 @@
+"""The cursor of ``method: session`` and ``method: connect``: statements run on the process's session.
+
+Every statement dbt runs (materializations, hooks, ``run-operation``, tests' setup SQL)
+passes through ``DeltaCursor.execute``; one that writes a Delta-bound table runs as a
+Delta commit (see ``statements``) and returns Delta's row counts as Databricks does
+(``num_affected_rows``, ``num_inserted_rows``). Others run on the connection's session,
+embedded or Spark Connect alike (dbt-spark's cursor would build a classic session itself).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dbt.adapters.events.logging import AdapterLogger
+from dbt.adapters.spark.session import Connection, Cursor
+from dbt_common.exceptions import DbtDatabaseError
+from pyspark.errors import PySparkException
+
+from dbt.adapters.deltamerge.errors import named_errors
+from dbt.adapters.deltamerge.statements.run import may_write_table, run_on_delta
+
+logger = AdapterLogger("deltamerge")
+
+
+class DeltaCursor(Cursor):
+    """A cursor on one Spark session that runs statements writing Delta-bound tables through the engine."""
+
+    def __init__(self, spark: Any) -> None:
+        super().__init__()
+        self.spark = spark
+
+    def execute(self, sql: str, *parameters: Any) -> None:
+        if parameters:
+            sql = sql % parameters
+        elif may_write_table(sql):
+            with named_errors("SQL statement on a Delta table"):
+                handled = run_on_delta(self.spark, sql)
+            if handled is not None:
+                result = handled.result
+                logger.debug(f"{result.operation} of {handled.table}: Delta version {result.version}")
+                names = ", ".join(f"{k} long" for k in handled.affected)
+                self._df = self.spark.createDataFrame([tuple(handled.affected.values())], names)
+                self._rows = None
+                return
+        try:
+            self._df = self.spark.sql(sql)
+        except PySparkException as exc:
+            # A database error, as dbt's other adapters raise for SQL the database refuses.
+            raise DbtDatabaseError(str(exc).strip()) from exc
+        self._rows = None
+
+
+class DeltaConnection(Connection):
+    """dbt-spark's session connection, bound to one Spark session, handing out ``DeltaCursor``s."""
+
+    def __init__(self, spark: Any) -> None:
+        super().__init__()
+        self.spark = spark
+
+    def cursor(self) -> Cursor:
+        return DeltaCursor(self.spark)

@@ -1,0 +1,151 @@
+"""One commit path for every write: files written, then committed now (``commit_files``) or prepared.
+
+``commit_files`` commits the removes, adds and change files of a write with its leading actions
+(a new ``metaData``, ``protocol``), checks conflicts against concurrent writers by the write's
+read set, checkpoints when due, and returns a ``WriteResult``. A ``PendingCommit`` is a commit
+prepared but not made yet: its files are written, its actions kept as plain data. CDC apply
+prepares its state table's commit before the table's own commit and records it
+(``cdc/state.py``), so that a run killed between the two can be completed by the next one.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from dbt.adapters.deltamerge.delta.commit import (
+    DEFAULT_CHECKPOINT_INTERVAL,
+    CommitInfo,
+    commit,
+    maybe_checkpoint,
+    now_ms,
+)
+from dbt.adapters.deltamerge.delta.conflicts import ReadSet
+from dbt.adapters.deltamerge.delta.files import ChangeFile, WrittenFile, add_actions
+from dbt.adapters.deltamerge.delta.paths import local_path
+from dbt.adapters.deltamerge.delta.snapshot import AddFile, Snapshot, load_snapshot
+from dbt.adapters.deltamerge.delta.stats import stats_to_json
+
+
+@dataclass(frozen=True)
+class PendingCommit:
+    """The actions (but ``commitInfo`` and ``txn``) of a commit at ``read_version + 1`` or later."""
+
+    table_path: str
+    read_version: int
+    operation: str
+    actions: list[dict[str, Any]] = field(default_factory=list)
+    parameters: dict[str, Any] = field(default_factory=dict)
+    metrics: dict[str, int] = field(default_factory=dict)
+
+    @classmethod
+    def of_files(
+        cls,
+        *,
+        table_path: str,
+        read_version: int,
+        operation: str,
+        leading: Sequence[dict[str, object]],
+        written: list[WrittenFile],
+        removed: Sequence[AddFile],
+        changes: Sequence[ChangeFile] = (),
+        parameters: dict[str, Any] | None = None,
+        metrics: dict[str, int] | None = None,
+    ) -> PendingCommit:
+        """The commit that removes ``removed`` and adds ``written`` and ``changes``."""
+        stamp = now_ms()
+        actions = [
+            *leading,
+            *[f.remove_action(stamp) for f in removed],
+            *add_actions(written),
+            *[c.cdc_action() for c in changes],
+        ]
+        # Round-trip through JSON: the record on disk and the commit must be the same data.
+        plain = [json.loads(stats_to_json(a)) for a in actions]
+        return cls(table_path, read_version, operation, plain, dict(parameters or {}), dict(metrics or {}))
+
+    def written_paths(self) -> list[str]:
+        """The files this commit would add (data and change data), as local paths."""
+        return [
+            local_path(self.table_path, str(a[kind]["path"]))
+            for a in self.actions
+            for kind in ("add", "cdc")
+            if kind in a
+        ]
+
+    def removed_paths(self) -> list[str]:
+        """The table-relative paths of the files this commit removes."""
+        return [str(a["remove"]["path"]) for a in self.actions if "remove" in a]
+
+    def to_json(self) -> dict[str, Any]:
+        """Plain data for a JSON record."""
+        return {
+            "table_path": self.table_path,
+            "read_version": self.read_version,
+            "operation": self.operation,
+            "actions": self.actions,
+            "parameters": self.parameters,
+            "metrics": self.metrics,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> PendingCommit:
+        """The commit ``to_json`` described."""
+        return cls(
+            str(data["table_path"]),
+            int(data["read_version"]),
+            str(data["operation"]),
+            list(data["actions"]),
+            dict(data["parameters"]),
+            {str(k): int(v) for k, v in data["metrics"].items()},
+        )
+
+
+@dataclass(frozen=True)
+class WriteResult:
+    """The committed version (None if nothing was committed) and Delta's metrics."""
+
+    version: int | None
+    operation: str
+    metrics: dict[str, int]
+    snapshot: Snapshot
+    # A prepared commit not made yet (``merge_into(prepare_only=True)``).
+    pending: PendingCommit | None = None
+    # A dry run's plan (plain values): what the merge would do; nothing was written.
+    plan: dict[str, Any] | None = None
+
+
+def commit_files(
+    table_path: str,
+    current: Snapshot | None,
+    info: CommitInfo,
+    leading: list[dict[str, object]],
+    written: list[WrittenFile],
+    removed: list[AddFile],
+    configuration: Mapping[str, str],
+    changes: Sequence[ChangeFile] = (),
+    read: ReadSet | None = None,
+) -> WriteResult:
+    """Commit removes of ``removed``, adds of ``written`` and ``changes`` (after ``leading`` actions)."""
+    stamp = now_ms()
+    actions = [
+        *leading,
+        *[f.remove_action(stamp) for f in removed],
+        *add_actions(written),
+        *[c.cdc_action() for c in changes],
+    ]
+    if read is None and current is not None and not info.is_blind_append:
+        # Without a narrower read set, a rewrite read the whole table (Delta's `true` read predicate).
+        read = ReadSet(
+            files_read=frozenset(f.path for f in current.files), removed=frozenset(f.path for f in removed)
+        )
+    version = commit(
+        table_path, read_version=current.version if current else -1, actions=actions, info=info, read=read
+    )
+    interval = int(configuration.get("delta.checkpointInterval", DEFAULT_CHECKPOINT_INTERVAL))
+    maybe_checkpoint(table_path, version, interval)
+    snapshot = load_snapshot(table_path, version)
+    assert snapshot is not None
+    return WriteResult(version, info.operation, dict(info.operation_metrics), snapshot)

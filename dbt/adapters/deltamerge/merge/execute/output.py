@@ -1,0 +1,85 @@
+"""Writing a merge's output rows: the table's new files, its change data, and the row counts.
+
+Every executor ends here with rows that carry the code of the clause that takes each
+(``_merge_action``). The counts come from ``observe`` on the write itself, not extra scans
+(or on the materialization of a few rows an insert-only merge counts before writing);
+a dry run sends the same rows to Spark's ``noop`` sink, so a failing cast still fails.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from pyspark.sql import Column, DataFrame, Observation
+from pyspark.sql import functions as F
+
+from dbt.adapters.deltamerge.delta.align import align_to_schema
+from dbt.adapters.deltamerge.delta.files import ChangeFile, WrittenFile
+from dbt.adapters.deltamerge.delta.write import write_files, write_files_and_changes
+from dbt.adapters.deltamerge.merge.counts import MergeCounts
+from dbt.adapters.deltamerge.merge.execute.actions import counted_actions, output_expressions
+from dbt.adapters.deltamerge.merge.execute.change_rows import output_with_changes
+from dbt.adapters.deltamerge.merge.execute.frames import ACTION, COPY, DROP, MergeRun
+from dbt.adapters.deltamerge.merge.source import checkpoint_with_aggregates
+
+
+@dataclass(frozen=True)
+class MergeOutput:
+    """What an executor wrote (nothing in a dry run) and the rows each clause took."""
+
+    written: list[WrittenFile] = field(default_factory=list)
+    changes: list[ChangeFile] = field(default_factory=list)
+    counts: MergeCounts = field(default_factory=MergeCounts)
+
+
+def counted_output_rows(run: MergeRun, rows: DataFrame) -> tuple[DataFrame, MergeCounts]:
+    """``rows`` computed once (a local checkpoint) and the rows each clause kind takes in them.
+
+    For a few rows: writing them afterwards reads the checkpoint, not the target again.
+    """
+    codes = counted_actions(run.merge)
+    computed, counted = checkpoint_with_aggregates(rows, "merge_counted", _count_expressions(codes))
+    return computed, MergeCounts.from_observed(counted)
+
+
+def _count_expressions(codes: dict[str, list[str]]) -> list[Column]:
+    counts = [F.sum(F.col(ACTION).isin(*v).cast("long")).alias(k) for k, v in codes.items() if v]
+    return [*counts, F.sum((F.col(ACTION) == COPY).cast("long")).alias("copied")]
+
+
+def write_output_rows(
+    run: MergeRun, rows: DataFrame, *, copy: bool, changes: bool, dry_run: bool
+) -> MergeOutput:
+    """Write ``rows`` (each with its action code) as the table's new files; count every action.
+
+    ``copy``: rows no clause takes are kept as they are (rows of rewritten files).
+    ``changes``: change data rows are written beside, in the same pass.
+    """
+    codes = counted_actions(run.merge)
+    observation = Observation("merge")
+    observed = rows.observe(observation, *_count_expressions(codes))
+    outputs = output_expressions(run.merge, run.spec.target_alias, copy=copy)
+    what = f"merge of model '{run.spec.model}'"
+    table = run.snapshot
+    if changes and not dry_run:
+        frame = output_with_changes(
+            observed,
+            outputs=outputs,
+            target_alias=run.spec.target_alias,
+            schema=table.schema,
+            codes=codes,
+            what=what,
+        )
+        written, change_files = write_files_and_changes(
+            frame, table.table_path, table.partition_columns, table.metadata.configuration
+        )
+        return MergeOutput(written, change_files, MergeCounts.from_observed(observation.get))
+    dropped = [DROP, *codes["matched_deleted"], *codes["not_matched_by_source_deleted"]]
+    kept = observed.where(~F.col(ACTION).isin(*dropped)).select(*[F.expr(sql).alias(c) for c, sql in outputs])
+    # A clause's expression must fit its column's type, or the file would contradict the schema.
+    kept = align_to_schema(kept, table.schema, what=what, store_assignment=True)
+    if dry_run:
+        kept.write.format("noop").mode("overwrite").save()
+        return MergeOutput(counts=MergeCounts.from_observed(observation.get))
+    written = write_files(kept, table.table_path, table.partition_columns, table.metadata.configuration)
+    return MergeOutput(written, [], MergeCounts.from_observed(observation.get))

@@ -1,0 +1,91 @@
+"""The process's one embedded Spark session (``method: session``), started on first use.
+
+Spark fixes its warehouse and metastore when the JVM starts, so the process has one session,
+shared by dbt's threads; a second warehouse, or a Spark Connect session beside it, is refused.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import sys
+from typing import Any
+
+from dbt.adapters.events.logging import AdapterLogger
+from dbt_common.exceptions import DbtRuntimeError
+
+from dbt.adapters.deltamerge.spark import connect
+from dbt.adapters.deltamerge.spark.conf import session_conf
+from dbt.adapters.deltamerge.spark.logs import java_option
+from dbt.adapters.deltamerge.spark.metastore import in_use_message, metastore_holder
+
+logger = AdapterLogger("DeltaMerge")
+
+
+def start_session(warehouse: str, overrides: dict[str, str]) -> Any:
+    """The process's SparkSession for ``warehouse``, built on first use.
+
+    Raises:
+        DbtRuntimeError: a session for another warehouse is already running in this
+            process (Spark's warehouse and metastore are fixed when the JVM starts).
+    """
+    from pyspark.sql import SparkSession
+
+    # The process's one session, not getActiveSession(): that is per thread, and dbt runs
+    # models on worker threads.
+    if connect.has_sessions():
+        raise DbtRuntimeError(ONE_KIND_MESSAGE)
+    active = _EMBEDDED["session"]
+    if active is not None:
+        running = active.conf.get("spark.sql.warehouse.dir", "") or ""
+        if os.path.abspath(running.removeprefix("file:")) != warehouse:
+            raise DbtRuntimeError(
+                f"A Spark session with warehouse {running} is already running in this process; "
+                f"the profile asks for {warehouse}. Use one warehouse per process."
+            )
+        return active
+    holder = metastore_holder(warehouse)
+    if holder is not None:
+        from dbt.adapters.deltamerge.spark.server import status
+
+        server = status(warehouse)
+        url = server.url if server is not None and server.pid == holder else None
+        raise DbtRuntimeError(in_use_message(warehouse, holder, url))
+    os.makedirs(warehouse, exist_ok=True)
+    # Inherited from a parent process that used Spark Connect, this flag would make pyspark
+    # refuse to start a classic session here; this process has opened none.
+    os.environ.pop("SPARK_CONNECT_MODE_ENABLED", None)
+    # Python tasks (footer reads of CONVERT TO DELTA) must run in this interpreter, with this package.
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    conf = session_conf(warehouse, overrides)
+    if "log4j" not in conf["spark.driver.extraJavaOptions"]:  # a profile's own log4j setting wins
+        conf["spark.driver.extraJavaOptions"] += f" {java_option(warehouse)}"
+    builder = SparkSession.builder.enableHiveSupport()
+    for key, value in conf.items():
+        builder = builder.config(key, value)
+    logger.debug(f"Starting the embedded Spark session, warehouse {warehouse}")
+    session = builder.getOrCreate()
+    _EMBEDDED["session"] = session
+    # Exiting with the JVM still up aborts the process (exit 134) after dbt finished.
+    atexit.register(_stop)
+    return session
+
+
+_EMBEDDED: dict[str, Any] = {"session": None}
+
+
+ONE_KIND_MESSAGE = (
+    "This process already runs a Spark session of the other kind: pyspark cannot mix an embedded "
+    "session (`method: session`) and Spark Connect (`method: connect`) in one process."
+)
+
+
+def running() -> bool:
+    """Whether this process started its embedded session (it cannot then open a Spark Connect one)."""
+    return _EMBEDDED["session"] is not None
+
+
+def _stop() -> None:
+    session, _EMBEDDED["session"] = _EMBEDDED["session"], None
+    if session is not None:
+        session.stop()

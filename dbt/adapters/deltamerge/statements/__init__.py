@@ -1,0 +1,1 @@
+"""SQL statements on Delta tables: parsed (pure), then run by the engine as Delta commits."""

@@ -1,0 +1,196 @@
+"""``CREATE TABLE ... USING delta`` and ``ALTER TABLE ... ADD COLUMNS`` as Delta commits.
+
+A created table lives at its ``LOCATION``, else where Spark places a managed table (the
+schema's folder); ``AS query`` writes the query's rows, a column list alone an empty table,
+``LIKE source`` an empty table with the source's definition.
+Naming a folder that already holds a Delta table, without columns or query, registers it;
+with them, it is an error unless the statement says OR REPLACE. A table created at the managed
+location of a dropped one becomes that Delta table's next version (DROP TABLE removes only
+the catalog entry; the log and its history stay).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import types as T
+
+from dbt.adapters.deltamerge import binding
+from dbt.adapters.deltamerge.common.sql import quote_identifier
+from dbt.adapters.deltamerge.delta.commit import CommitInfo
+from dbt.adapters.deltamerge.delta.definition import definition_actions, with_schema
+from dbt.adapters.deltamerge.delta.errors import DeltaError
+from dbt.adapters.deltamerge.delta.paths import table_path_of
+from dbt.adapters.deltamerge.delta.schema import find_field
+from dbt.adapters.deltamerge.delta.snapshot import Snapshot, load_snapshot
+from dbt.adapters.deltamerge.delta.transaction import WriteResult, commit_files
+from dbt.adapters.deltamerge.delta.write import WriteRequest, write_dataframe
+from dbt.adapters.deltamerge.statements.parse_ddl import ColumnDefinition, CreateTableStatement
+
+
+class TableStatementError(DeltaError):
+    """A CREATE TABLE or ALTER TABLE cannot be run on a Delta table."""
+
+
+@dataclass(frozen=True)
+class _Definition:
+    """What ``CREATE TABLE ... LIKE`` copies from its source table."""
+
+    schema: T.StructType
+    partition_by: tuple[str, ...]
+    properties: dict[str, str]
+    description: str | None
+
+
+def create_table(
+    spark: SparkSession, statement: CreateTableStatement, *, schema: str, identifier: str
+) -> WriteResult | None:
+    """Create (or replace) the Delta table ``schema.identifier``; nothing is committed for IF NOT EXISTS.
+
+    Returns:
+        What was committed, or None for a ``LIKE`` of a non-Delta table without ``USING delta``
+        (Spark's own CREATE TABLE LIKE keeps the source's format).
+    """
+    name = f"{schema}.{identifier}"
+    like = _like(spark, statement.like, name) if statement.like else None
+    if statement.like and like is None and not statement.using_delta:
+        return None
+    bound = binding.binding(spark, schema, identifier)
+    if bound is not None and not statement.replace:
+        existing = load_snapshot(bound[0])
+        if statement.if_not_exists and existing is not None:
+            return WriteResult(None, "CREATE TABLE", {}, existing)
+        raise TableStatementError(f"CREATE TABLE {name}: the table already exists (use CREATE OR REPLACE)")
+    path = _location(spark, statement, schema, identifier, bound[0] if bound else None)
+    current = load_snapshot(path)
+    if current is not None and not (
+        statement.replace or statement.query or statement.columns or statement.like
+    ):
+        binding.bind(spark, schema=schema, identifier=identifier, snapshot=current)
+        return WriteResult(None, "CREATE TABLE", {}, current)
+    # A managed location keeps a dropped table's Delta folder (the catalog entry is all DROP
+    # TABLE removes): a new table there is its next version, history kept for time travel.
+    if current is not None and not statement.replace and statement.location:
+        raise TableStatementError(
+            f"CREATE TABLE {name}: {path} already holds a Delta table; use CREATE OR REPLACE TABLE "
+            "to write a new version of it, or name the location alone to register it"
+        )
+    if statement.like:
+        like = like or _spark_definition(spark, statement.like)
+        rows = spark.createDataFrame([], like.schema)
+        request = WriteRequest(
+            table_path=path,
+            mode="create_or_replace",
+            partition_by=like.partition_by,
+            properties={**like.properties, **dict(statement.properties)},
+            description=like.description,
+        )
+        return write_dataframe(spark, rows, request)
+    request = WriteRequest(
+        table_path=path,
+        mode="create_or_replace",
+        partition_by=statement.partition_by,
+        properties=dict(statement.properties),
+        description=statement.comment,
+    )
+    return write_dataframe(spark, _rows(spark, statement, name), request)
+
+
+def _like(spark: SparkSession, parts: tuple[str, ...], name: str) -> _Definition | None:
+    """A Delta source's definition as Delta's CREATE TABLE LIKE copies it, or None if not Delta.
+
+    Schema with column comments, partition columns, table properties and description; not
+    its rows or history.
+    """
+    source = ".".join(parts)
+    schema = parts[-2] if len(parts) > 1 else spark.catalog.currentDatabase()
+    bound = binding.binding(spark, schema, parts[-1])
+    if bound is None:
+        return None
+    snapshot = load_snapshot(bound[0])
+    if snapshot is None:
+        raise TableStatementError(f"CREATE TABLE {name} LIKE {source}: {bound[0]} has no Delta table")
+    return _Definition(
+        schema=_commented(snapshot.schema),
+        partition_by=tuple(snapshot.metadata.partition_columns),
+        properties=dict(snapshot.metadata.configuration),
+        description=snapshot.metadata.description,
+    )
+
+
+def _spark_definition(spark: SparkSession, parts: tuple[str, ...]) -> _Definition:
+    """A catalog table's or view's columns and partition columns, for ``LIKE`` it ``USING delta``."""
+    source = ".".join(quote_identifier(p) for p in parts)
+    partitions = tuple(c.name for c in spark.catalog.listColumns(".".join(parts)) if c.isPartition)
+    return _Definition(_commented(spark.table(source).schema), partitions, {}, None)
+
+
+def _commented(schema: T.StructType) -> T.StructType:
+    """``schema``'s top-level fields, nullable, keeping only their comments of all metadata."""
+    return T.StructType(
+        [
+            T.StructField(
+                f.name,
+                f.dataType,
+                True,
+                {"comment": f.metadata["comment"]} if "comment" in f.metadata else {},
+            )
+            for f in schema.fields
+        ]
+    )
+
+
+def _location(
+    spark: SparkSession, statement: CreateTableStatement, schema: str, identifier: str, bound: str | None
+) -> str:
+    if statement.location:
+        return table_path_of(statement.location)
+    if bound:
+        return bound
+    folder = spark.catalog.getDatabase(schema).locationUri
+    return os.path.join(table_path_of(folder), identifier.lower())
+
+
+def _rows(spark: SparkSession, statement: CreateTableStatement, name: str) -> DataFrame:
+    if statement.query is not None and statement.columns:
+        raise TableStatementError(
+            f"CREATE TABLE {name}: give a column list or AS query, not both (Spark's rule for CTAS)"
+        )
+    if statement.query is not None:
+        return spark.sql(statement.query)
+    if not statement.columns:
+        raise TableStatementError(f"CREATE TABLE {name}: a new Delta table needs columns or AS query")
+    fields = _fields(spark, statement.columns)
+    return spark.createDataFrame([], T.StructType(fields))
+
+
+def _fields(spark: SparkSession, columns: Sequence[ColumnDefinition]) -> list[T.StructField]:
+    """The columns as nullable Spark fields (types parsed by Spark), comments in their metadata.
+
+    ``CHAR(n)`` / ``VARCHAR(n)`` become ``string``, as Spark reads them (no length check).
+    """
+    casts = [f"cast(null as {c.type_sql}) as {quote_identifier(c.name)}" for c in columns]
+    parsed = spark.range(0).selectExpr(*casts).schema.fields
+    return [
+        T.StructField(f.name, f.dataType, True, {"comment": c.comment} if c.comment else {})
+        for f, c in zip(parsed, columns, strict=True)
+    ]
+
+
+def add_columns(
+    spark: SparkSession, snapshot: Snapshot, columns: Sequence[ColumnDefinition], name: str
+) -> WriteResult:
+    """``ALTER TABLE ... ADD COLUMNS``: a new version whose schema ends with ``columns`` (no data files)."""
+    clashing = [c.name for c in columns if find_field(snapshot.schema, c.name) is not None]
+    if clashing:
+        raise TableStatementError(
+            f"ALTER TABLE {name} ADD COLUMNS: {clashing} are already columns of the table"
+        )
+    added = _fields(spark, columns)
+    changed = with_schema(snapshot, T.StructType([*snapshot.schema.fields, *added]))
+    leading = definition_actions(snapshot, changed)
+    info = CommitInfo("ADD COLUMNS", {"columns": [{"column": f.jsonValue()} for f in added]}, {})
+    return commit_files(snapshot.table_path, snapshot, info, leading, [], [], snapshot.metadata.configuration)

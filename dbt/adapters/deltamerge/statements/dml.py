@@ -1,0 +1,284 @@
+"""Delta's DELETE, UPDATE and TRUNCATE commands: one new version each, Delta's metrics.
+
+A command first narrows the files by data skipping on its condition (partition values and
+min / max / null-count statistics), then counts, in one Spark job, each remaining file's rows
+and the rows the condition selects. Files with no selected row are left alone. A DELETE
+removes files whose every row is selected without rewriting them (unless the table has the
+change data feed on: then the deleted rows are written as change rows), and rewrites the
+others with the unselected rows. An UPDATE rewrites each touched file with the assignments
+applied to the selected rows. Row counts come from the counting job, so the rewrite needs
+no second pass over the rows.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from dbt.adapters.deltamerge.common.sql import quote_identifier
+from dbt.adapters.deltamerge.delta.align import store_assigned
+from dbt.adapters.deltamerge.delta.commit import CommitInfo
+from dbt.adapters.deltamerge.delta.conflicts import ReadSet
+from dbt.adapters.deltamerge.delta.errors import DeltaError
+from dbt.adapters.deltamerge.delta.files import CHANGE_TYPE, ChangeFile, WrittenFile
+from dbt.adapters.deltamerge.delta.paths import local_path, table_path_of
+from dbt.adapters.deltamerge.delta.protocol import change_data_feed_enabled, check_writable
+from dbt.adapters.deltamerge.delta.read import read_files
+from dbt.adapters.deltamerge.delta.schema import find_field
+from dbt.adapters.deltamerge.delta.snapshot import AddFile, Snapshot
+from dbt.adapters.deltamerge.delta.transaction import WriteResult, commit_files
+from dbt.adapters.deltamerge.delta.write import write_files, write_files_and_changes
+from dbt.adapters.deltamerge.skipping.files import partition_types
+from dbt.adapters.deltamerge.skipping.predicates import may_satisfy, target_predicate
+
+_FILE, _ROWS, _SELECTED = "_dml_file", "_dml_rows", "_dml_selected"
+
+
+@dataclass(frozen=True)
+class FileCount:
+    """One candidate file: its rows, and the rows the condition selects."""
+
+    file: AddFile
+    rows: int
+    selected: int
+
+
+def delete_rows(
+    spark: SparkSession,
+    snapshot: Snapshot,
+    condition: str | None,
+    *,
+    alias: str | None = None,
+    operation: Literal["DELETE", "TRUNCATE"] = "DELETE",
+) -> WriteResult:
+    """``DELETE FROM`` the table at ``snapshot`` the rows where ``condition`` holds (all without one).
+
+    Nothing selected commits nothing (the version stays, as for a merge that changes nothing).
+    """
+    started = time.monotonic()
+    _check(snapshot)
+    feed = change_data_feed_enabled(snapshot.metadata.configuration)
+    if condition is None and not feed:
+        deleted = sum(f.num_records or 0 for f in snapshot.files)
+        metrics = _metrics(removed=snapshot.files, written=[], changes=[], rows={"numDeletedRows": deleted})
+        return _commit(snapshot, operation, {"predicate": []}, metrics, [], snapshot.files, [], started)
+    selected = condition or "true"
+    candidates, scan_ms, read = _candidates(spark, snapshot, selected, alias)
+    counts = [c for c in candidates if c.selected > 0]
+    whole = [c for c in counts if c.selected == c.rows and not feed]
+    partial = [c for c in counts if c not in whole]
+    rewriting = time.monotonic()
+    written: list[WrittenFile] = []
+    changes: list[ChangeFile] = []
+    if partial:
+        rows = _aliased(read_files(spark, snapshot, [c.file for c in partial]), alias)
+        hit = _holds(selected)
+        if feed:
+            frame = rows.select(*_columns(snapshot), F.when(hit, F.lit("delete")).alias(CHANGE_TYPE))
+            written, changes = write_files_and_changes(frame, *_layout(snapshot))
+        else:
+            written = write_files(rows.where(~hit).select(*_columns(snapshot)), *_layout(snapshot))
+    removed = [c.file for c in counts]
+    metrics = _metrics(
+        removed=removed,
+        written=written,
+        changes=changes,
+        rows={
+            "numDeletedRows": sum(c.selected for c in counts),
+            "numCopiedRows": sum(c.rows - c.selected for c in partial),
+        },
+        scan_ms=scan_ms,
+        rewrite_ms=int((time.monotonic() - rewriting) * 1000),
+    )
+    params = {"predicate": [condition] if condition else []}
+    return _commit(snapshot, operation, params, metrics, written, removed, changes, started, read)
+
+
+def update_rows(
+    spark: SparkSession,
+    snapshot: Snapshot,
+    assignments: Sequence[tuple[str, str]],
+    condition: str | None,
+    *,
+    alias: str | None = None,
+) -> WriteResult:
+    """``UPDATE`` the table at ``snapshot``: ``column = expression`` on the rows where ``condition`` holds."""
+    started = time.monotonic()
+    _check(snapshot)
+    table = f"UPDATE of {snapshot.table_path}"
+    values = _assigned_values(snapshot, assignments, table)
+    selected = condition or "true"
+    candidates, scan_ms, read = _candidates(spark, snapshot, selected, alias)
+    counts = [c for c in candidates if c.selected > 0]
+    rewriting = time.monotonic()
+    written: list[WrittenFile] = []
+    changes: list[ChangeFile] = []
+    if counts:
+        rows = _aliased(read_files(spark, snapshot, [c.file for c in counts]), alias)
+        hit = _holds(selected)
+        new = [
+            F.when(hit, store_assigned(values[f.name.lower()], f, table))
+            .otherwise(F.col(quote_identifier(f.name)))
+            .alias(f.name)
+            if f.name.lower() in values
+            else F.col(quote_identifier(f.name))
+            for f in snapshot.schema.fields
+        ]
+        if change_data_feed_enabled(snapshot.metadata.configuration):
+            flagged = rows.withColumn(_SELECTED, hit)
+            data = flagged.select(*new, F.lit(None).cast("string").alias(CHANGE_TYPE))
+            updated = flagged.where(F.col(_SELECTED))
+            before = updated.select(*_columns(snapshot), F.lit("update_preimage").alias(CHANGE_TYPE))
+            after = updated.select(*new, F.lit("update_postimage").alias(CHANGE_TYPE))
+            frame = data.unionByName(before).unionByName(after)
+            written, changes = write_files_and_changes(frame, *_layout(snapshot))
+        else:
+            written = write_files(rows.select(*new), *_layout(snapshot))
+    metrics = _metrics(
+        removed=[c.file for c in counts],
+        written=written,
+        changes=changes,
+        rows={
+            "numUpdatedRows": sum(c.selected for c in counts),
+            "numCopiedRows": sum(c.rows - c.selected for c in counts),
+        },
+        scan_ms=scan_ms,
+        rewrite_ms=int((time.monotonic() - rewriting) * 1000),
+    )
+    params = {"predicate": [condition] if condition else []}
+    removed = [c.file for c in counts]
+    return _commit(snapshot, "UPDATE", params, metrics, written, removed, changes, started, read)
+
+
+def truncate(spark: SparkSession, snapshot: Snapshot) -> WriteResult:
+    """``TRUNCATE TABLE``: every row deleted (a DELETE without condition, named TRUNCATE)."""
+    return delete_rows(spark, snapshot, None, operation="TRUNCATE")
+
+
+def _check(snapshot: Snapshot) -> None:
+    check_writable(
+        snapshot.protocol,
+        snapshot.metadata.configuration,
+        snapshot.metadata.schema_string,
+        table=snapshot.table_path,
+    )
+
+
+def _assigned_values(
+    snapshot: Snapshot, assignments: Sequence[tuple[str, str]], what: str
+) -> dict[str, Column]:
+    values: dict[str, Column] = {}
+    for column, expression in assignments:
+        field = find_field(snapshot.schema, column)
+        if field is None:
+            columns = [f.name for f in snapshot.schema.fields]
+            raise DeltaError(f"{what}: `{column}` is not a column of the table (columns: {columns})")
+        if field.name in snapshot.partition_columns:
+            raise DeltaError(f"{what}: `{column}` is a partition column; an UPDATE cannot change it")
+        if field.name.lower() in values:
+            raise DeltaError(f"{what}: `{column}` is assigned twice")
+        values[field.name.lower()] = F.expr(expression)
+    return values
+
+
+def _candidates(
+    spark: SparkSession, snapshot: Snapshot, condition: str, alias: str | None
+) -> tuple[list[FileCount], int, ReadSet]:
+    """The files data skipping keeps, each with its row and selected-row counts (one Spark job)."""
+    started = time.monotonic()
+    columns = [f.name for f in snapshot.schema.fields]
+    qualifiers = {"", *([alias.lower()] if alias else [])}
+    node, constants = target_predicate(spark, [condition], target_alias=qualifiers, columns=columns)
+    kinds = partition_types(snapshot)
+    kept = [f for f in snapshot.files if may_satisfy(node, f, constants, kinds)]
+    counts: list[FileCount] = []
+    if kept:
+        rows = _aliased(read_files(spark, snapshot, kept), alias).withColumn(_FILE, F.input_file_name())
+        per_file = rows.groupBy(_FILE).agg(
+            F.count(F.lit(1)).alias(_ROWS), F.sum(_holds(condition).cast("long")).alias(_SELECTED)
+        )
+        found = {table_path_of(r[_FILE]): (r[_ROWS], r[_SELECTED] or 0) for r in per_file.collect()}
+        for file in kept:
+            rows_of, selected = found.get(local_path(snapshot.table_path, file.path), (0, 0))
+            counts.append(FileCount(file, int(rows_of), int(selected)))
+    read = ReadSet(
+        files_read=frozenset(f.path for f in kept),
+        reads=lambda added: any(may_satisfy(node, f, constants, kinds) for f in added),
+    )
+    return counts, int((time.monotonic() - started) * 1000), read
+
+
+def _aliased(df: DataFrame, alias: str | None) -> DataFrame:
+    return df.alias(alias) if alias else df
+
+
+def _holds(condition: str) -> Column:
+    return F.coalesce(F.expr(f"({condition})"), F.lit(False))
+
+
+def _columns(snapshot: Snapshot) -> list[Column]:
+    return [F.col(quote_identifier(f.name)) for f in snapshot.schema.fields]
+
+
+def _layout(snapshot: Snapshot) -> tuple[str, list[str], dict[str, str]]:
+    return snapshot.table_path, snapshot.partition_columns, dict(snapshot.metadata.configuration)
+
+
+def _metrics(
+    *,
+    removed: Sequence[AddFile],
+    written: Sequence[WrittenFile],
+    changes: Sequence[ChangeFile],
+    rows: dict[str, int],
+    scan_ms: int = 0,
+    rewrite_ms: int = 0,
+) -> dict[str, int]:
+    """Delta's DELETE / UPDATE metrics (no deletion vectors: files are rewritten)."""
+    return {
+        "numRemovedFiles": len(removed),
+        "numAddedFiles": len(written),
+        "numAddedChangeFiles": len(changes),
+        "numRemovedBytes": sum(f.size for f in removed),
+        "numAddedBytes": sum(f.size for f in written),
+        **({"numCopiedRows": 0} | rows),
+        "numDeletionVectorsAdded": 0,
+        "numDeletionVectorsRemoved": 0,
+        "numDeletionVectorsUpdated": 0,
+        "scanTimeMs": scan_ms,
+        "rewriteTimeMs": rewrite_ms,
+    }
+
+
+def _commit(
+    snapshot: Snapshot,
+    operation: str,
+    params: Mapping[str, object],
+    metrics: dict[str, int],
+    written: list[WrittenFile],
+    removed: Sequence[AddFile],
+    changes: list[ChangeFile],
+    started: float,
+    read: ReadSet | None = None,
+) -> WriteResult:
+    if not removed and not written and not changes:
+        return WriteResult(None, operation, metrics | {"executionTimeMs": 0}, snapshot)
+    metrics["executionTimeMs"] = int((time.monotonic() - started) * 1000)
+    if read is None:
+        read = ReadSet(files_read=frozenset(f.path for f in snapshot.files))
+    info = CommitInfo(operation, dict(params), metrics)
+    return commit_files(
+        snapshot.table_path,
+        snapshot,
+        info,
+        [],
+        written,
+        list(removed),
+        snapshot.metadata.configuration,
+        changes,
+        read=read,
+    )

@@ -1,0 +1,188 @@
+"""The table-defining statements the engine runs on Delta tables, parsed (pure Python).
+
+``CREATE [OR REPLACE] TABLE ... [USING delta] [AS query | LIKE source]`` (Delta is the default
+format, as on Databricks: a CREATE TABLE without USING makes a Delta table; ``USING parquet``,
+``STORED AS`` and ``ROW FORMAT`` stay Spark's) and ``ALTER TABLE ... ADD COLUMNS``, parsed by
+sqlglot's Spark dialect into frozen values. A CREATE's ``AS`` query is cut from the statement by
+token offsets, so Spark runs it as written.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import sqlglot
+from sqlglot import exp
+from sqlglot.tokens import TokenType
+
+from dbt.adapters.deltamerge.statements.parse_dml import SPARK, StatementParseError, sql_of, table_parts
+
+_QUERY_STARTS = {TokenType.SELECT, TokenType.WITH, TokenType.VALUES, TokenType.FROM, TokenType.TABLE}
+
+
+@dataclass(frozen=True)
+class ColumnDefinition:
+    """A column of ``CREATE TABLE (...)`` or ``ADD COLUMNS (...)``: name, Spark type, comment."""
+
+    name: str
+    type_sql: str
+    comment: str | None = None
+
+
+@dataclass(frozen=True)
+class CreateTableStatement:
+    """``CREATE [OR REPLACE] TABLE [IF NOT EXISTS] name [(columns)] USING delta ... [AS query]``,
+    or ``CREATE TABLE [IF NOT EXISTS] name LIKE source [USING delta] ...``."""
+
+    parts: tuple[str, ...]
+    replace: bool
+    if_not_exists: bool
+    columns: tuple[ColumnDefinition, ...]
+    partition_by: tuple[str, ...]
+    properties: tuple[tuple[str, str], ...]
+    comment: str | None
+    location: str | None
+    query: str | None
+    # ``LIKE source``: the source table's name parts (its definition is the new table's).
+    like: tuple[str, ...] = ()
+    # ``USING delta`` was written (a LIKE of a table of another format stays Spark's without it).
+    using_delta: bool = False
+
+
+@dataclass(frozen=True)
+class AddColumnsStatement:
+    """``ALTER TABLE name ADD COLUMN[S] (column type [COMMENT ...], ...)``."""
+
+    parts: tuple[str, ...]
+    columns: tuple[ColumnDefinition, ...]
+
+
+DdlStatement = CreateTableStatement | AddColumnsStatement
+
+
+def parse_ddl(sql: str, tree: exp.Expr | None = None) -> DdlStatement | None:
+    """The CREATE TABLE (of a Delta table) or ALTER TABLE ... ADD COLUMNS ``sql`` is, or None.
+
+    >>> parse_ddl("create table t (a int) using parquet") is None
+    True
+    >>> parse_ddl("alter table t add columns (b string)")  # doctest: +NORMALIZE_WHITESPACE
+    AddColumnsStatement(parts=('t',), columns=(ColumnDefinition(name='b', type_sql='STRING', comment=None),))
+    """
+    if tree is None:
+        try:
+            tree = sqlglot.parse_one(sql, dialect=SPARK)
+        except sqlglot.errors.SqlglotError:
+            return None
+    if isinstance(tree, exp.Create) and _creates_delta_table(tree):
+        return _create(tree, sql)
+    if isinstance(tree, exp.Alter) and tree.actions and all(_is_column_def(a) for a in tree.actions):
+        return AddColumnsStatement(table_parts(tree.this), tuple(_added_columns(tree.actions)))
+    return None
+
+
+def _creates_delta_table(tree: exp.Expr) -> bool:
+    """A ``CREATE TABLE`` with ``USING delta``, or with no format at all: Delta is the default format."""
+    if not isinstance(tree, exp.Create) or str(tree.args.get("kind", "")).upper() != "TABLE":
+        return False
+    properties = tree.args.get("properties")
+    hive = (exp.RowFormatDelimitedProperty, exp.RowFormatSerdeProperty)
+    if properties is not None and any(isinstance(p, hive) for p in properties.expressions):
+        return False
+    return _file_format(tree) in (None, "delta")
+
+
+def _file_format(tree: exp.Create) -> str | None:
+    properties = tree.args.get("properties")
+    for prop in properties.expressions if properties is not None else []:
+        if isinstance(prop, exp.FileFormatProperty):
+            return prop.name.lower()
+    return None
+
+
+def _create(tree: exp.Create, sql: str) -> CreateTableStatement:
+    if str(tree.args.get("kind", "")).upper() != "TABLE":
+        raise StatementParseError("only CREATE TABLE ... USING delta is supported")
+    schema = tree.this if isinstance(tree.this, exp.Schema) else None
+    table = schema.this if schema is not None else tree.this
+    columns = tuple(_column(c) for c in schema.expressions) if schema is not None else ()
+    partition_by: tuple[str, ...] = ()
+    properties: list[tuple[str, str]] = []
+    comment = location = None
+    like: tuple[str, ...] = ()
+    properties_node = tree.args.get("properties")
+    for prop in properties_node.expressions if properties_node is not None else []:
+        if isinstance(prop, exp.LikeProperty):
+            like = table_parts(prop.this)
+        elif isinstance(prop, exp.PartitionedByProperty):
+            partition_by = tuple(e.name for e in prop.this.expressions)
+        elif isinstance(prop, exp.SchemaCommentProperty):
+            comment = prop.this.name
+        elif isinstance(prop, exp.LocationProperty):
+            location = prop.this.name
+        elif type(prop) is exp.Property:  # TBLPROPERTIES ('key' = 'value')
+            properties.append((prop.name, prop.args["value"].name))
+        elif not isinstance(prop, exp.FileFormatProperty):
+            raise StatementParseError(f"CREATE TABLE ... USING delta: {sql_of(prop)} is not supported")
+    query = _query_after_as(sql) if tree.expression is not None else None
+    if like and (columns or query is not None or partition_by or comment is not None):
+        raise StatementParseError(
+            "CREATE TABLE ... LIKE takes its columns, partitioning and comment from the source table"
+        )
+    return CreateTableStatement(
+        parts=table_parts(table),
+        replace=bool(tree.args.get("replace")),
+        if_not_exists=bool(tree.args.get("exists")),
+        columns=columns,
+        partition_by=partition_by,
+        properties=tuple(properties),
+        comment=comment,
+        location=location,
+        query=query,
+        like=like,
+        using_delta=_file_format(tree) == "delta",
+    )
+
+
+def _column(node: exp.Expr) -> ColumnDefinition:
+    if not isinstance(node, exp.ColumnDef) or node.args.get("kind") is None:
+        raise StatementParseError(f"column definition {sql_of(node)} is not `name type [COMMENT '...']`")
+    comment = None
+    for constraint in node.args.get("constraints") or []:
+        if isinstance(constraint.kind, exp.CommentColumnConstraint):
+            comment = constraint.kind.name
+        elif isinstance(constraint.kind, exp.DefaultColumnConstraint) and isinstance(
+            constraint.kind.this, exp.Null
+        ):
+            continue  # DEFAULT NULL is what a column without a default gets
+        else:
+            raise StatementParseError(f"column constraint {sql_of(constraint)} is not supported")
+    return ColumnDefinition(node.name, sql_of(node.args["kind"]), comment)
+
+
+def _is_column_def(action: exp.Expr) -> bool:
+    if isinstance(action, exp.Schema):
+        return all(isinstance(e, exp.ColumnDef) for e in action.expressions)
+    return isinstance(action, exp.ColumnDef)
+
+
+def _added_columns(actions: list[exp.Expr]) -> list[ColumnDefinition]:
+    found: list[ColumnDefinition] = []
+    for action in actions:
+        defs = action.expressions if isinstance(action, exp.Schema) else [action]
+        found.extend(_column(d) for d in defs)
+    return found
+
+
+def _query_after_as(sql: str) -> str:
+    """The query of ``CREATE TABLE ... AS query`` as written (the text after the top-level AS).
+
+    >>> _query_after_as("create table t (a int) tblproperties ('x' = 'y') as (select 1 as a)")
+    '(select 1 as a)'
+    """
+    tokens = SPARK.tokenize(sql)
+    depth = 0
+    for index, token in enumerate(tokens):
+        depth += (token.token_type == TokenType.L_PAREN) - (token.token_type == TokenType.R_PAREN)
+        if depth == 0 and token.token_type == TokenType.ALIAS and index + 1 < len(tokens):
+            return sql[tokens[index + 1].start :].strip().removesuffix(";").rstrip()
+    raise StatementParseError("CREATE TABLE ... AS has no query after AS")

@@ -1,0 +1,201 @@
+"""SQL statements on Delta tables, run by the engine as Delta commits.
+
+The catalog entry of a Delta table is a parquet table over one version's hard links, so
+Spark's own ``INSERT``, ``UPDATE``, ``MERGE`` ... would write files beside the Delta log
+that no Delta reader sees (or fail). Statements dbt or a user runs (materializations,
+snapshots, hooks, ``run-operation``, ``run_query``) are therefore looked at before they
+reach Spark: ``INSERT``, ``UPDATE``, ``DELETE``, ``MERGE INTO``, ``TRUNCATE TABLE`` and
+``ALTER TABLE ... ADD COLUMNS`` of a Delta-bound table, and ``CREATE TABLE ... USING delta``,
+each become one Delta commit with Delta's operation name and metrics. A write form the
+engine does not run fails quoting the statement, before anything is written. Any other
+statement goes to Spark unchanged.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+
+from pyspark.sql import SparkSession
+
+from dbt.adapters.deltamerge import binding
+from dbt.adapters.deltamerge.delta.errors import DeltaError
+from dbt.adapters.deltamerge.delta.paths import table_path_of
+from dbt.adapters.deltamerge.delta.snapshot import Snapshot, load_snapshot
+from dbt.adapters.deltamerge.delta.transaction import WriteResult
+from dbt.adapters.deltamerge.merge.pipeline import merge_into
+from dbt.adapters.deltamerge.merge.resolve import evolved_by_merge
+from dbt.adapters.deltamerge.merge.spec import MergeSpec
+from dbt.adapters.deltamerge.statements import dml
+from dbt.adapters.deltamerge.statements.ddl import add_columns, create_table
+from dbt.adapters.deltamerge.statements.insert import insert_into
+from dbt.adapters.deltamerge.statements.parse import (
+    RefusedStatement,
+    StatementParseError,
+    parse_write_statement,
+)
+from dbt.adapters.deltamerge.statements.parse_ddl import AddColumnsStatement, CreateTableStatement
+from dbt.adapters.deltamerge.statements.parse_dml import (
+    DeleteStatement,
+    MergeStatement,
+    TruncateStatement,
+    UpdateStatement,
+)
+
+_LEADING = re.compile(r"^(?:\s+|--[^\n]*(?:\n|$)|/\*.*?\*/)*([a-z]+)", re.IGNORECASE | re.DOTALL)
+_WRITING = {"insert", "with", "update", "delete", "merge", "truncate", "from", "create", "alter", "replace"}
+
+
+class StatementError(DeltaError):
+    """A SQL statement cannot be run on a Delta table."""
+
+
+@dataclass(frozen=True)
+class StatementResult:
+    """A statement the engine ran: the table, Delta's result, and the rows it affected."""
+
+    table: str
+    result: WriteResult
+    affected: dict[str, int]
+
+
+def may_write_table(sql: str) -> bool:
+    """Whether ``sql`` can be a statement that writes a table (cheap text test, no Spark).
+
+    >>> may_write_table("-- note\\n  INSERT INTO s.t VALUES (1)"), may_write_table("select 1")
+    (True, False)
+    >>> may_write_table("/* a */ with x as (select 1) insert into t select * from x")
+    True
+    """
+    found = _LEADING.match(sql)
+    return found is not None and found.group(1).lower() in _WRITING
+
+
+def run_on_delta(spark: SparkSession, sql: str) -> StatementResult | None:
+    """Run ``sql`` through the engine if it writes a Delta table.
+
+    Returns:
+        What ran, or None when ``sql`` is not such a statement (Spark runs it).
+
+    Raises:
+        StatementError: the statement cannot be run on a Delta table; nothing was written.
+    """
+    parsed = _parse(sql)
+    if parsed is None or not parsed.parts:
+        return None
+    schema, identifier = _schema_of(spark, parsed.parts), parsed.parts[-1]
+    if schema is None:
+        return None
+    name = f"{schema}.{identifier}"
+    if isinstance(parsed, CreateTableStatement):
+        result = create_table(spark, parsed, schema=schema, identifier=identifier)
+        return None if result is None else _done(spark, schema, identifier, result)
+    snapshot = _bound_snapshot(spark, schema, identifier)
+    if snapshot is None:
+        return None
+    if isinstance(parsed, RefusedStatement):
+        raise StatementError(
+            f"{parsed.statement} on {name} is not run: write one INSERT INTO ... or INSERT "
+            f"OVERWRITE ... per table. The statement was not run: {sql.strip()}"
+        )
+    if isinstance(parsed, DeleteStatement):
+        result = dml.delete_rows(spark, snapshot, parsed.condition, alias=parsed.alias)
+    elif isinstance(parsed, UpdateStatement):
+        result = dml.update_rows(spark, snapshot, parsed.assignments, parsed.condition, alias=parsed.alias)
+    elif isinstance(parsed, TruncateStatement):
+        result = dml.truncate(spark, snapshot)
+    elif isinstance(parsed, MergeStatement):
+        result = _merge(spark, parsed, snapshot, name)
+    elif isinstance(parsed, AddColumnsStatement):
+        result = add_columns(spark, snapshot, parsed.columns, name)
+    else:
+        result = insert_into(spark, parsed, snapshot, name)
+    return _done(spark, schema, identifier, result)
+
+
+def _parse(sql: str):  # type: ignore[no-untyped-def]
+    try:
+        return parse_write_statement(sql)
+    except StatementParseError as error:
+        raise StatementError(f"{error}; the statement was not run: {sql.strip()}") from error
+
+
+def _schema_of(spark: SparkSession, parts: tuple[str, ...]) -> str | None:
+    if len(parts) > 3 or (len(parts) == 3 and parts[0].lower() != "spark_catalog"):
+        return None
+    return parts[-2] if len(parts) > 1 else spark.catalog.currentDatabase()
+
+
+def _bound_snapshot(spark: SparkSession, schema: str, identifier: str) -> Snapshot | None:
+    bound = binding.binding(spark, schema, identifier)
+    if bound is None:
+        path = interrupted_table(spark, schema, identifier)
+        bound = (path, None) if path is not None else None
+    if bound is None:
+        return None
+    # The statement's query (a snapshot's staging view, say) may read the table: it must see
+    # versions committed since the binding (a run killed after its commit, another writer).
+    binding.refresh(spark, schema=schema, identifier=identifier, table_path=bound[0], version=bound[1])
+    snapshot = load_snapshot(bound[0])
+    if snapshot is None:
+        raise StatementError(f"{schema}.{identifier} is bound to {bound[0]}, which has no Delta table")
+    return snapshot
+
+
+def interrupted_table(spark: SparkSession, schema: str, identifier: str) -> str | None:
+    """The Delta table at the managed location of a name whose catalog entry a killed run was
+    replacing (a table the user dropped stays dropped): statements and snapshots bind it again."""
+    if spark.catalog.tableExists(binding.table_name(schema, identifier)):
+        return None  # a table of another kind (a view, a parquet table): Spark's
+    if not spark.catalog.databaseExists(schema):
+        return None
+    path = os.path.join(table_path_of(spark.catalog.getDatabase(schema).locationUri), identifier.lower())
+    return path if binding.interrupted_binding(path, schema, identifier) else None
+
+
+def _merge(spark: SparkSession, statement: MergeStatement, snapshot: Snapshot, name: str) -> WriteResult:
+    spec = MergeSpec.from_config(f"MERGE INTO {name}", statement.config)
+    source = spark.sql(statement.source_query)
+    schema = (
+        evolved_by_merge(spec, snapshot, source.schema, what=f"MERGE INTO {name}")
+        if spec.schema_evolution
+        else None
+    )
+    return merge_into(spark, source, snapshot, spec, schema=schema)
+
+
+def _done(spark: SparkSession, schema: str, identifier: str, result: WriteResult) -> StatementResult:
+    if result.version is not None:
+        binding.bind(spark, schema=schema, identifier=identifier, snapshot=result.snapshot)
+    return StatementResult(f"{schema}.{identifier}", result, affected_rows(result))
+
+
+def affected_rows(result: WriteResult) -> dict[str, int]:
+    """The row counts a statement returns, named as Databricks returns them for Delta tables.
+
+    >>> from dbt.adapters.deltamerge.delta.snapshot import Snapshot
+    >>> r = WriteResult(1, "DELETE", {"numDeletedRows": 3}, None)  # type: ignore[arg-type]
+    >>> affected_rows(r)
+    {'num_affected_rows': 3, 'num_deleted_rows': 3}
+    """
+    m = result.metrics
+    if result.operation == "MERGE":
+        counts = {
+            "num_updated_rows": m.get("numTargetRowsUpdated", 0),
+            "num_deleted_rows": m.get("numTargetRowsDeleted", 0),
+            "num_inserted_rows": m.get("numTargetRowsInserted", 0),
+        }
+        return {"num_affected_rows": sum(counts.values()), **counts}
+    if result.operation == "UPDATE":
+        return {
+            "num_affected_rows": m.get("numUpdatedRows", 0),
+            "num_updated_rows": m.get("numUpdatedRows", 0),
+        }
+    if result.operation in ("DELETE", "TRUNCATE"):
+        return {
+            "num_affected_rows": m.get("numDeletedRows", 0),
+            "num_deleted_rows": m.get("numDeletedRows", 0),
+        }
+    rows = m.get("numOutputRows", 0)
+    return {"num_affected_rows": rows, "num_inserted_rows": rows}

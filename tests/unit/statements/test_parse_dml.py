@@ -1,0 +1,73 @@
+"""The statements the engine runs on Delta tables, parsed without Spark."""
+
+from __future__ import annotations
+
+import pytest
+
+from dbt.adapters.deltamerge.merge.spec import MergeSpec
+from dbt.adapters.deltamerge.statements.parse_dml import (
+    DeleteStatement,
+    MergeStatement,
+    StatementParseError,
+    TruncateStatement,
+    UpdateStatement,
+    parse_dml,
+)
+
+
+def test_delete_with_and_without_condition():
+    assert parse_dml("DELETE FROM s.t") == DeleteStatement(("s", "t"), None, None)
+    assert parse_dml("delete from t as x where x.a in (1, 2) or b is null") == DeleteStatement(
+        ("t",), "x", "x.a IN (1, 2) OR b IS NULL"
+    )
+
+
+def test_update_assignments_keep_their_order():
+    parsed = parse_dml("update `my s`.`t` set b = b * 2, a = 'z' where a <> 'q'")
+    assert parsed == UpdateStatement(("my s", "t"), None, (("b", "b * 2"), ("a", "'z'")), "a <> 'q'")
+
+
+def test_merge_becomes_the_config_of_a_delta_merge_model():
+    parsed = parse_dml(
+        "MERGE INTO s.t AS d USING (SELECT * FROM x) AS src ON d.id = src.id "
+        "WHEN MATCHED AND src.op = 'D' THEN DELETE "
+        "WHEN MATCHED THEN UPDATE SET * "
+        "WHEN NOT MATCHED THEN INSERT (id, v) VALUES (src.id, src.v + 1) "
+        "WHEN NOT MATCHED BY SOURCE AND d.v > 1 THEN UPDATE SET v = 0"
+    )
+    assert isinstance(parsed, MergeStatement)
+    assert parsed.parts == ("s", "t") and parsed.source_query == "SELECT * FROM x"
+    config = parsed.config
+    assert (config["source_alias"], config["target_alias"]) == ("src", "d")
+    assert config["merge_condition"] == "d.id = src.id"
+    assert config["when_matched"] == [{"condition": "src.op = 'D'", "action": "delete"}, {"action": "update"}]
+    assert config["when_not_matched"] == [{"action": "insert", "values": {"id": "src.id", "v": "src.v + 1"}}]
+    assert config["when_not_matched_by_source"] == [
+        {"condition": "d.v > 1", "action": "update", "set": {"v": "0"}}
+    ]
+    spec = MergeSpec.from_config("MERGE INTO s.t", config)
+    assert [c.action for c in spec.matched] == ["delete", "update"] and spec.matched[1].is_star
+
+
+def test_merge_with_schema_evolution_and_a_table_source():
+    parsed = parse_dml(
+        "merge with schema evolution into t using s.src on t.k = src.k when not matched then insert *"
+    )
+    assert isinstance(parsed, MergeStatement)
+    assert parsed.config["merge_with_schema_evolution"] is True
+    assert parsed.source_query == "SELECT * FROM `s`.`src`"
+    assert (parsed.config["source_alias"], parsed.config["target_alias"]) == ("src", "t")
+
+
+def test_a_merge_source_subquery_needs_an_alias():
+    with pytest.raises(StatementParseError, match="subquery with an alias"):
+        parse_dml("merge into t using (select 1 as k) on t.k = 1 when matched then delete")
+
+
+def test_truncate():
+    assert parse_dml("truncate table s.t") == TruncateStatement(("s", "t"))
+
+
+def test_unsupported_forms_say_what_is_not_supported():
+    with pytest.raises(StatementParseError, match="PARTITION"):
+        parse_dml("truncate table t partition (p = 1)")
