@@ -168,7 +168,6 @@ def _load(spark: SparkSession, path: str, *, rows: int, files: int) -> None:
         table=None,
         create=WriteRequest(table_path=path, mode="create_or_replace"),
         txn=("bench-load", 0),
-        plan_schema=lambda main, snapshot, result: None,
     )
 
 
@@ -184,7 +183,6 @@ def _apply(spark: SparkSession, kind: str, table: str, batch: DataFrame) -> tupl
             table=snapshot,
             create=WriteRequest(table_path=table, mode="create_or_replace"),
             txn=(f"bench-{time.time_ns()}", 0),
-            plan_schema=lambda main, snapshot, result: None,
         )
     else:
         result = merge_into(spark, net_changes(batch), snapshot, MergeSpec.from_config("bench", NET))

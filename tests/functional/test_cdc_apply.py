@@ -186,7 +186,7 @@ class TestConfigErrors:
         expected = {
             "with_clauses": "`sequence_by` (CDC apply) and `when_matched` cannot be combined",
             "scd2_truncates": "apply_as_truncates is supported only with stored_as_scd_type 1",
-            "bad_type": "stored_as_scd_type must be 1 or 2, got 3",
+            "bad_type": "stored_as_scd_type must be one of [1, 2], got 3",
             "both_lists": "give column_list or except_column_list, not both",
             "unknown_sequence": "`when` (sequence_by) is not a column of the model's result",
         }

@@ -42,7 +42,6 @@ def apply(spark, path: str, events: list[tuple], run: int) -> None:
         table=load_snapshot(path),
         create=WriteRequest(table_path=path, mode="create_or_replace"),
         txn=(f"state-test-{run}", 0),
-        plan_schema=lambda main, snapshot, result: None,
     )
 
 
@@ -130,7 +129,6 @@ def test_source_columns_named_like_the_folds_counts(spark, tmp_path):
                 table=load_snapshot(path),
                 create=WriteRequest(table_path=path, mode="create_or_replace"),
                 txn=(f"named-{ignore_nulls}-{run}", 0),
-                plan_schema=lambda main, snapshot, result: None,
             )
         late_kept = False if ignore_nulls else None  # ignoring nulls: ts 6 is the latest non-null
         assert table(path) == [

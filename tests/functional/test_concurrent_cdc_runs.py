@@ -22,7 +22,7 @@ from deltalake import DeltaTable
 from tests.backend import ON_CONNECT
 from tests.cdc_reference import Scd1
 from tests.functional.test_concurrent_dbt_runs import _finish, _project, _responses, _start
-from tests.functional.validator import problems
+from tests.validator import problems
 
 pytestmark = [
     pytest.mark.connect,

@@ -37,7 +37,7 @@ from deltalake import DeltaTable
 
 from tests.cluster import connect_profile
 from tests.conftest import ON_CONNECT
-from tests.functional.validator import problems
+from tests.validator import problems
 
 pytestmark = pytest.mark.connect
 

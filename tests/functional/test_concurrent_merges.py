@@ -22,7 +22,7 @@ from deltalake import DeltaTable
 
 from dbt.adapters.deltamerge.delta.write import WriteRequest, write_dataframe
 from tests.backend import ON_CONNECT
-from tests.functional.validator import problems
+from tests.validator import problems
 
 pytestmark = pytest.mark.connect
 SESSION = {"spark.master": "local[1]", "spark.sql.shuffle.partitions": "1", "spark.driver.memory": "1g"}

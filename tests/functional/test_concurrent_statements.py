@@ -35,7 +35,7 @@ from tests.functional.test_concurrent_dbt_runs import (
     _rows,
     _start,
 )
-from tests.functional.validator import problems
+from tests.validator import problems
 
 pytestmark = [
     pytest.mark.connect,

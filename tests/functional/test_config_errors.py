@@ -9,6 +9,8 @@ from dbt.artifacts.schemas.results import RunStatus
 from dbt.tests.util import run_dbt, write_file
 from deltalake import DeltaTable
 
+from dbt.adapters.deltamerge.model.keys import KEYS
+from tests.config_samples import wrong_values
 from tests.functional.helpers import rows, table_path
 
 FIRST = (
@@ -68,3 +70,47 @@ class TestErrorsNameTheClause:
         assert "when_matched[0]" not in message  # the good clause is not blamed
         assert "_source_row_present" not in message and "CASE" not in message
         assert DeltaTable(path).version() == 0
+
+
+# dbt's own parser refuses values of another JSON type for these keys (naming the key) before
+# any model runs; a wrong value of their type (empty text) reaches the adapter.
+DBT_TYPED = {"incremental_strategy", "unique_key", "on_schema_change"}
+MERGE_MODEL = {"materialized": "incremental", "incremental_strategy": "delta_merge", "unique_key": "id"}
+
+
+def _wrong_value(key: str) -> object:
+    if key in DBT_TYPED:
+        return ""
+    return next(value for name, value in wrong_values(key) if name != "empty text")
+
+
+def _config(values: dict[str, object]) -> str:
+    return "{{ config(" + ", ".join(f"{k}={v!r}" for k, v in values.items()) + ") }}"
+
+
+def _every_key_model(key: str) -> str:
+    wrong = _config({**MERGE_MODEL, key: _wrong_value(key)})
+    return (
+        f"{{% if var('wrong', false) %}}{wrong}{{% else %}}{_config(MERGE_MODEL)}{{% endif %}}\n"
+        "select 1 as id, 'a' as v"
+    )
+
+
+class TestEveryKeyFailsBeforeAnythingIsWritten:
+    """Every key of the one list, given a value of a wrong kind, fails its model naming model and key."""
+
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {f"k_{key}.sql": _every_key_model(key) for key in sorted(KEYS)}
+
+    def test_each_model_fails_naming_itself_and_its_key_and_its_table_stays(self, project):
+        first = run_dbt(["run"])
+        assert len(first) == len(KEYS) and all(r.status == RunStatus.Success for r in first)
+        results = {r.node.name: r for r in run_dbt(["run", "--vars", "{wrong: true}"], expect_pass=False)}
+        assert len(results) == len(KEYS)
+        for key in KEYS:
+            result = results[f"k_{key}"]
+            assert result.status == RunStatus.Error, key
+            assert f"Model 'k_{key}': invalid config" in result.message, (key, result.message)
+            assert key in result.message.split("invalid config", 1)[1], (key, result.message)
+            assert DeltaTable(table_path(project, f"k_{key}")).version() == 0, key

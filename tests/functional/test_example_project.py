@@ -24,10 +24,10 @@ DBT = str(Path(sys.executable).with_name("dbt"))
 READ_CATALOG = """
 import json, sys
 if sys.argv[2]:
-    from dbt.adapters.deltamerge.remote import connect_session
+    from dbt.adapters.deltamerge.spark.connect import connect_session
     spark = connect_session(sys.argv[2], {})
 else:
-    from dbt.adapters.deltamerge.connections import start_session
+    from dbt.adapters.deltamerge.spark.embedded import start_session
     spark = start_session(sys.argv[1], {"spark.master": "local[1]"})
 rows = spark.sql("select order_date, orders, revenue from shop.daily_revenue order by order_date").collect()
 print(json.dumps([[str(r.order_date), r.orders, float(r.revenue)] for r in rows]))

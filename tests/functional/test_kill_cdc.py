@@ -23,7 +23,7 @@ import pytest
 from dbt.adapters.deltamerge.delta.faults import CDC_POINTS, POINTS
 from tests.conftest import ON_CONNECT
 from tests.functional.test_kill_statements import _dbt, _project, _rows
-from tests.functional.validator import problems
+from tests.validator import problems
 
 pytestmark = [
     pytest.mark.connect,

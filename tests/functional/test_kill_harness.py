@@ -32,7 +32,7 @@ from deltalake import DeltaTable
 from dbt.adapters.deltamerge.delta.faults import POINTS
 from tests.cluster import connect_profile
 from tests.conftest import ON_CONNECT
-from tests.functional.validator import problems
+from tests.validator import problems
 
 pytestmark = pytest.mark.connect
 DBT = str(Path(sys.executable).with_name("dbt"))
@@ -81,10 +81,10 @@ kill:
 READ_CATALOG = """
 import json, sys
 if sys.argv[1].startswith("sc://"):
-    from dbt.adapters.deltamerge.remote import connect_session
+    from dbt.adapters.deltamerge.spark.connect import connect_session
     spark = connect_session(sys.argv[1], {})
 else:
-    from dbt.adapters.deltamerge.connections import start_session
+    from dbt.adapters.deltamerge.spark.embedded import start_session
     spark = start_session(sys.argv[1], {"spark.master": "local[1]"})
 print(json.dumps({m: sorted([r.id, r.v] for r in spark.table("kill." + m).collect()) for m in sys.argv[2:]}))
 """

@@ -29,7 +29,7 @@ from dbt.adapters.deltamerge.delta.faults import POINTS
 from tests.cluster import connect_profile
 from tests.conftest import ON_CONNECT
 from tests.functional.test_kill_harness import PROFILE, READ_CATALOG
-from tests.functional.validator import problems
+from tests.validator import problems
 
 pytestmark = [
     pytest.mark.connect,

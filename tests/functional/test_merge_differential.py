@@ -22,7 +22,7 @@ from deltalake import DeltaTable, write_deltalake
 from dbt.adapters.deltamerge.delta.change_feed import read_changes
 from dbt.adapters.deltamerge.delta.snapshot import load_snapshot
 from dbt.adapters.deltamerge.delta.write import WriteRequest, write_dataframe
-from dbt.adapters.deltamerge.merge.pipeline import merge_into
+from dbt.adapters.deltamerge.merge.pipeline import dry_run_merge, merge_into
 from dbt.adapters.deltamerge.merge.spec import MergeSpec
 from tests.functional.helpers import log_actions
 
@@ -248,8 +248,8 @@ def test_a_dry_run_reports_what_the_merge_then_does(spark, tmp_path, seed, monke
     source_df = spark.createDataFrame(source.to_pylist(), schema)
     listing = sorted(os.path.join(d, n) for d, _, names in os.walk(ours) for n in names)
 
-    dry = merge_into(spark, source_df, snapshot, spec, dry_run=True)
-    assert dry.version is None and dry.plan is not None
+    dry = dry_run_merge(spark, source_df, snapshot, spec)
+    assert dry.snapshot.version == snapshot.version and dry.plan["read_version"] == snapshot.version
     assert sorted(os.path.join(d, n) for d, _, names in os.walk(ours) for n in names) == listing
     real = merge_into(spark, source_df, snapshot, spec)
     assert {k: v for k, v in dry.metrics.items() if k not in _TIMINGS} == {

@@ -12,7 +12,7 @@ from dbt.tests.util import run_dbt, run_dbt_and_capture
 from deltalake import DeltaTable
 
 from tests.functional.helpers import table_path
-from tests.functional.validator import problems
+from tests.validator import problems
 
 MODEL = (
     "{{ config(materialized='incremental', incremental_strategy='delta_merge', unique_key='id') }}\n"

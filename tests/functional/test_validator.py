@@ -8,7 +8,7 @@ import shutil
 import pyarrow as pa
 from deltalake import DeltaTable, write_deltalake
 
-from tests.functional.validator import problems
+from tests.validator import problems
 
 
 def _table(tmp_path) -> str:

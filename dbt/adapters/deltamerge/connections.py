@@ -19,7 +19,7 @@ from typing import Any, Iterator
 from dbt.adapters.contracts.connection import Connection, ConnectionState
 from dbt.adapters.events.logging import AdapterLogger
 from dbt.adapters.spark.connections import SparkConnectionManager, SparkCredentials
-from dbt_common.dataclass_schema import StrEnum
+from dbt_common.dataclass_schema import StrEnum, ValidationError
 from dbt_common.exceptions import DbtDatabaseError, DbtRuntimeError
 
 from dbt.adapters.deltamerge.spark import connect, embedded
@@ -48,7 +48,18 @@ class DeltaMergeCredentials(SparkCredentials):
     method: ConnectionMethod = ConnectionMethod.SESSION  # type: ignore[assignment]
     warehouse: str = DEFAULT_WAREHOUSE
 
+    @classmethod
+    def validate(cls, data: Any) -> None:
+        """dbt's check of the profile's types, with the field named (dbt's own text names only the value)."""
+        try:
+            super().validate(data)
+        except ValidationError as error:
+            field = ".".join(str(part) for part in error.path)
+            raise ValidationError(f"`{field}`: {error.message}" if field else error.message) from error
+
     def __post_init__(self) -> None:
+        if not self.warehouse.strip():
+            raise DbtRuntimeError(f"`warehouse` must be a folder path, got {self.warehouse!r}")
         if self.method == ConnectionMethod.SESSION and self.host is None:
             self.host = "localhost"  # dbt-spark requires a host; the embedded session has none
         if self.method == ConnectionMethod.CONNECT:

@@ -7,14 +7,16 @@ from contextlib import AbstractContextManager, contextmanager
 
 from dbt_common.exceptions import DbtRuntimeError
 
+from dbt.adapters.deltamerge.common.config_values import SpecError
+
 
 class ConfigError(DbtRuntimeError):
-    """A model's config has problems; all of them are listed (the engine's ``SpecError`` as dbt's)."""
+    """A model's config (or an operation's arguments) has problems, all listed: the engine's ``SpecError``."""
 
-    def __init__(self, model: str, problems: list[str]) -> None:
-        self.model = model
-        self.problems = problems
-        super().__init__(f"Model '{model}': invalid config:\n  - " + "\n  - ".join(problems))
+    def __init__(self, error: SpecError) -> None:
+        self.model = error.model
+        self.problems = error.problems
+        super().__init__(str(error))
 
 
 class ModelWriteError(DbtRuntimeError):
@@ -31,7 +33,6 @@ def named_errors(subject: str) -> Iterator[None]:
     """Turn engine and Spark errors into dbt errors that start with ``subject``."""
     from pyspark.errors import PySparkException
 
-    from dbt.adapters.deltamerge.common.config_values import SpecError
     from dbt.adapters.deltamerge.delta.errors import DeltaError
 
     try:
@@ -39,7 +40,7 @@ def named_errors(subject: str) -> Iterator[None]:
     except DbtRuntimeError:
         raise
     except SpecError as exc:
-        raise ConfigError(exc.model, exc.problems) from exc
+        raise ConfigError(exc) from exc
     except DeltaError as exc:
         raise ModelWriteError(f"{subject}: {exc}") from exc
     except Exception as exc:

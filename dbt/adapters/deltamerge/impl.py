@@ -1,16 +1,15 @@
 """The dbt adapter: dbt-spark's, with Delta writes run by our engine.
 
 A thin facade. Materializations call one ``@available`` method with plain values; the
-method parses config (``materialize.WriteSpec``), has ``model_write.write_model`` run the
-write on the connection's Spark session inside the model's error boundary, and returns an
-``AdapterResponse`` carrying Delta's metrics.
+method parses the model's config once (``model.spec.ModelSpec``), has ``model.write.write_model``
+decide and run the write on the connection's Spark session inside the model's error boundary,
+and returns an ``AdapterResponse`` carrying Delta's metrics.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import datetime as dt
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Dict, Iterable, Optional, cast
 
 from dbt.adapters.base import available
@@ -18,22 +17,20 @@ from dbt.adapters.base.relation import BaseRelation
 from dbt.adapters.contracts.connection import AdapterResponse
 from dbt.adapters.spark.impl import SparkAdapter, SparkConfig
 from dbt_common.exceptions import DbtRuntimeError
-from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
-from pyspark.sql import types as T
+from pyspark.sql import SparkSession
 
 from dbt.adapters.deltamerge import binding, cross_db, docs_catalog, operations
-from dbt.adapters.deltamerge.cdc.spec import CdcSpec
 from dbt.adapters.deltamerge.common.config_values import dry_run_var
-from dbt.adapters.deltamerge.common.sql import quote_identifier
 from dbt.adapters.deltamerge.connections import DeltaMergeConnectionManager, session_of
 from dbt.adapters.deltamerge.delta.snapshot import load_snapshot
 from dbt.adapters.deltamerge.delta.transaction import WriteResult
 from dbt.adapters.deltamerge.delta.vacuum import DEFAULT_RETENTION_HOURS
 from dbt.adapters.deltamerge.errors import model_errors, named_errors
-from dbt.adapters.deltamerge.merge.spec import MergeSpec
-from dbt.adapters.deltamerge.model.spec import MERGE_STRATEGIES, Materialization, WriteSpec
-from dbt.adapters.deltamerge.model.write import NotWritten, write_model
+from dbt.adapters.deltamerge.merge.dry_run import DryRun
+from dbt.adapters.deltamerge.model.response import dry_run_response, not_written_response, write_response
+from dbt.adapters.deltamerge.model.seed import seed_dataframe
+from dbt.adapters.deltamerge.model.spec import Materialization, ModelSpec, batch_window
+from dbt.adapters.deltamerge.model.write import ModelTable, NotWritten, locate, write_model
 from dbt.adapters.deltamerge.python_models import python_model_frame
 from dbt.adapters.deltamerge.statements.run import interrupted_table
 
@@ -46,25 +43,6 @@ class DeltaMergeConfig(SparkConfig):
     tblproperties: Optional[Dict[str, str]] = None
 
 
-@dataclass
-class DeltaAdapterResponse(AdapterResponse):
-    """dbt's response plus the Delta version written and Delta's operation metrics."""
-
-    delta_version: Optional[int] = None
-    delta_operation: Optional[str] = None
-    delta_table_path: Optional[str] = None
-    operation_metrics: Dict[str, int] = field(default_factory=dict)
-    # A dry run (var deltamerge_dry_run): nothing written; the plan of the merge it previewed.
-    dry_run: bool = False
-    plan: Optional[Dict[str, Any]] = None
-
-    def __post_serialize__(
-        self, dct: Dict[str, Any], context: Optional[Dict[str, Any]] = None
-    ) -> Dict[str, Any]:
-        # run_results.json shows each metric under its Delta name, next to rows_affected.
-        dct = super().__post_serialize__(dct, context)
-        dct.update(self.operation_metrics)
-        return dct
 
 
 class DeltaMergeAdapter(SparkAdapter):
@@ -125,6 +103,17 @@ class DeltaMergeAdapter(SparkAdapter):
             raise DbtRuntimeError(str(error)) from error
 
     @available
+    def delta_file_format(self, relation: BaseRelation, config: Dict[str, Any], materialization: str) -> str:
+        """The model's ``file_format``, once every key of its config has been read.
+
+        Materializations ask this first: a wrong value of any key fails the model naming it
+        (the same error ``delta_materialize`` would raise) before anything runs or is dropped.
+        """
+        model = str(relation.identifier)
+        with model_errors(model):
+            return ModelSpec.from_config(model, config, materialization).write.file_format
+
+    @available
     def delta_materialize(
         self,
         relation: BaseRelation,
@@ -142,66 +131,59 @@ class DeltaMergeAdapter(SparkAdapter):
         write nothing)."""
         model = str(relation.identifier)
         with model_errors(model):
-            spec = WriteSpec.from_config(model, config)  # config first: its errors cost no Spark work
-            # A project-wide strategy also reaches table models; only incremental ones merge.
-            merging = materialization == "incremental" and spec.strategy in MERGE_STRATEGIES
-            cdc_spec = CdcSpec.from_config(model, config) if merging and CdcSpec.applies(config) else None
-            merge_spec = MergeSpec.from_config(model, config) if merging and cdc_spec is None else None
+            # Config first: its errors cost no Spark work.
+            spec = ModelSpec.from_config(model, config, materialization)
             spark = self.spark_session()
-            schema, identifier = str(relation.schema), str(relation.identifier)
-            found = binding.binding(spark, schema, identifier)
-            bound = found[0] if found else None
-            if found is not None:
-                # The model's SQL may read {{ this }}: it must see versions other writers made.
-                binding.refresh(
-                    spark, schema=schema, identifier=identifier, table_path=found[0], version=found[1]
-                )
+            table = self._model_table(spark, relation, spec, incremental=materialization == "incremental")
             done = write_model(
                 spark,
                 python_model_frame(spark, sql, model=model) if language == "python" else spark.sql(sql),
-                schema=schema,
-                identifier=identifier,
+                table=table,
                 spec=spec,
                 materialization=cast(Materialization, materialization),  # our macros pass one of them
                 full_refresh=full_refresh,
-                batch=_batch(batch_start, batch_end),
-                merge_spec=merge_spec,
-                cdc_spec=cdc_spec,
-                bound=bound,
+                batch=batch_window(batch_start, batch_end),
                 dry_run=dry_run,
             )
-            return _not_written(done.reason) if isinstance(done, NotWritten) else _response(done)
+            if isinstance(done, NotWritten):
+                return not_written_response(done.reason)
+            return dry_run_response(done) if isinstance(done, DryRun) else write_response(done)
+
+    def _model_table(
+        self, spark: SparkSession, relation: BaseRelation, spec: ModelSpec, *, incremental: bool
+    ) -> ModelTable:
+        """The model's table, its catalog entry re-bound first if other writers committed since."""
+        schema, identifier = str(relation.schema), str(relation.identifier)
+        found = binding.binding(spark, schema, identifier)
+        if found is not None:
+            # The model's SQL may read {{ this }}: it must see versions other writers made.
+            binding.refresh(
+                spark, schema=schema, identifier=identifier, table_path=found[0], version=found[1]
+            )
+        bound = found[0] if found else None
+        return locate(spark, spec, schema=schema, identifier=identifier, bound=bound, incremental=incremental)
 
     @available
     def delta_seed(self, relation: BaseRelation, agate_table: Any, config: Dict[str, Any]) -> AdapterResponse:
         """Write a seed's rows as a new version of its Delta table."""
         model = str(relation.identifier)
         with model_errors(model):
-            spec = WriteSpec.from_config(model, config)
+            spec = ModelSpec.from_config(model, config, "seed")
             spark = self.spark_session()
             df = seed_dataframe(spark, agate_table, self._seed_types(agate_table, config))
-            found = binding.binding(spark, str(relation.schema), str(relation.identifier))
-            done = write_model(
-                spark,
-                df,
-                schema=str(relation.schema),
-                identifier=str(relation.identifier),
-                spec=spec,
-                materialization="seed",
-                full_refresh=True,
-                bound=found[0] if found else None,
-            )
+            table = self._model_table(spark, relation, spec, incremental=False)
+            done = write_model(spark, df, table=table, spec=spec, materialization="seed", full_refresh=True)
             assert isinstance(done, WriteResult)  # only a dry run writes nothing
-            return _response(done)
+            return write_response(done)
 
     @available
     def delta_convert(
         self,
-        path: Optional[str] = None,
-        relation: Optional[str] = None,
-        partition_by: Optional[str] = None,
-        statistics: bool = True,
-        relation_name: Optional[str] = None,
+        path: Any = None,
+        relation: Any = None,
+        partition_by: Any = None,
+        statistics: Any = True,
+        relation_name: Any = None,
     ) -> Dict[str, Any]:
         """CONVERT TO DELTA of a parquet folder or catalog table; the result as plain values."""
         with named_errors(f"convert_to_delta of {relation or path}"):
@@ -210,14 +192,14 @@ class DeltaMergeAdapter(SparkAdapter):
                 path=path,
                 relation=relation,
                 partition_by=partition_by,
-                statistics=bool(statistics),
+                statistics=statistics,
                 relation_name=relation_name,
             )
         return dataclasses.asdict(result)
 
     @available
     def delta_table_changes(
-        self, relation: BaseRelation, starting_version: int, ending_version: Optional[int] = None
+        self, relation: BaseRelation, starting_version: Any, ending_version: Any = None
     ) -> str:
         """A temporary view of ``relation``'s change data feed; its name, for a model's SQL."""
         subject = f"table_changes({relation}, {starting_version}, {ending_version})"
@@ -228,14 +210,14 @@ class DeltaMergeAdapter(SparkAdapter):
     def delta_vacuum(
         self,
         relation: Any,
-        retain_hours: float = DEFAULT_RETENTION_HOURS,
-        dry_run: bool = False,
-        enforce_retention: bool = True,
+        retain_hours: Any = DEFAULT_RETENTION_HOURS,
+        dry_run: Any = False,
+        enforce_retention: Any = True,
     ) -> Dict[str, Any]:
         """VACUUM of a model's Delta table (a relation, or ``"schema.table"``)."""
         with named_errors(f"vacuum of {relation}"):
             return operations.vacuum_table(
-                self.spark_session(), relation, float(retain_hours), bool(dry_run), bool(enforce_retention)
+                self.spark_session(), relation, retain_hours, dry_run, enforce_retention
             )
 
     @available
@@ -277,74 +259,15 @@ class DeltaMergeAdapter(SparkAdapter):
         ]
 
 
-def seed_dataframe(spark: SparkSession, agate_table: Any, types: list[str]) -> DataFrame:
-    """A DataFrame of a seed's rows, each column cast to its dbt-resolved type."""
-    names = list(agate_table.column_names)
-    rows = [tuple(None if v is None else _seed_text(v) for v in row) for row in agate_table.rows]
-    raw = spark.createDataFrame(rows, T.StructType([T.StructField(n, T.StringType()) for n in names]))
-    return raw.select(
-        *[F.expr(f"cast({quote_identifier(n)} as {t})").alias(n) for n, t in zip(names, types, strict=True)]
-    )
 
 
-def _seed_text(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, dt.datetime):
-        return value.isoformat(sep=" ")
-    return str(value)
 
 
-def _batch(start: Any, end: Any) -> Optional[tuple[str, str]]:
-    if start is None or end is None:
-        return None
-    return _timestamp_text(start), _timestamp_text(end)
 
 
-def _timestamp_text(value: Any) -> str:
-    if isinstance(value, dt.datetime):
-        if value.tzinfo is not None:
-            value = value.astimezone(dt.timezone.utc).replace(tzinfo=None)
-        return value.isoformat(sep=" ")
-    return str(value)
 
 
-def _not_written(why: str) -> DeltaAdapterResponse:
-    return DeltaAdapterResponse(
-        _message=f"DRY RUN: nothing written ({why})", code="DRY RUN", rows_affected=0, dry_run=True
-    )
 
 
-def _dry_run_message(result: WriteResult) -> str:
-    m, plan = result.metrics, result.plan or {}
-    return (
-        f"DRY RUN MERGE ({plan.get('executor')}): would insert {m['numTargetRowsInserted']}, update "
-        f"{m['numTargetRowsUpdated']}, delete {m['numTargetRowsDeleted']} rows; rewrite "
-        f"{len(plan.get('files_to_rewrite', []))} of {plan.get('files_before_skipping')} files "
-        f"({plan.get('files_after_skipping')} after data skipping); nothing written"
-    )
 
 
-def _response(result: WriteResult) -> DeltaAdapterResponse:
-    if result.operation == "MERGE":
-        m = result.metrics
-        rows = m["numTargetRowsInserted"] + m["numTargetRowsUpdated"] + m["numTargetRowsDeleted"]
-    else:
-        rows = result.metrics.get("numOutputRows", 0)
-    return DeltaAdapterResponse(
-        _message=(
-            _dry_run_message(result)
-            if result.plan is not None
-            else f"OK {result.operation}: Delta version {result.version}"
-            if result.version is not None
-            else f"OK {result.operation}: no change, Delta version stays {result.snapshot.version}"
-        ),
-        code=result.operation,
-        rows_affected=rows,
-        delta_version=result.version,
-        delta_operation=result.operation,
-        delta_table_path=result.snapshot.table_path,
-        operation_metrics=dict(result.metrics),
-        dry_run=result.plan is not None,
-        plan=result.plan,
-    )

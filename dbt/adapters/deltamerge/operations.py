@@ -1,7 +1,10 @@
 """The adapter's operations besides materializing models: change feed, vacuum, descriptions, CONVERT.
 
-Each takes the connection's Spark session and plain values, finds the Delta table of
-a catalog relation, runs the engine and returns plain values for Jinja.
+Each takes the connection's Spark session and the operation's arguments as given (``--args``
+YAML, or a macro's values), reads every argument before doing anything (a wrong one fails the
+operation naming it, as ``SpecError``; ``dry_run: "false"`` is false, ``dry_run: "no"`` an error,
+never a silent default), finds the Delta table of a catalog relation, runs the engine and
+returns plain values for Jinja.
 
 ``convert`` (the ``convert_to_delta`` operation) turns a parquet folder or catalog table into a
 Delta table (``delta.convert``): it finds the folder of a catalog relation (its format, location
@@ -15,13 +18,15 @@ from __future__ import annotations
 import os
 import uuid
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any
 
 from pyspark.sql import SparkSession
 from pyspark.sql import types as T
 
 from dbt.adapters.deltamerge import binding
-from dbt.adapters.deltamerge.common.sql import quote_identifier
+from dbt.adapters.deltamerge.common.config_values import SpecError, number, operation_flag, text
+from dbt.adapters.deltamerge.common.sql import quote_identifier, string_literal
 from dbt.adapters.deltamerge.delta import storage
 from dbt.adapters.deltamerge.delta.change_feed import read_changes
 from dbt.adapters.deltamerge.delta.comments import set_descriptions
@@ -32,7 +37,7 @@ from dbt.adapters.deltamerge.delta.convert import (
     convert_to_delta,
     parse_partition_schema,
 )
-from dbt.adapters.deltamerge.delta.paths import unescape_partition_value
+from dbt.adapters.deltamerge.delta.paths import parse_partition_folder
 from dbt.adapters.deltamerge.delta.snapshot import load_snapshot
 from dbt.adapters.deltamerge.delta.vacuum import vacuum
 from dbt.adapters.deltamerge.errors import ModelWriteError
@@ -40,11 +45,14 @@ from dbt.adapters.deltamerge.errors import ModelWriteError
 
 def table_changes(spark: SparkSession, relation: Any, start: Any, end: Any = None) -> str:
     """The change data feed of ``relation`` as a temporary view; its quoted name."""
+    problems: list[str] = []
+    first = _version(start, "starting_version", problems)
+    last = None if end is None else _version(end, "ending_version", problems)
+    _checked("table_changes", problems)
     schema, identifier, table_path = _delta_table(spark, relation, "table_changes")
-    last = None if end is None else int(end)
-    changes = read_changes(spark, table_path, int(start), last)
+    changes = read_changes(spark, table_path, first, last)
     upto = "latest" if last is None else str(last)
-    view = f"deltamerge_changes_{schema}_{identifier}_{int(start)}_{upto}"
+    view = f"deltamerge_changes_{schema}_{identifier}_{first}_{upto}"
     changes.createOrReplaceTempView(view)
     return quote_identifier(view)
 
@@ -64,13 +72,18 @@ def persist_docs(
 
 
 def vacuum_table(
-    spark: SparkSession, relation: Any, retain_hours: float, dry_run: bool, enforce_retention: bool
+    spark: SparkSession, relation: Any, retain_hours: Any, dry_run: Any, enforce_retention: Any
 ) -> dict[str, Any]:
     """VACUUM of ``relation``'s Delta table (see ``delta.vacuum``)."""
+    problems: list[str] = []
+    hours = number(retain_hours, "retain_hours", problems, what="a number of hours >= 0")
+    listing = operation_flag(dry_run, "dry_run", problems)
+    enforce = operation_flag(enforce_retention, "enforce_retention", problems)
+    if retain_hours is None:
+        problems.append("retain_hours must be a number of hours >= 0, got None")
+    _checked("vacuum", problems)
     _, _, table_path = _delta_table(spark, relation, "vacuum")
-    result = vacuum(
-        table_path, retain_hours=retain_hours, dry_run=dry_run, enforce_retention=enforce_retention
-    )
+    result = vacuum(table_path, retain_hours=hours or 0.0, dry_run=listing, enforce_retention=enforce)
     return {
         "table_path": result.table_path,
         "files": list(result.files),
@@ -81,8 +94,33 @@ def vacuum_table(
     }
 
 
+def _version(value: Any, key: str, problems: list[str]) -> int:
+    """A table version: a whole number >= 0 (a number from ``run_query`` may be a Decimal).
+
+    >>> problems = []
+    >>> _version(Decimal(3), "v", problems), _version("4", "v", problems), _version(True, "v", problems)
+    (3, 4, 0)
+    >>> problems
+    ['v must be a table version (a whole number >= 0), got True']
+    """
+    if isinstance(value, str) and value.strip().isdigit():
+        return int(value)
+    number_like = isinstance(value, (int, float, Decimal)) and not isinstance(value, bool)
+    if number_like and value >= 0 and value == int(value):
+        return int(value)
+    problems.append(f"{key} must be a table version (a whole number >= 0), got {value!r}")
+    return 0
+
+
+def _checked(operation: str, problems: list[str]) -> None:
+    if problems:
+        raise SpecError(operation, problems, kind="Operation", what="arguments")
+
+
 def _delta_table(spark: SparkSession, relation: Any, what: str) -> tuple[str, str, str]:
     """``(schema, identifier, table path)`` of a relation or ``"schema.table"`` text."""
+    if not isinstance(relation, str) and not hasattr(relation, "identifier"):
+        _checked(what, [f"relation must be a relation or a name like schema.table, got {relation!r}"])
     if isinstance(relation, str):
         schema, _, identifier = relation.rpartition(".")
         schema = schema or spark.catalog.currentDatabase()
@@ -107,15 +145,21 @@ class _CatalogTable:
 def convert(
     spark: SparkSession,
     *,
-    path: str | None,
-    relation: str | None,
-    partition_by: str | None,
-    statistics: bool,
-    relation_name: str | None,
+    path: Any,
+    relation: Any,
+    partition_by: Any,
+    statistics: Any,
+    relation_name: Any,
 ) -> ConvertResult:
     """Convert ``path`` or the catalog table ``relation``; bind the catalog entry afterwards."""
-    if (path is None) == (relation is None):
-        raise ConvertError("convert_to_delta needs exactly one of `path` or `relation`")
+    problems: list[str] = []
+    path, relation = text(path, "path", problems), text(relation, "relation", problems)
+    partition_by = text(partition_by, "partition_by", problems, what="columns with types (day DATE, ...)")
+    statistics = operation_flag(statistics, "statistics", problems)
+    relation_name = text(relation_name, "relation_name", problems, what="a relation name (schema.table)")
+    if (path is None) == (relation is None) and not problems:
+        problems.append("give exactly one of `path` or `relation`")
+    _checked("convert_to_delta", problems)
     partitions = parse_partition_schema(spark, partition_by)
     if relation is not None:
         return _convert_relation(spark, relation, partitions, statistics)
@@ -176,11 +220,11 @@ def _detach_managed_folders(spark: SparkSession, name: str, table_path: str) -> 
         folder = os.path.join(empty, str(index))
         storage.make_new_dir(folder)
         spec = ", ".join(
-            f"{quote_identifier(key)} = '{_sql_string(value or '')}'"
-            for key, value in parse_partition_folder(partition)
+            f"{quote_identifier(key)} = {string_literal(value or '')}"
+            for key, value in parse_partition_folder(partition).items()
         )
-        spark.sql(f"ALTER TABLE {name} PARTITION ({spec}) SET LOCATION '{_sql_string(folder)}'")
-    spark.sql(f"ALTER TABLE {name} SET LOCATION '{_sql_string(empty)}'")
+        spark.sql(f"ALTER TABLE {name} PARTITION ({spec}) SET LOCATION {string_literal(folder)}")
+    spark.sql(f"ALTER TABLE {name} SET LOCATION {string_literal(empty)}")
 
 
 def _partitioned(spark: SparkSession, name: str) -> bool:
@@ -241,20 +285,3 @@ def _bind(spark: SparkSession, schema: str, identifier: str, table_path: str) ->
         raise ConvertError(f"convert_to_delta: no Delta table at {table_path} after converting")
     spark.sql(f"CREATE SCHEMA IF NOT EXISTS {quote_identifier(schema)}")
     binding.bind(spark, schema=schema, identifier=identifier, snapshot=snapshot)
-
-
-def _sql_string(text: str) -> str:
-    return text.replace("\\", "\\\\").replace("'", "\\'")
-
-
-def parse_partition_folder(text: str) -> list[tuple[str, str | None]]:
-    """``SHOW PARTITIONS`` text as ``(column, value)`` pairs.
-
-    >>> parse_partition_folder("day=2026-01-01/tag=a%3Ab")
-    [('day', '2026-01-01'), ('tag', 'a:b')]
-    """
-    pairs = []
-    for part in text.split("/"):
-        key, _, value = part.partition("=")
-        pairs.append((unescape_partition_value(key) or key, unescape_partition_value(value)))
-    return pairs

@@ -65,7 +65,7 @@ def test_every_problem_at_once():
 
 
 def test_scd_type_and_history_lists():
-    assert problems(stored_as_scd_type="3") == ["stored_as_scd_type must be 1 or 2, got '3'"]
+    assert problems(stored_as_scd_type="3") == ["stored_as_scd_type must be one of [1, 2], got '3'"]
     assert problems(track_history_column_list=["a"]) == [
         "track_history_column_list and track_history_except_column_list need stored_as_scd_type 2"
     ]

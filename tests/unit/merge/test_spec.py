@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from dbt.adapters.deltamerge.common.config_values import SpecError
-from dbt.adapters.deltamerge.merge.spec import Assignment, MergeClause, MergeSpec
+from dbt.adapters.deltamerge.merge.clauses import Assignment, MergeClause
+from dbt.adapters.deltamerge.merge.spec import MergeSpec
 
 ONE_MATCHED = (
     "When there are more than one MATCHED clauses in a MERGE statement, "
@@ -52,13 +53,13 @@ def test_contract_example_parses_in_order():
                 {"condition": "DBT_INTERNAL_DEST.active", "action": "update", "set": {"active": "false"}}
             ],
             "incremental_predicates": ["DBT_INTERNAL_DEST.day >= '2026-01-01'"],
-            "change_data_feed": True,
+            "merge_with_schema_evolution": True,
         },
     )
     assert [c.action for c in spec.matched] == ["delete", "update"]
     assert spec.not_matched_by_source[0].assignments == (Assignment("active", "false"),)
     assert spec.on_condition.endswith("AND (DBT_INTERNAL_DEST.day >= '2026-01-01')")
-    assert spec.change_data_feed and not spec.schema_evolution
+    assert spec.schema_evolution and not spec.update_only_if_changed
 
 
 def test_merge_condition_overrides_unique_key():
@@ -108,7 +109,7 @@ def test_every_problem_is_reported_at_once():
                 {"action": "update", "values": "*"},
             ],
             "when_not_matched": [{"action": "insert", "set": "*"}],
-            "change_data_feed": "yes",
+            "update_only_if_changed": "yes",
         }
     )
     text = "\n".join(found)
@@ -116,7 +117,7 @@ def test_every_problem_is_reported_at_once():
     assert "a delete takes no `set`" in text
     assert "unknown key(s) ['values']; allowed: ['action', 'condition', 'set']" in text
     assert "unknown key(s) ['set']; allowed: ['action', 'condition', 'values']" in text
-    assert "change_data_feed must be true or false" in text
+    assert "update_only_if_changed must be true or false" in text
     assert "needs `unique_key`" in text and "`merge_condition`" in text
     assert ONE_MATCHED in found  # the unconditional delete is not the last MATCHED clause
     assert len(found) == 7

@@ -7,35 +7,10 @@ from hypothesis import strategies as st
 
 from dbt.adapters.deltamerge.common.config_values import SpecError
 from dbt.adapters.deltamerge.merge.spec import MergeSpec
-from dbt.adapters.deltamerge.model.spec import WriteSpec
+from dbt.adapters.deltamerge.model.keys import ADAPTER_KEYS
+from dbt.adapters.deltamerge.model.spec import ModelSpec, WriteSpec
 
-KEYS = [
-    "unique_key",
-    "merge_condition",
-    "source_alias",
-    "target_alias",
-    "when_matched",
-    "when_not_matched",
-    "when_not_matched_by_source",
-    "incremental_predicates",
-    "merge_with_schema_evolution",
-    "change_data_feed",
-    "matched_condition",
-    "not_matched_condition",
-    "skip_matched_step",
-    "skip_not_matched_step",
-    "merge_update_columns",
-    "merge_exclude_columns",
-    "not_matched_by_source_action",
-    "not_matched_by_source_condition",
-    "not_matched_by_source_set",
-    "file_format",
-    "incremental_strategy",
-    "partition_by",
-    "tblproperties",
-    "on_schema_change",
-    "location_root",
-]
+KEYS = sorted(ADAPTER_KEYS)  # the one list: every key the adapter reads
 scalars = st.one_of(
     st.none(), st.booleans(), st.integers(), st.floats(allow_nan=True), st.text(max_size=12), st.just("*")
 )
@@ -71,5 +46,14 @@ def test_merge_config_parses_or_raises_our_error(config):
 def test_write_config_parses_or_raises_our_error(config):
     try:
         WriteSpec.from_config("m", config)
+    except SpecError as exc:
+        assert exc.model == "m" and exc.problems and "Model 'm': invalid config" in str(exc)
+
+
+@settings(max_examples=400, deadline=None)
+@given(configs, st.sampled_from(["table", "incremental", "seed"]))
+def test_model_config_parses_or_raises_our_error(config, materialization):
+    try:
+        ModelSpec.from_config("m", {"incremental_strategy": "delta_merge", **config}, materialization)
     except SpecError as exc:
         assert exc.model == "m" and exc.problems and "Model 'm': invalid config" in str(exc)

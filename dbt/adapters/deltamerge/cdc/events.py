@@ -4,7 +4,9 @@ Every event gets its sequence as one struct (compared field by field, so a list 
 ``sequence_by`` columns orders lexicographically), a delete flag and a truncate flag.
 The events are materialized once; a null sequence or two different events of one key
 with one sequence fail the run before anything is written (identical events collapse:
-``Events.distinct``, or a set per key in SCD 1's fold).
+``Events.distinct``, or a set per key in SCD 1's fold). ``files_with_event_keys`` and
+``keys_semi_join`` find what a run's keys have stored (data skipping by the events' key
+ranges); ``rows_by_key_range`` lays a new table out in key ranges.
 """
 
 from __future__ import annotations
@@ -18,7 +20,14 @@ from pyspark.sql import functions as F
 from dbt.adapters.deltamerge.cdc.spec import CdcSpec
 from dbt.adapters.deltamerge.common.config_values import SpecError
 from dbt.adapters.deltamerge.common.sql import quote_identifier
+from dbt.adapters.deltamerge.delta.snapshot import AddFile, Snapshot
+from dbt.adapters.deltamerge.delta.write import WriteRequest
 from dbt.adapters.deltamerge.merge.source import checkpoint_with_aggregates
+from dbt.adapters.deltamerge.skipping.files import (
+    files_in_key_ranges,
+    key_ranges,
+    partition_types,
+)
 
 SEQ, IS_DELETE, IS_TRUNCATE = "__cdc_seq", "__cdc_is_delete", "__cdc_is_truncate"
 # Each event's own id (stable: the frame is materialized), so a winner is found by one value.
@@ -112,3 +121,36 @@ def _flag(condition: str | None) -> Column:
 
 def _keys_text(spec: CdcSpec, rows: list[Any]) -> str:
     return "; ".join(", ".join(f"{k}={row[k]!r}" for k in spec.keys) for row in rows)
+
+
+# A new table's files hold about this many rows each, in key order (data skipping on the keys).
+ROWS_PER_FILE = 250_000
+
+
+def keys_semi_join(
+    rows: DataFrame, keys: DataFrame, names: tuple[str, ...], *, broadcast: bool = True
+) -> DataFrame:
+    """``rows`` whose key (null-safely) is among ``keys``' rows."""
+    renamed = keys.select(*[F.col(quote_identifier(k)).alias(f"__cdc_k{i}") for i, k in enumerate(names)])
+    condition = None
+    for i, k in enumerate(names):
+        part = F.col(quote_identifier(k)).eqNullSafe(F.col(f"__cdc_k{i}"))
+        condition = part if condition is None else condition & part
+    return rows.join(F.broadcast(renamed) if broadcast else renamed, condition, "left_semi")
+
+
+def rows_by_key_range(rows: DataFrame, spec: CdcSpec, request: WriteRequest, count: int) -> DataFrame:
+    """A new table's rows in key ranges, one per file, so later runs skip files by key.
+
+    A partitioned table keeps Spark's order: ranges would scatter every task over the partitions.
+    """
+    if request.partition_by:
+        return rows
+    files = max(1, count // ROWS_PER_FILE)
+    return rows.repartitionByRange(files, *[F.col(quote_identifier(k)) for k in spec.keys])
+
+
+def files_with_event_keys(snapshot: Snapshot, spec: CdcSpec, events: Events) -> list[AddFile]:
+    """The files of ``snapshot`` (the table or its state) that may hold a key of this run's events."""
+    ranges = key_ranges(events.profile, spec.keys, snapshot.schema)
+    return files_in_key_ranges(snapshot.files, ranges, partition_types(snapshot))

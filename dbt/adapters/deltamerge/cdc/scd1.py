@@ -35,6 +35,7 @@ from dbt.adapters.deltamerge.cdc.events import (
 )
 from dbt.adapters.deltamerge.cdc.spec import CdcSpec
 from dbt.adapters.deltamerge.common.sql import quote_identifier
+from dbt.adapters.deltamerge.delta.metrics import cdc_event_metrics
 from dbt.adapters.deltamerge.merge.source import checkpoint_with_aggregates, fits_in_broadcast
 
 OP, RESET = "__cdc_op", "__cdc_reset"
@@ -112,12 +113,9 @@ def fold(
     received, non_truncate = events.received, int(totals["events"] or 0)
     duplicates = max(0, received - int(events.profile.get("truncates") or 0) - non_truncate)
     late_count = int(totals["late"] or 0)
-    counts = {
-        "numEventsReceived": received,
-        "numEventsApplied": received - duplicates - late_count,
-        "numEventsIgnoredAsLate": late_count,
-        "numEventsDuplicate": duplicates,
-    }
+    counts = cdc_event_metrics(
+        received=received, applied=received - duplicates - late_count, late=late_count, duplicates=duplicates
+    )
     return Folded(changes, state_rows, counts, int(totals["keys"] or 0) + (1 if new_truncate else 0))
 
 

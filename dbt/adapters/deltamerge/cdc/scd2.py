@@ -8,21 +8,45 @@ over the keys, no Python on executors: a delete ends a segment; within a segment
 opens a version when a tracked column differs from the previous upsert's; a version ends at
 the next version's start or the delete. The new history is then merged into the table on
 (keys, ``__START_AT``) with update-only-if-changed: versions that stay as they were are not
-rewritten, versions the replay no longer has are deleted.
+rewritten, versions the replay no longer has are deleted (``apply_scd2``).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
-from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from dbt.adapters.deltamerge.cdc.events import IS_DELETE, SEQ, col
+from dbt.adapters.deltamerge.cdc.events import (
+    EVENTS_N,
+    IS_DELETE,
+    SEQ,
+    SEQUENCES_N,
+    check_distinct_sequences,
+    col,
+    files_with_event_keys,
+    framed_events,
+    keys_semi_join,
+    rows_by_key_range,
+)
 from dbt.adapters.deltamerge.cdc.scd1 import OP
 from dbt.adapters.deltamerge.cdc.spec import END_AT, START_AT, CdcSpec
-from dbt.adapters.deltamerge.merge.source import checkpoint_with_aggregates
+from dbt.adapters.deltamerge.common.sql import qualified, quote_identifier
+from dbt.adapters.deltamerge.delta.metrics import cdc_event_metrics
+from dbt.adapters.deltamerge.delta.read import read_files
+from dbt.adapters.deltamerge.delta.snapshot import Snapshot
+from dbt.adapters.deltamerge.delta.transaction import WriteResult
+from dbt.adapters.deltamerge.delta.write import WriteRequest, write_dataframe
+from dbt.adapters.deltamerge.merge.pipeline import merge_into
+from dbt.adapters.deltamerge.merge.source import checkpoint_with_aggregates, fits_in_broadcast
+from dbt.adapters.deltamerge.merge.spec import DEFAULT_SOURCE_ALIAS as S
+from dbt.adapters.deltamerge.merge.spec import MergeSpec
+from dbt.adapters.deltamerge.skipping.files import (
+    key_profile_aggregates,
+)
 
 _SEGMENT, _NEW, _VERSION, _END = "__cdc_segment", "__cdc_new_version", "__cdc_version", "__cdc_end"
 
@@ -84,11 +108,7 @@ def replay(
         col(END_AT),
     )
     applied = int(totals["applied"] or 0)
-    counts = {
-        "numEventsReceived": received,
-        "numEventsApplied": applied,
-        "numEventsIgnoredAsLate": max(0, received - applied),
-    }
+    counts = cdc_event_metrics(received=received, applied=applied, late=max(0, received - applied))
     return Replayed(upserts.unionByName(deletes), counts)
 
 
@@ -169,3 +189,78 @@ def _join(left: DataFrame, right: DataFrame, names: list[str], how: str) -> Data
         condition = condition & col(name).eqNullSafe(F.col(renamed[name]))
     joined = left.join(right, condition, how)
     return joined if how in ("left_anti", "left_semi") else joined.drop(*renamed.values())
+
+
+def apply_scd2(
+    spark: SparkSession,
+    source: DataFrame,
+    spec: CdcSpec,
+    stored: tuple[str, ...],
+    *,
+    table: Snapshot | None,
+    create: WriteRequest,
+    txn: tuple[str, int],
+    change_data_feed: bool,
+) -> WriteResult:
+    """SCD 2: replay the run's keys' history with its events, then merge (or create) the versions."""
+    events = framed_events(source, spec, key_profile_aggregates(spec.keys))
+    keys = [quote_identifier(k) for k in spec.keys]
+    check_distinct_sequences(
+        spec,
+        events.distinct()
+        .groupBy(*keys)
+        .agg(F.count(F.lit(1)).alias(EVENTS_N), F.count_distinct(SEQ).alias(SEQUENCES_N)),
+    )
+    if table is None:
+        history = spark.createDataFrame([], _history_schema(spec, events.frame.schema, stored))
+    else:
+        candidates = files_with_event_keys(table, spec, events)
+        touched_keys = events.frame.select(*keys).distinct()
+        small = fits_in_broadcast(touched_keys.schema, events.received)
+        rows = read_files(spark, table, candidates)
+        history = keys_semi_join(rows, touched_keys, spec.keys, broadcast=small)
+    replayed = replay(spec, events.distinct(), stored, history, events.received)
+    columns = [*stored, START_AT, END_AT]
+    if table is None:
+        request = dataclasses.replace(create, txn=txn, extra_metrics=replayed.counts)
+        rows = replayed.changes.where(F.col(OP) == "upsert").select(*map(quote_identifier, columns))
+        return write_dataframe(spark, rows_by_key_range(rows, spec, request, events.received), request)
+    values = [c for c in stored if c.lower() not in {k.lower() for k in spec.keys}]
+    config = {
+        "unique_key": [*spec.keys, START_AT],
+        "when_matched": [
+            {"condition": f"{qualified(S, OP)} = 'delete'", "action": "delete"},
+            {"action": "update", "set": {c: qualified(S, c) for c in (*values, END_AT)}},
+        ],
+        "when_not_matched": [
+            {
+                "condition": f"{qualified(S, OP)} = 'upsert'",
+                "action": "insert",
+                "values": {c: qualified(S, c) for c in columns},
+            }
+        ],
+        "update_only_if_changed": True,
+    }
+    main = MergeSpec.from_config(spec.model, config)
+    return merge_into(
+        spark,
+        replayed.changes,
+        table,
+        main,
+        change_data_feed=change_data_feed,
+        txn=txn,
+        extra_metrics=replayed.counts,
+    )
+
+
+def _history_schema(spec: CdcSpec, events: T.StructType, stored: tuple[str, ...]) -> T.StructType:
+    seq = events[SEQ].dataType
+    assert isinstance(seq, T.StructType)
+    at = seq.fields[0].dataType if len(spec.sequence_by) == 1 else seq
+    return T.StructType(
+        [
+            *[T.StructField(events[c].name, events[c].dataType) for c in stored],
+            T.StructField(START_AT, at),
+            T.StructField(END_AT, at),
+        ]
+    )

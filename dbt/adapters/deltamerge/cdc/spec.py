@@ -12,8 +12,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from dbt.adapters.deltamerge.common.config_values import SpecError, flag, names, sql_text
-from dbt.adapters.deltamerge.merge.spec import SHORTHANDS
+from dbt.adapters.deltamerge.common.config_values import SpecError, choice, flag, names, number, sql_text
+from dbt.adapters.deltamerge.merge.clauses import SHORTHANDS
 
 START_AT, END_AT = "__START_AT", "__END_AT"
 # Keys that describe clauses: CDC apply builds its own, so they cannot be combined with it.
@@ -44,81 +44,47 @@ class CdcSpec:
     scd_type: Literal[1, 2] = 1
     track_history_column_list: tuple[str, ...] | None = None
     track_history_except_column_list: tuple[str, ...] = ()
-    change_data_feed: bool = False
     tombstone_retention_hours: float = DEFAULT_TOMBSTONE_RETENTION_HOURS
 
     @staticmethod
     def applies(config: Mapping[str, Any]) -> bool:
-        """Whether ``config`` asks for CDC apply (it has ``sequence_by``)."""
-        return config.get("sequence_by") not in (None, "", [])
+        """Whether ``config`` asks for CDC apply (it has ``sequence_by``, even an empty or wrong one)."""
+        return config.get("sequence_by") is not None
 
     @classmethod
     def from_config(cls, model: str, config: Mapping[str, Any]) -> CdcSpec:
-        """Parse a model's config; raise one SpecError listing every problem."""
-        problems: list[str] = []
-        for key in _CLAUSE_KEYS:
-            if config.get(key) is not None:
-                problems.append(
-                    f"`sequence_by` (CDC apply) and `{key}` cannot be combined: CDC apply builds its "
-                    f"own clauses from the events; remove `{key}`, or remove `sequence_by` for a plain merge"
-                )
+        """Parse a model's config, every key before any decision; one SpecError lists every problem."""
+        problems: list[str] = [
+            f"`sequence_by` (CDC apply) and `{key}` cannot be combined: CDC apply builds its "
+            f"own clauses from the events; remove `{key}`, or remove `sequence_by` for a plain merge"
+            for key in _CLAUSE_KEYS
+            if config.get(key) is not None
+        ]
         keys = names(config.get("unique_key"), "unique_key", problems)
         if not keys:
             problems.append("CDC apply needs `unique_key`: the column(s) that identify a row's key")
         sequence = names(config.get("sequence_by"), "sequence_by", problems)
-        scd = config.get("stored_as_scd_type", 1)
-        if str(scd) not in ("1", "2"):
-            problems.append(f"stored_as_scd_type must be 1 or 2, got {scd!r}")
-            scd = 1
+        if not sequence and config.get("sequence_by") is not None:
+            problems.append("sequence_by must name at least one column (the order of the events)")
+        scd = choice(config.get("stored_as_scd_type"), "stored_as_scd_type", (1, 2), problems)
         scd_type: Literal[1, 2] = 2 if str(scd) == "2" else 1
-        truncates = sql_text(
-            config.get("apply_as_truncates"),
-            "apply_as_truncates",
-            problems,
-            what="a SQL condition over the source row",
+        deletes, truncates = (
+            sql_text(config.get(key), key, problems, what="a SQL condition over the source row")
+            for key in ("apply_as_deletes", "apply_as_truncates")
         )
         if truncates is not None and scd_type == 2:
             problems.append(
                 "apply_as_truncates is supported only with stored_as_scd_type 1 (a truncate would erase "
                 "SCD 2 history); remove apply_as_truncates or store as SCD type 1"
             )
-        column_list = (
-            names(config.get("column_list"), "column_list", problems)
-            if config.get("column_list") is not None
-            else None
-        )
-        except_list = names(config.get("except_column_list"), "except_column_list", problems)
-        if column_list is not None and except_list:
-            problems.append("give column_list or except_column_list, not both")
-        for key in keys:
-            if key.lower() in {c.lower() for c in except_list}:
-                problems.append(f"except_column_list names the key `{key}`; keys are always stored")
-        track = (
-            names(config.get("track_history_column_list"), "track_history_column_list", problems)
-            if config.get("track_history_column_list") is not None
-            else None
-        )
-        track_except = names(
-            config.get("track_history_except_column_list"), "track_history_except_column_list", problems
-        )
-        if track is not None and track_except:
-            problems.append("give track_history_column_list or track_history_except_column_list, not both")
-        if (track is not None or track_except) and scd_type == 1:
-            problems.append(
-                "track_history_column_list and track_history_except_column_list need stored_as_scd_type 2"
-            )
-        retention = config.get("tombstone_retention_hours", DEFAULT_TOMBSTONE_RETENTION_HOURS)
-        if isinstance(retention, bool) or not isinstance(retention, (int, float)) or retention < 0:
-            problems.append(f"tombstone_retention_hours must be a number of hours >= 0, got {retention!r}")
-            retention = DEFAULT_TOMBSTONE_RETENTION_HOURS
-        ignore_nulls = flag(config, "ignore_null_updates", problems)
-        feed = flag(config, "change_data_feed", problems)
-        deletes = sql_text(
-            config.get("apply_as_deletes"),
-            "apply_as_deletes",
+        columns, except_columns, track, track_except = _column_lists(config, keys, scd_type, problems)
+        retention = number(
+            config.get("tombstone_retention_hours"),
+            "tombstone_retention_hours",
             problems,
-            what="a SQL condition over the source row",
+            what="a number of hours >= 0",
         )
+        ignore_nulls = flag(config, "ignore_null_updates", problems)
         if problems:
             raise SpecError(model, problems)
         return cls(
@@ -128,13 +94,12 @@ class CdcSpec:
             apply_as_deletes=deletes,
             apply_as_truncates=truncates,
             ignore_null_updates=ignore_nulls,
-            column_list=column_list,
-            except_column_list=except_list,
+            column_list=columns,
+            except_column_list=except_columns,
             scd_type=scd_type,
             track_history_column_list=track,
             track_history_except_column_list=track_except,
-            change_data_feed=feed,
-            tombstone_retention_hours=float(retention),
+            tombstone_retention_hours=DEFAULT_TOMBSTONE_RETENTION_HOURS if retention is None else retention,
         )
 
     def stored_columns(self, source_columns: Sequence[str]) -> tuple[str, ...]:
@@ -183,3 +148,30 @@ class CdcSpec:
             return tuple(c for c in stored if c.lower() in chosen and c.lower() not in keys)
         skip = keys | {c.lower() for c in self.track_history_except_column_list}
         return tuple(c for c in stored if c.lower() not in skip)
+
+
+def _column_lists(
+    config: Mapping[str, Any], keys: tuple[str, ...], scd_type: int, problems: list[str]
+) -> tuple[tuple[str, ...] | None, tuple[str, ...], tuple[str, ...] | None, tuple[str, ...]]:
+    """``column_list``, ``except_column_list``, ``track_history_column_list`` and its except list."""
+
+    def listed(key: str) -> tuple[str, ...] | None:
+        return names(config.get(key), key, problems) if config.get(key) is not None else None
+
+    columns, track = listed("column_list"), listed("track_history_column_list")
+    except_columns = listed("except_column_list") or ()
+    track_except = listed("track_history_except_column_list") or ()
+    if columns is not None and except_columns:
+        problems.append("give column_list or except_column_list, not both")
+    problems.extend(
+        f"except_column_list names the key `{key}`; keys are always stored"
+        for key in keys
+        if key.lower() in {c.lower() for c in except_columns}
+    )
+    if track is not None and track_except:
+        problems.append("give track_history_column_list or track_history_except_column_list, not both")
+    if (track is not None or track_except) and scd_type == 1:
+        problems.append(
+            "track_history_column_list and track_history_except_column_list need stored_as_scd_type 2"
+        )
+    return columns, except_columns, track, track_except

@@ -35,10 +35,11 @@ from dbt.adapters.deltamerge.delta.align import align_to_schema
 from dbt.adapters.deltamerge.delta.commit import CommitInfo, commit, committed_version_of
 from dbt.adapters.deltamerge.delta.conflicts import ReadSet
 from dbt.adapters.deltamerge.delta.errors import DeltaError
+from dbt.adapters.deltamerge.delta.metrics import write_metrics
 from dbt.adapters.deltamerge.delta.read import read_files
 from dbt.adapters.deltamerge.delta.snapshot import AddFile, Snapshot, load_snapshot
 from dbt.adapters.deltamerge.delta.transaction import PendingCommit
-from dbt.adapters.deltamerge.delta.write import WriteRequest, write_dataframe, write_files, write_metrics
+from dbt.adapters.deltamerge.delta.write import WriteRequest, write_dataframe, write_files
 from dbt.adapters.deltamerge.skipping.stats import comparable
 
 STATE_FOLDER = "_deltamerge_cdc"

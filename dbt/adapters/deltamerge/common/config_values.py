@@ -1,8 +1,10 @@
 """Reading single config values into plain Python values, collecting problems instead of raising.
 
-Shared by every parser of model config (``merge.clauses``, ``cdc.spec``): each function appends
-a sentence naming the key to ``problems`` and returns a neutral value, so that a parser reports
-every problem of a model in one error, ``SpecError``.
+Shared by every parser of model config and operation arguments (``model.spec``, ``merge.spec``,
+``cdc.spec``, ``operations``) and by the typed list of every key (``model.keys``): each function
+appends a sentence naming the key to ``problems`` and returns a neutral value, so that a parser
+reports every problem in one error, ``SpecError``. ``None`` means absent (dbt's ``config(x=None)``);
+any other value of the wrong kind is a problem, never silently the default.
 """
 
 from __future__ import annotations
@@ -26,10 +28,10 @@ class SpecError(ValueError):
       - b is missing
     """
 
-    def __init__(self, model: str, problems: list[str]) -> None:
+    def __init__(self, model: str, problems: list[str], *, kind: str = "Model", what: str = "config") -> None:
         self.model = model
-        self.problems = problems
-        super().__init__(f"Model '{model}': invalid config:\n  - " + "\n  - ".join(problems))
+        self.problems = list(dict.fromkeys(problems))  # one sentence once, in order
+        super().__init__(f"{kind} '{model}': invalid {what}:\n  - " + "\n  - ".join(self.problems))
 
 
 def names(value: Any, key: str, problems: list[str]) -> tuple[str, ...]:
@@ -96,12 +98,117 @@ def flag(config: Mapping[str, Any], key: str, problems: list[str]) -> bool:
 
 
 def identifier(config: Mapping[str, Any], key: str, default: str, problems: list[str]) -> str:
-    """A plain identifier (an alias), ``default`` when absent."""
-    value = config.get(key) or default
+    """A plain identifier (an alias), ``default`` when absent.
+
+    >>> problems = []; identifier({"source_alias": ""}, "source_alias", "s", problems), problems
+    ('s', ["source_alias must be a plain identifier (letters, digits, _), got ''"])
+    """
+    value = config.get(key)
+    if value is None:
+        return default
     if not isinstance(value, str) or not _IDENTIFIER.fullmatch(value):
         problems.append(f"{key} must be a plain identifier (letters, digits, _), got {value!r}")
         return default
     return value
+
+
+def choice(value: Any, key: str, allowed: Sequence[Any], problems: list[str]) -> Any:
+    """One of ``allowed`` (text compared case-insensitively, and as the text of a number), None when
+    absent or wrong.
+
+    >>> choice("Delta", "file_format", ["delta", "parquet"], []), choice("2", "n", [1, 2], [])
+    ('delta', 2)
+    >>> problems = []
+    >>> choice("", "file_format", ["delta", "parquet"], problems), problems
+    (None, ["file_format must be one of ['delta', 'parquet'], got ''"])
+    """
+    if value is None:
+        return None
+    for option in allowed:
+        same_text = isinstance(value, str) and value.strip().lower() == str(option).lower()
+        if same_text or (type(value) is type(option) and value == option):
+            return option
+    problems.append(f"{key} must be one of {list(allowed)}, got {value!r}")
+    return None
+
+
+def text(value: Any, key: str, problems: list[str], *, what: str = "a non-empty text") -> str | None:
+    """A non-empty string (a path, a column name), None when absent.
+
+    >>> problems = []; text(["/data"], "location_root", problems, what="a folder path"), problems
+    (None, ["location_root must be a folder path, got ['/data']"])
+    """
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value.strip():
+        problems.append(f"{key} must be {what}, got {value!r}")
+        return None
+    return value.strip()
+
+
+def number(value: Any, key: str, problems: list[str], *, what: str = "a number >= 0") -> float | None:
+    """A number at least 0 (not a boolean), None when absent or wrong.
+
+    >>> problems = []; number("168", "tombstone_retention_hours", problems), problems
+    (None, ["tombstone_retention_hours must be a number >= 0, got '168'"])
+    """
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+        problems.append(f"{key} must be {what}, got {value!r}")
+        return None
+    return float(value)
+
+
+def mapping(value: Any, key: str, problems: list[str], *, what: str) -> Mapping[str, Any]:
+    """A map with text keys (``{}`` when absent or wrong).
+
+    >>> problems = []; mapping([("a", 1)], "tblproperties", problems, what="a map of property to value")
+    {}
+    >>> problems
+    ["tblproperties must be a map of property to value, got [('a', 1)]"]
+    """
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping) or not all(isinstance(k, str) and k.strip() for k in value):
+        problems.append(f"{key} must be {what}, got {value!r}")
+        return {}
+    return value
+
+
+def clause_list(value: Any, key: str, problems: list[str]) -> list[Mapping[str, Any]]:
+    """A list of clause maps (``{action: ..., condition: ...}``), ``[]`` when absent or wrong; entries that
+    are not maps are problems and left out.
+
+    >>> problems = []; clause_list("delete", "when_matched", problems), problems
+    ([], ["`when_matched` must be a list of clauses, e.g. [{action: ..., condition: ...}], got 'delete'"])
+    """
+    if value is None:
+        return []
+    if not isinstance(value, Sequence) or isinstance(value, (str, bytes)):
+        example = "[{action: ..., condition: ...}]"
+        problems.append(f"`{key}` must be a list of clauses, e.g. {example}, got {value!r}")
+        return []
+    for i, entry in enumerate(value):
+        if not isinstance(entry, Mapping):
+            problems.append(f"{key}[{i}] must be a map like {{action: ..., condition: ...}}, got {entry!r}")
+    return [entry for entry in value if isinstance(entry, Mapping)]
+
+
+def operation_flag(value: Any, key: str, problems: list[str]) -> bool:
+    """A boolean argument of an operation (``--args`` YAML): true / false, or the text of one.
+
+    >>> problems = []; operation_flag("false", "dry_run", problems), operation_flag("no", "dry_run", problems)
+    (False, False)
+    >>> problems
+    ["dry_run must be true or false, got 'no'"]
+    """
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lower() in ("true", "false"):
+        return value.strip().lower() == "true"
+    problems.append(f"{key} must be true or false, got {value!r}")
+    return False
 
 
 def dry_run_var(value: Any) -> bool:
@@ -119,6 +226,6 @@ def dry_run_var(value: Any) -> bool:
     spelled = str(value).strip().lower()
     if spelled in ("true", "1", "yes"):
         return True
-    if spelled in ("false", "0", "no", ""):
+    if spelled in ("false", "0", "no"):
         return False
     raise ValueError(f"var deltamerge_dry_run must be true or false, got {value!r}")

@@ -29,6 +29,7 @@ from dbt.adapters.deltamerge.delta.convert_files import (
     not_parquet,
 )
 from dbt.adapters.deltamerge.delta.errors import DeltaError
+from dbt.adapters.deltamerge.delta.metrics import convert_metrics
 from dbt.adapters.deltamerge.delta.paths import encode_add_path
 from dbt.adapters.deltamerge.delta.protocol import TableMetadata, protocol_for
 from dbt.adapters.deltamerge.delta.schema import (
@@ -169,7 +170,7 @@ def _write_version_zero(
             "collectStats": statistics,
             "sourceFormat": "parquet",
         },
-        {"numConvertedFiles": len(files)},
+        convert_metrics(len(files)),
     )
     head = info.to_action(timestamp=now_ms(), read_version=None)
     data = encode_actions(

@@ -51,17 +51,24 @@ def partition_folder(columns: list[str], values: Mapping[str, str | None]) -> st
     return "/".join(f"{escape_partition_value(c)}={escape_partition_value(values[c])}" for c in columns)
 
 
-def parse_partition_folder(relative_dir: str, columns: list[str]) -> dict[str, str | None]:
-    """Partition values from a relative folder written by Spark.
+def parse_partition_folder(relative_dir: str, columns: list[str] | None = None) -> dict[str, str | None]:
+    """Partition values from a relative folder written by Spark (or ``SHOW PARTITIONS`` text).
+
+    With ``columns``, exactly those (matched case-insensitively, None where absent); without,
+    every ``key=value`` part in order.
 
     >>> parse_partition_folder("p=x%3Ay/q=__HIVE_DEFAULT_PARTITION__", ["p", "q"])
     {'p': 'x:y', 'q': None}
+    >>> parse_partition_folder("day=2026-01-01/tag=a%3Ab")
+    {'day': '2026-01-01', 'tag': 'a:b'}
     """
     parts = [p for p in relative_dir.split("/") if p]
     found: dict[str, str | None] = {}
     for part in parts:
         key, _, value = part.partition("=")
         found[unescape_partition_value(key) or key] = unescape_partition_value(value)
+    if columns is None:
+        return found
     lowered = {k.lower(): v for k, v in found.items()}
     return {c: lowered.get(c.lower()) for c in columns}
 

@@ -17,7 +17,7 @@ from pyspark.sql import types as T
 
 from dbt.adapters.deltamerge.delta import storage
 from dbt.adapters.deltamerge.delta.errors import NotADeltaTable
-from dbt.adapters.deltamerge.delta.protocol import Protocol, TableMetadata
+from dbt.adapters.deltamerge.delta.protocol import Protocol, TableMetadata, check_writable
 from dbt.adapters.deltamerge.delta.schema import schema_from_json
 
 
@@ -71,6 +71,12 @@ class Snapshot:
     def size_bytes(self) -> int:
         """Total bytes of live files."""
         return sum(f.size for f in self.files)
+
+    def check_writable(self) -> None:
+        """Raise ``UnsupportedTableFeature`` unless this writer may write the table (before any file)."""
+        check_writable(
+            self.protocol, self.metadata.configuration, self.metadata.schema_string, table=self.table_path
+        )
 
 
 def has_delta_log(table_path: str) -> bool:

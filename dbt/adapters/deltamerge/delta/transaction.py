@@ -111,10 +111,6 @@ class WriteResult:
     operation: str
     metrics: dict[str, int]
     snapshot: Snapshot
-    # A prepared commit not made yet (``merge_into(prepare_only=True)``).
-    pending: PendingCommit | None = None
-    # A dry run's plan (plain values): what the merge would do; nothing was written.
-    plan: dict[str, Any] | None = None
 
 
 def commit_files(

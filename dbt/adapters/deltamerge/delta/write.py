@@ -40,11 +40,12 @@ from dbt.adapters.deltamerge.delta.files import (
     write_data_and_changes,
     write_data_files,
 )
+from dbt.adapters.deltamerge.delta.metrics import write_metrics
 from dbt.adapters.deltamerge.delta.paths import local_path, table_path_of
+from dbt.adapters.deltamerge.delta.properties import value_problems
 from dbt.adapters.deltamerge.delta.protocol import (
     TableMetadata,
     change_data_feed_enabled,
-    check_writable,
     configuration_problems,
     table_features,
     upgraded,
@@ -90,12 +91,7 @@ def write_dataframe(spark: SparkSession, df: DataFrame, request: WriteRequest) -
     started = time.monotonic()
     current = load_snapshot(request.table_path)
     if current is not None:
-        check_writable(
-            current.protocol,
-            current.metadata.configuration,
-            current.metadata.schema_string,
-            table=request.table_path,
-        )
+        current.check_writable()
     if current is None or request.mode == "create_or_replace":
         result = _create_or_replace(df, request, current)
     else:
@@ -121,6 +117,9 @@ def _create_or_replace(df: DataFrame, request: WriteRequest, current: Snapshot |
     configuration = {str(k): str(v) for k, v in request.properties.items()}
     if request.txn is not None:
         configuration.setdefault(TXN_RETENTION_PROPERTY, DEFAULT_TXN_RETENTION)
+    wrong = value_problems(configuration)
+    if wrong:
+        raise DeltaError(f"Delta table at {request.table_path}: {'; '.join(wrong)}. Nothing was written.")
     problems = configuration_problems(configuration)
     if problems:
         raise DeltaError(
@@ -247,17 +246,6 @@ def write_files_and_changes(
     return write_data_and_changes(
         df, table_path, partition_columns=partition_columns, num_indexed_cols=num_indexed
     )
-
-
-def write_metrics(written: list[WrittenFile], removed: list[AddFile]) -> dict[str, int]:
-    """Delta's metrics of a WRITE: files and rows written, files removed."""
-    return {
-        "numFiles": len(written),
-        "numOutputRows": sum(f.num_records for f in written),
-        "numOutputBytes": sum(f.size for f in written),
-        "numRemovedFiles": len(removed),
-        "numRemovedBytes": sum(f.size for f in removed),
-    }
 
 
 def _commit(

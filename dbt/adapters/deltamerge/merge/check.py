@@ -17,7 +17,8 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from dbt.adapters.deltamerge.common.config_values import SpecError
-from dbt.adapters.deltamerge.merge.spec import LIST_KEYS, MergeSpec
+from dbt.adapters.deltamerge.merge.clauses import LIST_KEYS
+from dbt.adapters.deltamerge.merge.spec import MergeSpec
 
 
 def user_expressions(spec: MergeSpec) -> Iterator[tuple[str, str]]:

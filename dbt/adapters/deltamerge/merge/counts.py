@@ -1,18 +1,16 @@
-"""What a merge counts: the rows each clause kind took (``MergeCounts``), and Delta's MERGE metrics.
+"""What a merge counts: the rows each clause kind took (``MergeCounts``).
 
-Row counts are one ``MergeCounts`` value that speaks Delta's metric names only in
-``to_metrics``; ``merge_metrics`` adds the file, byte and time metrics of the contract, and
-``merge_parameters`` the ``operationParameters`` of a MERGE commit.
+The executors count rows with ``Observation``s named by the fields here (``COUNTED_BY`` maps a
+clause's kind and action to its field); ``to_metrics`` gives them Delta's names
+(``delta.metrics``, where every metric is named).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, fields
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, fields
 
-from dbt.adapters.deltamerge.delta.files import ChangeFile, WrittenFile
-from dbt.adapters.deltamerge.delta.snapshot import AddFile, Snapshot
-from dbt.adapters.deltamerge.merge.spec import MergeClause, MergeSpec
+from dbt.adapters.deltamerge.delta.metrics import merge_row_metrics
 
 
 @dataclass(frozen=True)
@@ -27,17 +25,15 @@ class MergeCounts:
     copied: int = 0
 
     @property
-    def updated(self) -> int:
-        return self.matched_updated + self.not_matched_by_source_updated
-
-    @property
-    def deleted(self) -> int:
-        return self.matched_deleted + self.not_matched_by_source_deleted
-
-    @property
     def changed(self) -> int:
         """Rows inserted, updated or deleted: a merge that changed none commits nothing."""
-        return self.inserted + self.updated + self.deleted
+        return (
+            self.inserted
+            + self.matched_updated
+            + self.matched_deleted
+            + self.not_matched_by_source_updated
+            + self.not_matched_by_source_deleted
+        )
 
     def to_metrics(self) -> dict[str, int]:
         """Delta's row-count metrics of a MERGE commit.
@@ -45,13 +41,7 @@ class MergeCounts:
         >>> MergeCounts(inserted=1, matched_deleted=2).to_metrics()["numTargetRowsDeleted"]
         2
         """
-        return {
-            "numTargetRowsInserted": self.inserted,
-            "numTargetRowsUpdated": self.updated,
-            "numTargetRowsDeleted": self.deleted,
-            "numTargetRowsCopied": self.copied,
-            **{metric: getattr(self, field) for field, metric in _METRICS.items() if field != "copied"},
-        }
+        return merge_row_metrics(**asdict(self))
 
     @classmethod
     def from_observed(cls, observed: Mapping[str, int | None]) -> MergeCounts:
@@ -67,70 +57,3 @@ COUNTED_BY = {
     ("not_matched_by_source", "delete"): "not_matched_by_source_deleted",
     ("not_matched", "insert"): "inserted",
 }
-_METRICS = {
-    "matched_updated": "numTargetRowsMatchedUpdated",
-    "matched_deleted": "numTargetRowsMatchedDeleted",
-    "not_matched_by_source_updated": "numTargetRowsNotMatchedBySourceUpdated",
-    "not_matched_by_source_deleted": "numTargetRowsNotMatchedBySourceDeleted",
-    "copied": "numTargetRowsCopied",
-}
-
-
-def _partitions(files: Sequence[AddFile] | Sequence[WrittenFile]) -> int:
-    return len({tuple(sorted(f.partition_values.items(), key=lambda kv: kv[0])) for f in files})
-
-
-def merge_metrics(
-    *,
-    snapshot: Snapshot,
-    candidates: list[AddFile],
-    removed: list[AddFile],
-    written: list[WrittenFile],
-    changes: Sequence[ChangeFile] = (),
-    counts: MergeCounts,
-    num_source_rows: int,
-    timings: tuple[int, int, int],
-) -> dict[str, int]:
-    """Every metric of the contract, from what the executor did."""
-    partitioned = bool(snapshot.partition_columns)
-    execution, scan, rewrite = timings
-    return {
-        "numSourceRows": num_source_rows,
-        **counts.to_metrics(),
-        "numTargetFilesBeforeSkipping": len(snapshot.files),
-        "numTargetFilesAfterSkipping": len(candidates),
-        "numTargetFilesRemoved": len(removed),
-        "numTargetFilesAdded": len(written),
-        "numTargetChangeFilesAdded": len(changes),
-        "numTargetChangeFileBytes": sum(c.size for c in changes),
-        "numTargetBytesBeforeSkipping": snapshot.size_bytes,
-        "numTargetBytesAfterSkipping": sum(f.size for f in candidates),
-        "numTargetBytesRemoved": sum(f.size for f in removed),
-        "numTargetBytesAdded": sum(f.size for f in written),
-        "numTargetPartitionsAfterSkipping": _partitions(candidates) if partitioned else 0,
-        "numTargetPartitionsRemovedFrom": _partitions(removed) if partitioned else 0,
-        "numTargetPartitionsAddedTo": _partitions(written) if partitioned else 0,
-        "executionTimeMs": execution,
-        "scanTimeMs": scan,
-        "rewriteTimeMs": rewrite,
-    }
-
-
-def _predicates(clauses: tuple[MergeClause, ...]) -> list[dict[str, str]]:
-    out = []
-    for clause in clauses:
-        entry: dict[str, str] = {"actionType": str(clause.action)}
-        if clause.condition:
-            entry["predicate"] = clause.condition
-        out.append(entry)
-    return out
-
-
-def merge_parameters(spec: MergeSpec) -> dict[str, object]:
-    """``operationParameters`` of a MERGE commit (JSON-encoded by the commit writer)."""
-    return {
-        "predicate": [spec.on_condition],
-        "matchedPredicates": _predicates(spec.matched),
-        "notMatchedPredicates": _predicates(spec.not_matched),
-        "notMatchedBySourcePredicates": _predicates(spec.not_matched_by_source),
-    }

@@ -9,27 +9,30 @@ a zero would read as a fact.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
-from dbt.adapters.deltamerge.delta.snapshot import AddFile
+from dbt.adapters.deltamerge.delta.metrics import MERGE_WRITTEN_METRICS
+from dbt.adapters.deltamerge.delta.snapshot import Snapshot
+from dbt.adapters.deltamerge.merge.execute.output import Executed
 from dbt.adapters.deltamerge.merge.plan import MergePlan
 
-WRITTEN_METRICS = (
-    "numTargetFilesAdded",
-    "numTargetBytesAdded",
-    "numTargetPartitionsAddedTo",
-    "numTargetChangeFilesAdded",
-    "numTargetChangeFileBytes",
-)
+
+@dataclass(frozen=True)
+class DryRun:
+    """A merge computed and not written: its plan and the metrics the real run would commit."""
+
+    plan: dict[str, Any]
+    metrics: dict[str, int]
+    snapshot: Snapshot
 
 
-def dry_run_plan(
-    plan: MergePlan, rewritten: Sequence[AddFile], *, changes_definition: bool
-) -> dict[str, Any]:
-    """The plan of a merge that was computed and not written (``rewritten``: its touched files)."""
-    snapshot, candidates = plan.snapshot, plan.candidates
-    return {
+def describe(
+    plan: MergePlan, executed: Executed, metrics: dict[str, int], *, changes_definition: bool
+) -> DryRun:
+    """The dry run of ``plan``, whose executor ran with its output sent to Spark's ``noop`` sink."""
+    snapshot, candidates, rewritten = plan.snapshot, plan.candidates, executed.removed
+    described = {
         "executor": "classic" if plan.executor == "classic" else "insert_only",
         "read_version": snapshot.version,
         "files_before_skipping": len(snapshot.files),
@@ -44,6 +47,7 @@ def dry_run_plan(
         "writes_change_data": plan.change_data,
         "changes_table_definition": changes_definition,
     }
+    return DryRun(described, without_written(metrics), snapshot)
 
 
 def without_written(metrics: dict[str, int]) -> dict[str, int]:
@@ -52,4 +56,4 @@ def without_written(metrics: dict[str, int]) -> dict[str, int]:
     >>> without_written({"numTargetRowsInserted": 2, "numTargetFilesAdded": 0})
     {'numTargetRowsInserted': 2}
     """
-    return {k: v for k, v in metrics.items() if k not in WRITTEN_METRICS}
+    return {k: v for k, v in metrics.items() if k not in MERGE_WRITTEN_METRICS}

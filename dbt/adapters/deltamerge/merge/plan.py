@@ -46,7 +46,8 @@ class MergePlan:
     # Every file of the snapshot, read or skipped, with why (empty into an empty table).
     decisions: tuple[FileDecision, ...]
     source_rows: int
-    # The ON condition the joins use (null-safe key equality relaxed when no source key is null).
+    # The ON condition the joins use: the spec's, with null-safe key equality relaxed to `=` when
+    # no source key is null (the same rows match; Spark joins on `=` faster).
     join_condition: str
     broadcast_source: bool
     # The output rows are computed once and counted before they are written, and nothing is
@@ -97,7 +98,7 @@ def plan_merge(
     if pruning is not None and pruning.ranges is not None and not any(r.has_nulls for r in pruning.ranges):
         joining = spec.without_null_safe_keys()
     return MergePlan(
-        spec=joining,
+        spec=spec,
         merge=merge,
         snapshot=snapshot,
         executor=executor,

@@ -32,7 +32,8 @@ from dbt.adapters.deltamerge.skipping.files import (
     SKIPPED_STATISTICS,
     FileDecision,
     TargetPredicate,
-    as_instant,
+    key_profile_aggregates,
+    key_ranges,
     partition_types,
 )
 from dbt.adapters.deltamerge.skipping.predicates import target_predicate
@@ -166,33 +167,13 @@ def skipping_conditions(spec: MergeSpec) -> list[str]:
 
 def profile_aggregates(spec: MergeSpec) -> list[Column]:
     """The source's row count and, when the ON condition is the unique key's, each key's range."""
-    aggregates = [F.count(F.lit(1)).alias("n")]
-    for i, key in enumerate(spec.unique_key if skips_by_key_range(spec) else ()):
-        col = F.col(quote_identifier(key))
-        aggregates += [
-            F.min(col).alias(f"lo{i}"),
-            F.max(col).alias(f"hi{i}"),
-            F.sum(F.when(col.isNull(), 1).otherwise(0)).alias(f"nulls{i}"),
-        ]
-    return aggregates
+    return key_profile_aggregates(spec.unique_key if skips_by_key_range(spec) else ())
 
 
 def _key_ranges(
     profile: Mapping[str, Any], spec: MergeSpec, snapshot: Snapshot
 ) -> tuple[KeyRange, ...] | None:
-    if not skips_by_key_range(spec):
-        return None
-    names = {f.name.lower(): f.name for f in snapshot.schema.fields}
-    instants = {f.name.lower() for f in snapshot.schema.fields if isinstance(f.dataType, T.TimestampType)}
-    return tuple(
-        KeyRange(
-            names.get(k.lower(), k),
-            as_instant(profile[f"lo{i}"]) if k.lower() in instants else profile[f"lo{i}"],
-            as_instant(profile[f"hi{i}"]) if k.lower() in instants else profile[f"hi{i}"],
-            bool(profile[f"nulls{i}"]),
-        )
-        for i, k in enumerate(spec.unique_key)
-    )
+    return key_ranges(profile, spec.unique_key, snapshot.schema) if skips_by_key_range(spec) else None
 
 
 def _skipped_by_partition_predicates(

@@ -17,7 +17,8 @@ from dbt.adapters.deltamerge.common.config_values import SpecError
 from dbt.adapters.deltamerge.common.sql import conjunction, qualified
 from dbt.adapters.deltamerge.delta.evolution import evolved_schema
 from dbt.adapters.deltamerge.delta.snapshot import Snapshot
-from dbt.adapters.deltamerge.merge.spec import ClauseKind, MergeClause, MergeSpec
+from dbt.adapters.deltamerge.merge.clauses import ClauseKind, MergeClause
+from dbt.adapters.deltamerge.merge.spec import MergeSpec
 
 
 @dataclass(frozen=True)

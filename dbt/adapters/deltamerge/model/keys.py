@@ -1,4 +1,9 @@
-"""Config keys a Delta model may set, and the misspellings of them that must not pass silently.
+"""Config keys a Delta model may set: each with the kind of value it takes, and their misspellings.
+
+``KEYS`` is the one list of the keys this adapter reads, each with its ``Kind``;
+``key_problems`` reads every key given before any spec decides anything, so a value of the
+wrong kind fails the model naming the key even where the key would not be used (a CDC key on
+a table model), and never falls back to a default.
 
 A key dbt, dbt-spark and this adapter do not know is usually a custom one (meta-like, read
 by a project's own macros) and stays allowed; but one a small edit away from a known key
@@ -10,49 +15,127 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-# This adapter's model keys (CONTRACT §2, §3, §6) besides the dbt-spark config class's fields.
-ADAPTER_KEYS = frozenset(
-    {
-        "unique_key",
-        "merge_condition",
-        "source_alias",
-        "target_alias",
-        "when_matched",
-        "when_not_matched",
-        "when_not_matched_by_source",
-        "incremental_predicates",
-        "merge_with_schema_evolution",
-        "change_data_feed",
-        "update_only_if_changed",
-        "matched_condition",
-        "not_matched_condition",
-        "skip_matched_step",
-        "skip_not_matched_step",
-        "merge_update_columns",
-        "merge_exclude_columns",
-        "not_matched_by_source_action",
-        "not_matched_by_source_condition",
-        "not_matched_by_source_set",
-        "sequence_by",
-        "tombstone_retention_hours",
-        "apply_as_deletes",
-        "apply_as_truncates",
-        "ignore_null_updates",
-        "column_list",
-        "except_column_list",
-        "stored_as_scd_type",
-        "track_history_column_list",
-        "track_history_except_column_list",
-        "file_format",
-        "location_root",
-        "partition_by",
-        "tblproperties",
-    }
+from dbt.adapters.deltamerge.common import config_values as cv
+
+
+@dataclass(frozen=True)
+class Kind:
+    """The kind of value a config key takes: what the docs call it, and its reader.
+
+    ``read(config, key, problems)`` appends a sentence naming the key when the value is of
+    another kind; the specs read their keys with the same functions, so a key's problem is
+    one sentence however many parsers look at it.
+    """
+
+    name: str
+    read: Callable[[Mapping[str, Any], str, list[str]], object]
+
+
+def one_of(*allowed: object) -> Kind:
+    """A kind whose values are exactly ``allowed``."""
+    return Kind(f"one of {list(allowed)}", lambda c, k, p: cv.choice(c.get(k), k, allowed, p))
+
+
+def _text(name: str) -> Kind:
+    return Kind(name, lambda c, k, p: cv.text(c.get(k), k, p, what=name))
+
+
+def _map(name: str) -> Kind:
+    return Kind(name, lambda c, k, p: cv.mapping(c.get(k), k, p, what=name))
+
+
+COLUMNS = Kind("a column name or a list of column names", lambda c, k, p: cv.names(c.get(k), k, p))
+COLUMN = _text("a column name")
+PATH = _text("a folder path")
+SQL = Kind("a non-empty SQL expression", lambda c, k, p: cv.sql_text(c.get(k), k, p))
+EVENT_CONDITION = Kind(
+    "a SQL condition over the source row",
+    lambda c, k, p: cv.sql_text(c.get(k), k, p, what="a SQL condition over the source row"),
 )
+SQL_LIST = Kind("a SQL condition or a list of them", lambda c, k, p: cv.sql_list(c.get(k), k, p))
+FLAG = Kind("true or false", lambda c, k, p: cv.flag(c, k, p))
+ALIAS = Kind("a plain identifier", lambda c, k, p: cv.identifier(c, k, "", p))
+CLAUSES = Kind("a list of clauses", lambda c, k, p: cv.clause_list(c.get(k), k, p))
+ASSIGNMENTS = _map("a non-empty map of column to SQL expression")
+PROPERTIES = _map("a map of property to value")
+HOURS = Kind(
+    "a number of hours >= 0", lambda c, k, p: cv.number(c.get(k), k, p, what="a number of hours >= 0")
+)
+
+
+FILE_FORMATS = ("delta", "parquet")
+STRATEGIES = ("append", "insert_overwrite", "microbatch", "delta_merge", "merge")
+MERGE_STRATEGIES = ("delta_merge", "merge")
+ON_SCHEMA_CHANGE = ("ignore", "fail", "append_new_columns", "sync_all_columns")
+
+# Every model config key this adapter reads, with the kind of value it takes (docs/configuration.md
+# documents each). dbt's and dbt-spark's own keys are read by dbt.
+WRITE_KEYS: dict[str, Kind] = {
+    "file_format": one_of(*FILE_FORMATS),
+    "incremental_strategy": one_of(*STRATEGIES),
+    "on_schema_change": one_of(*ON_SCHEMA_CHANGE),
+    "partition_by": COLUMNS,
+    "tblproperties": PROPERTIES,
+    "location_root": PATH,
+    "change_data_feed": FLAG,
+    "event_time": COLUMN,
+}
+MERGE_KEYS: dict[str, Kind] = {
+    "unique_key": COLUMNS,
+    "merge_condition": SQL,
+    "source_alias": ALIAS,
+    "target_alias": ALIAS,
+    "when_matched": CLAUSES,
+    "when_not_matched": CLAUSES,
+    "when_not_matched_by_source": CLAUSES,
+    "incremental_predicates": SQL_LIST,
+    "merge_with_schema_evolution": FLAG,
+    "update_only_if_changed": FLAG,
+    "matched_condition": SQL,
+    "not_matched_condition": SQL,
+    "skip_matched_step": FLAG,
+    "skip_not_matched_step": FLAG,
+    "merge_update_columns": COLUMNS,
+    "merge_exclude_columns": COLUMNS,
+    "not_matched_by_source_action": one_of("ignore", "delete", "update"),
+    "not_matched_by_source_condition": SQL,
+    "not_matched_by_source_set": ASSIGNMENTS,
+}
+CDC_KEYS: dict[str, Kind] = {
+    "sequence_by": COLUMNS,
+    "apply_as_deletes": EVENT_CONDITION,
+    "apply_as_truncates": EVENT_CONDITION,
+    "ignore_null_updates": FLAG,
+    "column_list": COLUMNS,
+    "except_column_list": COLUMNS,
+    "stored_as_scd_type": one_of(1, 2),
+    "track_history_column_list": COLUMNS,
+    "track_history_except_column_list": COLUMNS,
+    "tombstone_retention_hours": HOURS,
+}
+KEYS: dict[str, Kind] = {**WRITE_KEYS, **MERGE_KEYS, **CDC_KEYS}
+# The keys this adapter adds to dbt-spark's config classes' fields (and reads itself).
+ADAPTER_KEYS = frozenset(KEYS)
+
+
+def key_problems(config: Mapping[str, Any]) -> list[str]:
+    """A sentence for every key of ``KEYS`` whose value is of another kind (absent keys are fine).
+
+    >>> key_problems({"apply_as_deletes": 1.5, "unique_key": "id", "partition_by": 3})
+    ['partition_by must be a column name or a list of column names, got 3']
+    """
+    problems: list[str] = []
+    for key, kind in KEYS.items():
+        if config.get(key) is not None:
+            kind.read(config, key, problems)
+    return problems
+
+
 # dbt keys its config classes do not declare as fields (read with config.get by its macros).
 DBT_MACRO_KEYS = frozenset(
     {

@@ -1,28 +1,37 @@
-"""From a model's config to one Delta write: which table, which mode, which options.
+"""From a model's config to one Delta write: parsed once, every key before any decision.
 
-``WriteSpec.from_config`` parses and validates the config once, collecting every
-problem; ``plan_write`` picks the write for a run of a materialization.
+``ModelSpec.from_config`` reads every key this adapter knows (``keys.KEYS``: a value of the
+wrong kind fails naming the key, wherever the key would be used), then the table write
+(``WriteSpec``) and, for an incremental model of the ``delta_merge`` strategy, its clause set
+(``MergeSpec``) or CDC apply (``CdcSpec``); every problem of the model is raised as one
+``SpecError``. ``plan_write`` picks the table write for one run of a materialization.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
+from dbt.adapters.deltamerge.cdc.spec import CdcSpec
 from dbt.adapters.deltamerge.common.config_values import SpecError
 from dbt.adapters.deltamerge.common.sql import quote_identifier
+from dbt.adapters.deltamerge.delta.properties import value_problems
 from dbt.adapters.deltamerge.delta.protocol import CDF_PROPERTY, change_data_feed_enabled
 from dbt.adapters.deltamerge.delta.write import WriteMode, WriteRequest
-from dbt.adapters.deltamerge.model.keys import misspelling_problems
-
-FILE_FORMATS = ("delta", "parquet")
-STRATEGIES = ("append", "insert_overwrite", "microbatch", "delta_merge", "merge")
-MERGE_STRATEGIES = ("delta_merge", "merge")
-ON_SCHEMA_CHANGE = ("ignore", "fail", "append_new_columns", "sync_all_columns")
+from dbt.adapters.deltamerge.merge.spec import MergeSpec
+from dbt.adapters.deltamerge.model.keys import (
+    CDC_KEYS,
+    KEYS,
+    MERGE_STRATEGIES,
+    key_problems,
+    misspelling_problems,
+)
 
 Materialization = Literal["table", "incremental", "seed"]
+_Spec = TypeVar("_Spec")
 
 
 @dataclass(frozen=True)
@@ -40,67 +49,110 @@ class WriteSpec:
 
     @property
     def change_data_feed(self) -> bool:
-        """``change_data_feed: true`` or the table property asks for the feed."""
+        """``change_data_feed: true`` or the table property asks for the feed (the one place deciding it)."""
         return change_data_feed_enabled(self.tblproperties)
 
     @classmethod
     def from_config(cls, model: str, config: Mapping[str, Any]) -> WriteSpec:
         """Parse ``config`` (a model's config dict); raise one SpecError listing every problem."""
         problems: list[str] = []
-        file_format = str(config.get("file_format") or "delta").lower()
-        if file_format not in FILE_FORMATS:
-            problems.append(f"file_format '{file_format}' is not supported; use one of {list(FILE_FORMATS)}")
-        strategy = str(config.get("incremental_strategy") or "append").lower()
-        if strategy not in STRATEGIES:
-            problems.append(
-                f"incremental_strategy '{strategy}' is not supported; use one of {list(STRATEGIES)}"
-            )
-        on_schema_change = str(config.get("on_schema_change") or "ignore").lower()
-        if on_schema_change not in ON_SCHEMA_CHANGE:
-            problems.append(
-                f"on_schema_change '{on_schema_change}' is not supported; use one of {list(ON_SCHEMA_CHANGE)}"
-            )
-        partition_by = _names(config.get("partition_by"), "partition_by", problems)
-        properties = config.get("tblproperties") or {}
-        if not isinstance(properties, Mapping):
-            problems.append("tblproperties must be a map of property name to value")
-            properties = {}
-        feed = config.get("change_data_feed")
-        if feed is not None and not isinstance(feed, bool):
-            problems.append(f"change_data_feed must be true or false, got {feed!r}")
-        elif feed:
-            properties = {**properties, CDF_PROPERTY: "true"}
-        location_root = config.get("location_root")
-        if location_root is not None and not isinstance(location_root, str):
-            problems.append("location_root must be a path")
+
+        def read(key: str) -> Any:
+            return KEYS[key].read(config, key, problems)
+
+        properties = {str(k): _property_value(k, v, problems) for k, v in read("tblproperties").items()}
+        if read("change_data_feed"):
+            properties[CDF_PROPERTY] = "true"
+        problems.extend(f"tblproperties: {problem}" for problem in value_problems(properties))
+        spec = cls(
+            model=model,
+            file_format=read("file_format") or "delta",
+            strategy=read("incremental_strategy") or "append",
+            partition_by=read("partition_by"),
+            tblproperties=properties,
+            location_root=read("location_root"),
+            on_schema_change=read("on_schema_change") or "ignore",
+            event_time=read("event_time"),
+        )
         problems.extend(misspelling_problems(config))
         if problems:
             raise SpecError(model, problems)
-        return cls(
-            model=model,
-            file_format=file_format,
-            strategy=strategy,
-            partition_by=partition_by,
-            tblproperties={str(k): _property_value(v) for k, v in properties.items()},
-            location_root=location_root,
-            on_schema_change=on_schema_change,
-            event_time=config.get("event_time"),
-        )
+        return spec
 
 
-def _names(value: Any, key: str, problems: list[str]) -> tuple[str, ...]:
-    if value is None:
-        return ()
-    items = [value] if isinstance(value, str) else value
-    if not isinstance(items, (list, tuple)) or not all(isinstance(v, str) and v.strip() for v in items):
-        problems.append(f"{key} must be a column name or a list of column names")
-        return ()
-    return tuple(v.strip() for v in items)
+@dataclass(frozen=True)
+class ModelSpec:
+    """One model's config, parsed once: its table write and, for a merge model, its merge or CDC apply.
+
+    ``merge`` and ``cdc`` are set only for an incremental model of the ``delta_merge`` (or
+    ``merge``) strategy; a project-wide strategy that also reaches table models leaves them
+    unset there, so those models write tables as usual.
+    """
+
+    write: WriteSpec
+    merge: MergeSpec | None = None
+    cdc: CdcSpec | None = None
+
+    @property
+    def model(self) -> str:
+        """The model's name."""
+        return self.write.model
+
+    @classmethod
+    def from_config(cls, model: str, config: Mapping[str, Any], materialization: str) -> ModelSpec:
+        """Parse every key of ``config``, then the specs the model's write uses; one SpecError for all."""
+        problems = key_problems(config)
+        write = _parsed(WriteSpec.from_config, model, config, problems)
+        merge = cdc = None
+        if write is not None and materialization == "incremental":
+            if write.strategy == "microbatch" and not write.event_time:
+                problems.append("incremental_strategy 'microbatch' needs an event_time config")
+            if write.strategy in MERGE_STRATEGIES and CdcSpec.applies(config):
+                cdc = _parsed(CdcSpec.from_config, model, config, problems)
+            elif write.strategy in MERGE_STRATEGIES:
+                problems.extend(_cdc_keys_without_sequence(config))
+                merge = _parsed(MergeSpec.from_config, model, config, problems)
+        if problems:
+            raise SpecError(model, problems)
+        assert write is not None
+        return cls(write, merge, cdc)
 
 
-def _property_value(value: Any) -> str:
+def _parsed(
+    parse: Callable[[str, Mapping[str, Any]], _Spec],
+    model: str,
+    config: Mapping[str, Any],
+    problems: list[str],
+) -> _Spec | None:
+    """``parse(model, config)``, or None with its problems added to ``problems``."""
+    try:
+        return parse(model, config)
+    except SpecError as error:
+        problems.extend(error.problems)
+        return None
+
+
+def _cdc_keys_without_sequence(config: Mapping[str, Any]) -> list[str]:
+    """A CDC apply key on a plain merge: without ``sequence_by`` it would be silently ignored.
+
+    >>> _cdc_keys_without_sequence({"apply_as_deletes": "op = 'D'"})  # doctest: +ELLIPSIS
+    ['`apply_as_deletes` is a CDC apply key: it needs `sequence_by` (the column ordering the events); ...']
+    """
+    return [
+        f"`{key}` is a CDC apply key: it needs `sequence_by` (the column ordering the events); "
+        f"add sequence_by, or remove {key}"
+        for key in CDC_KEYS
+        if key != "sequence_by" and config.get(key) is not None
+    ]
+
+
+def _property_value(key: str, value: Any, problems: list[str]) -> str:
+    """A table property's value as the Delta log stores it (text); a map or list is a problem."""
     if isinstance(value, bool):
         return "true" if value else "false"
+    if value is None or isinstance(value, (Mapping, list, tuple, set)):
+        problems.append(f"tblproperties: the value of {key} must be a text, number or boolean, got {value!r}")
+        return ""
     return str(value)
 
 
@@ -138,8 +190,10 @@ def plan_write(
             mode = "append"
         elif spec.strategy == "insert_overwrite":
             mode = "replace_partitions"
-        else:
+        elif spec.strategy == "microbatch":
             mode, replace_where = "replace_where", _batch_predicate(spec, batch)
+        else:  # a merge of an existing table is not a table write
+            raise SpecError(spec.model, [f"incremental_strategy {spec.strategy!r} merges: no table write"])
     return WriteRequest(
         table_path=table_path,
         mode=mode,
@@ -149,18 +203,24 @@ def plan_write(
     )
 
 
-def is_merge(spec: WriteSpec, *, materialization: Materialization, exists: bool, full_refresh: bool) -> bool:
-    """Whether this run merges into an existing table (rather than writing a version)."""
-    return (
-        materialization == "incremental" and exists and not full_refresh and spec.strategy in MERGE_STRATEGIES
-    )
-
-
 def _batch_predicate(spec: WriteSpec, batch: tuple[str, str] | None) -> str:
-    if not spec.event_time:
-        raise SpecError(spec.model, ["incremental_strategy 'microbatch' needs an event_time config"])
-    if batch is None:
+    if not spec.event_time or batch is None:
         raise SpecError(spec.model, ["microbatch ran without a batch window"])
     start, end = batch
     column = quote_identifier(spec.event_time)
     return f"{column} >= timestamp'{start}' AND {column} < timestamp'{end}'"
+
+
+def batch_window(start: Any, end: Any) -> tuple[str, str] | None:
+    """A microbatch's window (dbt's ``event_time_start`` / ``_end``) as UTC timestamp texts."""
+    if start is None or end is None:
+        return None
+    return _timestamp_text(start), _timestamp_text(end)
+
+
+def _timestamp_text(value: Any) -> str:
+    if isinstance(value, dt.datetime):
+        if value.tzinfo is not None:
+            value = value.astimezone(dt.timezone.utc).replace(tzinfo=None)
+        return value.isoformat(sep=" ")
+    return str(value)

@@ -1,8 +1,8 @@
 """One model's write: decided once (CDC apply, merge, or a table write), run, and bound.
 
-The adapter's materialization methods parse config and call ``write_model``; this module
-chooses the write from the model's materialization, the table's existence and its config,
-runs it with the engine and re-binds the catalog entry.
+The adapter parses a model's config once (``spec.ModelSpec``) and calls ``write_model``; this
+module finds the model's table (``locate``), decides which write the run makes
+(``decide``: one of ``WRITES``) and runs it with the engine, then re-binds the catalog entry.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 import threading
 from dataclasses import dataclass
-from typing import Any, Dict, Optional
+from typing import Any, Dict, Literal, Optional
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -18,23 +18,18 @@ from pyspark.sql import types as T
 
 from dbt.adapters.deltamerge import binding
 from dbt.adapters.deltamerge.cdc.apply import apply_changes
-from dbt.adapters.deltamerge.cdc.spec import CdcSpec
 from dbt.adapters.deltamerge.common.sql import quote_identifier
 from dbt.adapters.deltamerge.delta.paths import table_path_of
-from dbt.adapters.deltamerge.delta.snapshot import has_delta_log, load_snapshot
+from dbt.adapters.deltamerge.delta.snapshot import Snapshot, has_delta_log, load_snapshot
 from dbt.adapters.deltamerge.delta.transaction import WriteResult
 from dbt.adapters.deltamerge.delta.write import write_dataframe
 from dbt.adapters.deltamerge.errors import ModelWriteError
-from dbt.adapters.deltamerge.merge.pipeline import merge_into
-from dbt.adapters.deltamerge.merge.spec import MergeSpec
+from dbt.adapters.deltamerge.merge.dry_run import DryRun
+from dbt.adapters.deltamerge.merge.pipeline import dry_run_merge, merge_into
 from dbt.adapters.deltamerge.model.schema_change import planned_schema
-from dbt.adapters.deltamerge.model.spec import (
-    Materialization,
-    WriteSpec,
-    is_merge,
-    plan_write,
-    table_location,
-)
+from dbt.adapters.deltamerge.model.spec import Materialization, ModelSpec, plan_write, table_location
+
+Write = Literal["cdc_apply", "merge", "table_write"]
 
 
 @dataclass(frozen=True)
@@ -44,107 +39,168 @@ class NotWritten:
     reason: str
 
 
+@dataclass(frozen=True)
+class ModelTable:
+    """Where a model's Delta table is, whether it exists (and is bound in the catalog), the run's ``txn``."""
+
+    schema: str
+    identifier: str
+    path: str
+    exists: bool
+    bound: bool
+    txn: tuple[str, int]
+
+
 def write_model(
     spark: SparkSession,
     df: DataFrame,
     *,
-    schema: str,
-    identifier: str,
-    spec: WriteSpec,
+    table: ModelTable,
+    spec: ModelSpec,
     materialization: Materialization,
     full_refresh: bool,
     batch: Optional[tuple[str, str]] = None,
-    merge_spec: Optional[MergeSpec] = None,
-    cdc_spec: Optional[CdcSpec] = None,
-    bound: Optional[str],
     dry_run: bool = False,
-) -> WriteResult | NotWritten:
+) -> WriteResult | DryRun | NotWritten:
     """Write one version of the model's Delta table (or merge into it) and re-bind the catalog.
 
-    Decides once which write the model makes (CDC apply, merge, or a table write as
-    ``materialize.plan_write`` plans it) and runs it. ``bound`` is the table path of the
-    current catalog binding.
-
     Returns:
-        What was committed, or ``NotWritten`` for a dry run of a write that is not a merge.
+        What was committed; for a dry run the merge it previews, or ``NotWritten`` when the
+        model's write is not a merge into an existing table.
+    """
+    write = decide(spec, exists=table.exists, full_refresh=full_refresh)
+    if dry_run:
+        return _dry_run(spark, df, table, spec) if write == "merge" else NotWritten(_NOT_PREVIEWED[write])
+    if write == "cdc_apply":
+        result = _apply_changes(spark, df, table, spec, full_refresh=full_refresh)
+    elif write == "merge":
+        result = _merge(spark, df, table, spec)
+    else:
+        result = _table_write(spark, df, table, spec, materialization, full_refresh=full_refresh, batch=batch)
+    if result.version is not None or write == "table_write" or not table.bound:
+        binding.bind(spark, schema=table.schema, identifier=table.identifier, snapshot=result.snapshot)
+    return result
+
+
+def decide(spec: ModelSpec, *, exists: bool, full_refresh: bool) -> Write:
+    """The one write a run of a model makes.
+
+    >>> from dbt.adapters.deltamerge.model.spec import WriteSpec
+    >>> decide(ModelSpec(WriteSpec("m")), exists=True, full_refresh=False)
+    'table_write'
+    """
+    if spec.cdc is not None:
+        return "cdc_apply"  # also the first run and --full-refresh: the same semantics
+    if spec.merge is not None and exists and not full_refresh:
+        return "merge"
+    return "table_write"
+
+
+_NOT_PREVIEWED: dict[Write, str] = {
+    "cdc_apply": "CDC apply models are not previewed",
+    "table_write": "a dry run previews merges into an existing table",
+}
+
+
+def locate(
+    spark: SparkSession,
+    spec: ModelSpec,
+    *,
+    schema: str,
+    identifier: str,
+    bound: str | None,
+    incremental: bool,
+) -> ModelTable:
+    """The model's table: its location (``location_root``, its catalog binding, or the schema's folder).
+
+    A run killed after its commit but before re-binding leaves the table without its catalog
+    entry: an incremental model continues the Delta table at its location.
     """
     # The schema's folder only when it decides (one catalog round trip fewer otherwise).
-    needs_schema = not spec.location_root and not bound
-    path = table_location(
-        spec,
+    needs_schema = not spec.write.location_root and not bound
+    location = table_location(
+        spec.write,
         identifier=identifier,
         bound=bound,
         schema_location=spark.catalog.getDatabase(schema).locationUri if needs_schema else "",
     )
-    # A run killed after its commit but before re-binding leaves the table without its
-    # catalog entry: an incremental model continues the Delta table at its location.
-    exists = bound is not None or (materialization == "incremental" and has_delta_log(table_path_of(path)))
-    merging = merge_spec is not None and is_merge(
-        spec, materialization=materialization, exists=exists, full_refresh=full_refresh
+    path = table_path_of(location)
+    exists = bound is not None or (incremental and has_delta_log(path))
+    return ModelTable(schema, identifier, path, exists, bound is not None, run_txn(schema, identifier))
+
+
+def _apply_changes(
+    spark: SparkSession, df: DataFrame, table: ModelTable, spec: ModelSpec, *, full_refresh: bool
+) -> WriteResult:
+    assert spec.cdc is not None
+    current = load_snapshot(table.path) if table.exists else None
+    stored = df.select(*[quote_identifier(c) for c in spec.cdc.stored_columns(df.columns)]).schema
+    # SCD 1 merges the stored columns (on_schema_change applies); SCD 2 keeps its history's schema.
+    evolves = current is not None and not full_refresh and spec.cdc.scd_type == 1
+    create = plan_write(
+        spec.write, materialization="table", table_path=table.path, exists=table.exists, full_refresh=True
     )
-    if dry_run and not merging:
-        return NotWritten(
-            "CDC apply models are not previewed"
-            if cdc_spec is not None
-            else "a dry run previews merges into an existing table"
-        )
-    if cdc_spec is not None:
-        create = plan_write(
-            spec,
-            materialization="table",
-            table_path=table_path_of(path),
-            exists=exists,
-            full_refresh=True,
-        )
-        result = apply_changes(
-            spark,
-            df,
-            dataclasses.replace(cdc_spec, change_data_feed=spec.change_data_feed),
-            table=load_snapshot(table_path_of(path)) if exists else None,
-            create=create,
-            txn=run_txn(schema, identifier),
-            plan_schema=lambda main, snapshot, result: planned_schema(spec, main, snapshot, result),
-            full_refresh=full_refresh,
-        )
-        if result.version is not None or bound is None:
-            binding.bind(spark, schema=schema, identifier=identifier, snapshot=result.snapshot)
-        return result
-    if merge_spec is not None and merging:
-        snapshot = load_snapshot(table_path_of(path))
-        if snapshot is None:
-            raise ModelWriteError(f"Model '{spec.model}': no Delta table at {path} to merge into")
-        if spec.change_data_feed and not merge_spec.change_data_feed:
-            merge_spec = dataclasses.replace(merge_spec, change_data_feed=True)
-        evolved = planned_schema(spec, merge_spec, snapshot, df.schema)
-        result = merge_into(
-            spark,
-            df,
-            snapshot,
-            merge_spec,
-            schema=evolved,
-            txn=run_txn(schema, identifier),
-            dry_run=dry_run,
-        )
-        if result.version is not None:
-            binding.bind(spark, schema=schema, identifier=identifier, snapshot=result.snapshot)
-        return result
+    return apply_changes(
+        spark,
+        df,
+        spec.cdc,
+        table=current,
+        create=create,
+        txn=table.txn,
+        schema=planned_schema(spec.write, None, current, stored) if evolves and current else None,
+        change_data_feed=spec.write.change_data_feed,
+        full_refresh=full_refresh,
+    )
+
+
+def _merge(spark: SparkSession, df: DataFrame, table: ModelTable, spec: ModelSpec) -> WriteResult:
+    assert spec.merge is not None
+    snapshot = _existing(table, spec)
+    evolved = planned_schema(spec.write, spec.merge, snapshot, df.schema)
+    feed = spec.write.change_data_feed
+    return merge_into(spark, df, snapshot, spec.merge, schema=evolved, change_data_feed=feed, txn=table.txn)
+
+
+def _dry_run(spark: SparkSession, df: DataFrame, table: ModelTable, spec: ModelSpec) -> DryRun:
+    assert spec.merge is not None
+    snapshot = _existing(table, spec)
+    evolved = planned_schema(spec.write, spec.merge, snapshot, df.schema)
+    feed = spec.write.change_data_feed
+    return dry_run_merge(spark, df, snapshot, spec.merge, schema=evolved, change_data_feed=feed)
+
+
+def _table_write(
+    spark: SparkSession,
+    df: DataFrame,
+    table: ModelTable,
+    spec: ModelSpec,
+    materialization: Materialization,
+    *,
+    full_refresh: bool,
+    batch: Optional[tuple[str, str]],
+) -> WriteResult:
     request = plan_write(
-        spec,
+        spec.write,
         materialization=materialization,
-        table_path=table_path_of(path),
-        exists=exists,
+        table_path=table.path,
+        exists=table.exists,
         full_refresh=full_refresh,
         batch=batch,
     )
-    request = dataclasses.replace(request, txn=run_txn(schema, identifier))
+    request = dataclasses.replace(request, txn=table.txn)
     current = load_snapshot(request.table_path) if request.mode != "create_or_replace" else None
     if current is not None:
-        evolved = planned_schema(spec, None, current, df.schema)
+        evolved = planned_schema(spec.write, None, current, df.schema)
         request = dataclasses.replace(request, schema=evolved)
         df = only_columns_of(df, evolved or current.schema)
-    result = write_dataframe(spark, df, request)
-    binding.bind(spark, schema=schema, identifier=identifier, snapshot=result.snapshot)
-    return result
+    return write_dataframe(spark, df, request)
+
+
+def _existing(table: ModelTable, spec: ModelSpec) -> Snapshot:
+    snapshot = load_snapshot(table.path)
+    if snapshot is None:
+        raise ModelWriteError(f"Model '{spec.model}': no Delta table at {table.path} to merge into")
+    return snapshot
 
 
 _WRITES: Dict[str, Any] = {"invocation": None, "counts": {}}

@@ -3,21 +3,26 @@
 ``FileDecision`` records each file a writer reads or skips with the rule that decided;
 ``TargetPredicate`` is a parsed target-only condition decided per file from its statistics;
 ``partition_types`` and ``as_instant`` turn partition values and Spark's timestamps into what
-the statistics compare with. Merges put these together in ``merge.pruning``; DELETE, UPDATE
+the statistics compare with; ``key_profile_aggregates``, ``key_ranges`` and ``files_in_key_ranges``
+keep the files that may hold a source's keys. Merges put these together in ``merge.pruning``; DELETE, UPDATE
 and CDC apply use them directly.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from pyspark.sql import Column
+from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from dbt.adapters.deltamerge.common.sql import quote_identifier
 from dbt.adapters.deltamerge.delta.snapshot import AddFile, Snapshot
 from dbt.adapters.deltamerge.skipping.predicates import Node, may_satisfy
+from dbt.adapters.deltamerge.skipping.stats import KeyRange, may_match
 
 
 @dataclass(frozen=True)
@@ -83,3 +88,38 @@ def partition_types(snapshot: Snapshot) -> dict[str, type]:
             elif isinstance(field.dataType, T.StringType):
                 kinds[field.name] = str
     return kinds
+
+
+def key_profile_aggregates(keys: Sequence[str]) -> list[Column]:
+    """Aggregates over a source: its row count ``n`` and each key's ``lo``/``hi``/``nulls``."""
+    aggregates = [F.count(F.lit(1)).alias("n")]
+    for i, key in enumerate(keys):
+        col = F.col(quote_identifier(key))
+        aggregates += [
+            F.min(col).alias(f"lo{i}"),
+            F.max(col).alias(f"hi{i}"),
+            F.sum(F.when(col.isNull(), 1).otherwise(0)).alias(f"nulls{i}"),
+        ]
+    return aggregates
+
+
+def key_ranges(profile: Mapping[str, Any], keys: Sequence[str], schema: T.StructType) -> tuple[KeyRange, ...]:
+    """Each key's range from the values of ``key_profile_aggregates`` (timestamps as UTC instants)."""
+    names = {f.name.lower(): f.name for f in schema.fields}
+    instants = {f.name.lower() for f in schema.fields if isinstance(f.dataType, T.TimestampType)}
+    return tuple(
+        KeyRange(
+            names.get(k.lower(), k),
+            as_instant(profile[f"lo{i}"]) if k.lower() in instants else profile[f"lo{i}"],
+            as_instant(profile[f"hi{i}"]) if k.lower() in instants else profile[f"hi{i}"],
+            bool(profile[f"nulls{i}"]),
+        )
+        for i, k in enumerate(keys)
+    )
+
+
+def files_in_key_ranges(
+    files: Sequence[AddFile], ranges: Sequence[KeyRange], kinds: Mapping[str, type]
+) -> list[AddFile]:
+    """The files whose statistics or partition values allow a row with a key in ``ranges``."""
+    return [f for f in files if may_match(f, list(ranges), kinds)]

@@ -13,7 +13,7 @@ no second pass over the rows.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -26,8 +26,9 @@ from dbt.adapters.deltamerge.delta.commit import CommitInfo
 from dbt.adapters.deltamerge.delta.conflicts import ReadSet
 from dbt.adapters.deltamerge.delta.errors import DeltaError
 from dbt.adapters.deltamerge.delta.files import CHANGE_TYPE, ChangeFile, WrittenFile
+from dbt.adapters.deltamerge.delta.metrics import dml_metrics
 from dbt.adapters.deltamerge.delta.paths import local_path, table_path_of
-from dbt.adapters.deltamerge.delta.protocol import change_data_feed_enabled, check_writable
+from dbt.adapters.deltamerge.delta.protocol import change_data_feed_enabled
 from dbt.adapters.deltamerge.delta.read import read_files
 from dbt.adapters.deltamerge.delta.schema import find_field
 from dbt.adapters.deltamerge.delta.snapshot import AddFile, Snapshot
@@ -61,12 +62,12 @@ def delete_rows(
     Nothing selected commits nothing (the version stays, as for a merge that changes nothing).
     """
     started = time.monotonic()
-    _check(snapshot)
+    snapshot.check_writable()
     feed = change_data_feed_enabled(snapshot.metadata.configuration)
     if condition is None and not feed:
         deleted = sum(f.num_records or 0 for f in snapshot.files)
-        metrics = _metrics(removed=snapshot.files, written=[], changes=[], rows={"numDeletedRows": deleted})
-        return _commit(snapshot, operation, {"predicate": []}, metrics, [], snapshot.files, [], started)
+        metrics = dml_metrics(removed=snapshot.files, written=[], changes=[], deleted=deleted)
+        return _commit(snapshot, operation, None, metrics, ([], snapshot.files, []), started)
     selected = condition or "true"
     candidates, scan_ms, read = _candidates(spark, snapshot, selected, alias)
     counts = [c for c in candidates if c.selected > 0]
@@ -84,19 +85,16 @@ def delete_rows(
         else:
             written = write_files(rows.where(~hit).select(*_columns(snapshot)), *_layout(snapshot))
     removed = [c.file for c in counts]
-    metrics = _metrics(
+    metrics = dml_metrics(
         removed=removed,
         written=written,
         changes=changes,
-        rows={
-            "numDeletedRows": sum(c.selected for c in counts),
-            "numCopiedRows": sum(c.rows - c.selected for c in partial),
-        },
+        deleted=sum(c.selected for c in counts),
+        copied=sum(c.rows - c.selected for c in partial),
         scan_ms=scan_ms,
         rewrite_ms=int((time.monotonic() - rewriting) * 1000),
     )
-    params = {"predicate": [condition] if condition else []}
-    return _commit(snapshot, operation, params, metrics, written, removed, changes, started, read)
+    return _commit(snapshot, operation, condition, metrics, (written, removed, changes), started, read)
 
 
 def update_rows(
@@ -109,7 +107,7 @@ def update_rows(
 ) -> WriteResult:
     """``UPDATE`` the table at ``snapshot``: ``column = expression`` on the rows where ``condition`` holds."""
     started = time.monotonic()
-    _check(snapshot)
+    snapshot.check_writable()
     table = f"UPDATE of {snapshot.table_path}"
     values = _assigned_values(snapshot, assignments, table)
     selected = condition or "true"
@@ -139,34 +137,22 @@ def update_rows(
             written, changes = write_files_and_changes(frame, *_layout(snapshot))
         else:
             written = write_files(rows.select(*new), *_layout(snapshot))
-    metrics = _metrics(
-        removed=[c.file for c in counts],
+    removed = [c.file for c in counts]
+    metrics = dml_metrics(
+        removed=removed,
         written=written,
         changes=changes,
-        rows={
-            "numUpdatedRows": sum(c.selected for c in counts),
-            "numCopiedRows": sum(c.rows - c.selected for c in counts),
-        },
+        updated=sum(c.selected for c in counts),
+        copied=sum(c.rows - c.selected for c in counts),
         scan_ms=scan_ms,
         rewrite_ms=int((time.monotonic() - rewriting) * 1000),
     )
-    params = {"predicate": [condition] if condition else []}
-    removed = [c.file for c in counts]
-    return _commit(snapshot, "UPDATE", params, metrics, written, removed, changes, started, read)
+    return _commit(snapshot, "UPDATE", condition, metrics, (written, removed, changes), started, read)
 
 
 def truncate(spark: SparkSession, snapshot: Snapshot) -> WriteResult:
     """``TRUNCATE TABLE``: every row deleted (a DELETE without condition, named TRUNCATE)."""
     return delete_rows(spark, snapshot, None, operation="TRUNCATE")
-
-
-def _check(snapshot: Snapshot) -> None:
-    check_writable(
-        snapshot.protocol,
-        snapshot.metadata.configuration,
-        snapshot.metadata.schema_string,
-        table=snapshot.table_path,
-    )
 
 
 def _assigned_values(
@@ -229,48 +215,23 @@ def _layout(snapshot: Snapshot) -> tuple[str, list[str], dict[str, str]]:
     return snapshot.table_path, snapshot.partition_columns, dict(snapshot.metadata.configuration)
 
 
-def _metrics(
-    *,
-    removed: Sequence[AddFile],
-    written: Sequence[WrittenFile],
-    changes: Sequence[ChangeFile],
-    rows: dict[str, int],
-    scan_ms: int = 0,
-    rewrite_ms: int = 0,
-) -> dict[str, int]:
-    """Delta's DELETE / UPDATE metrics (no deletion vectors: files are rewritten)."""
-    return {
-        "numRemovedFiles": len(removed),
-        "numAddedFiles": len(written),
-        "numAddedChangeFiles": len(changes),
-        "numRemovedBytes": sum(f.size for f in removed),
-        "numAddedBytes": sum(f.size for f in written),
-        **({"numCopiedRows": 0} | rows),
-        "numDeletionVectorsAdded": 0,
-        "numDeletionVectorsRemoved": 0,
-        "numDeletionVectorsUpdated": 0,
-        "scanTimeMs": scan_ms,
-        "rewriteTimeMs": rewrite_ms,
-    }
-
-
 def _commit(
     snapshot: Snapshot,
     operation: str,
-    params: Mapping[str, object],
+    condition: str | None,
     metrics: dict[str, int],
-    written: list[WrittenFile],
-    removed: Sequence[AddFile],
-    changes: list[ChangeFile],
+    files: tuple[list[WrittenFile], Sequence[AddFile], list[ChangeFile]],
     started: float,
     read: ReadSet | None = None,
 ) -> WriteResult:
+    """The command's commit (``files``: written, removed, change files); none when it changes nothing."""
+    written, removed, changes = files
     if not removed and not written and not changes:
         return WriteResult(None, operation, metrics | {"executionTimeMs": 0}, snapshot)
     metrics["executionTimeMs"] = int((time.monotonic() - started) * 1000)
     if read is None:
         read = ReadSet(files_read=frozenset(f.path for f in snapshot.files))
-    info = CommitInfo(operation, dict(params), metrics)
+    info = CommitInfo(operation, {"predicate": [condition] if condition else []}, metrics)
     return commit_files(
         snapshot.table_path,
         snapshot,

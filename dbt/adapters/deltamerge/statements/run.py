@@ -21,6 +21,7 @@ from pyspark.sql import SparkSession
 
 from dbt.adapters.deltamerge import binding
 from dbt.adapters.deltamerge.delta.errors import DeltaError
+from dbt.adapters.deltamerge.delta.metrics import rows_affected
 from dbt.adapters.deltamerge.delta.paths import table_path_of
 from dbt.adapters.deltamerge.delta.snapshot import Snapshot, load_snapshot
 from dbt.adapters.deltamerge.delta.transaction import WriteResult
@@ -168,34 +169,4 @@ def _merge(spark: SparkSession, statement: MergeStatement, snapshot: Snapshot, n
 def _done(spark: SparkSession, schema: str, identifier: str, result: WriteResult) -> StatementResult:
     if result.version is not None:
         binding.bind(spark, schema=schema, identifier=identifier, snapshot=result.snapshot)
-    return StatementResult(f"{schema}.{identifier}", result, affected_rows(result))
-
-
-def affected_rows(result: WriteResult) -> dict[str, int]:
-    """The row counts a statement returns, named as Databricks returns them for Delta tables.
-
-    >>> from dbt.adapters.deltamerge.delta.snapshot import Snapshot
-    >>> r = WriteResult(1, "DELETE", {"numDeletedRows": 3}, None)  # type: ignore[arg-type]
-    >>> affected_rows(r)
-    {'num_affected_rows': 3, 'num_deleted_rows': 3}
-    """
-    m = result.metrics
-    if result.operation == "MERGE":
-        counts = {
-            "num_updated_rows": m.get("numTargetRowsUpdated", 0),
-            "num_deleted_rows": m.get("numTargetRowsDeleted", 0),
-            "num_inserted_rows": m.get("numTargetRowsInserted", 0),
-        }
-        return {"num_affected_rows": sum(counts.values()), **counts}
-    if result.operation == "UPDATE":
-        return {
-            "num_affected_rows": m.get("numUpdatedRows", 0),
-            "num_updated_rows": m.get("numUpdatedRows", 0),
-        }
-    if result.operation in ("DELETE", "TRUNCATE"):
-        return {
-            "num_affected_rows": m.get("numDeletedRows", 0),
-            "num_deleted_rows": m.get("numDeletedRows", 0),
-        }
-    rows = m.get("numOutputRows", 0)
-    return {"num_affected_rows": rows, "num_inserted_rows": rows}
+    return StatementResult(f"{schema}.{identifier}", result, rows_affected(result.operation, result.metrics))

@@ -15,11 +15,13 @@ from pyspark.sql import functions as F
 
 from dbt.adapters.deltamerge.delta.align import align_to_schema
 from dbt.adapters.deltamerge.delta.files import ChangeFile, WrittenFile
+from dbt.adapters.deltamerge.delta.snapshot import AddFile
 from dbt.adapters.deltamerge.delta.write import write_files, write_files_and_changes
 from dbt.adapters.deltamerge.merge.counts import MergeCounts
 from dbt.adapters.deltamerge.merge.execute.actions import counted_actions, output_expressions
 from dbt.adapters.deltamerge.merge.execute.change_rows import output_with_changes
 from dbt.adapters.deltamerge.merge.execute.frames import ACTION, COPY, DROP, MergeRun
+from dbt.adapters.deltamerge.merge.pruning import FilePruning
 from dbt.adapters.deltamerge.merge.source import checkpoint_with_aggregates
 
 
@@ -30,6 +32,23 @@ class MergeOutput:
     written: list[WrittenFile] = field(default_factory=list)
     changes: list[ChangeFile] = field(default_factory=list)
     counts: MergeCounts = field(default_factory=MergeCounts)
+
+
+@dataclass(frozen=True)
+class Executed:
+    """A plan, run: the files it removes, what it wrote, how long, and what it learnt of the source.
+
+    ``source_rows`` and ``pruning`` are the plan's, except for an insert-only merge into a table
+    without files, which profiles its source while writing it (one pass): then they come from
+    that profile. The commit judges files a concurrent writer added by ``pruning``.
+    """
+
+    removed: list[AddFile]
+    output: MergeOutput
+    scan_ms: int
+    rewrite_ms: int
+    source_rows: int
+    pruning: FilePruning | None
 
 
 def counted_output_rows(run: MergeRun, rows: DataFrame) -> tuple[DataFrame, MergeCounts]:

@@ -1,7 +1,8 @@
 {#- Our own materialization: dbt-spark's rejects strategies it does not know. Strategy
     choice and config validation happen in the adapter (WriteSpec), not here. -#}
 {% materialization incremental, adapter='deltamerge', supported_languages=['sql', 'python'] %}
-  {%- set file_format = config.get('file_format', 'delta') -%}
+  {#- Every config key is read first: a wrong value fails the model before anything runs. -#}
+  {%- set file_format = adapter.delta_file_format(this, model.config, 'incremental') -%}
   {%- set existing_relation = load_cached_relation(this) -%}
   {%- set target_relation = this.incorporate(type='table', is_delta=(file_format == 'delta')) -%}
   {%- set full_refresh = should_full_refresh() -%}

@@ -1,5 +1,6 @@
 {% materialization seed, adapter='deltamerge' %}
-  {%- set file_format = config.get('file_format', 'delta') -%}
+  {#- Every config key is read first: a wrong value fails the model before anything runs. -#}
+  {%- set file_format = adapter.delta_file_format(this, model.config, 'seed') -%}
   {%- set existing_relation = load_cached_relation(this) -%}
   {%- set target_relation = this.incorporate(type='table', is_delta=(file_format == 'delta')) -%}
   {%- set agate_table = load_agate_table() -%}

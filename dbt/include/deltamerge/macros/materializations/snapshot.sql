@@ -8,7 +8,7 @@
 {% materialization snapshot, adapter='deltamerge' %}
   {%- set target_table = model.get('alias', model.get('name')) -%}
   {%- set strategy_name = config.get('strategy') -%}
-  {%- set file_format = config.get('file_format') or 'delta' -%}
+  {%- set file_format = adapter.delta_file_format(this, model.config, 'table') -%}
 
   {#- A snapshot run killed while re-binding its table left no catalog entry: bind it again, or
       this run would start the snapshot over. -#}

@@ -1,6 +1,7 @@
 {#- Delta tables are written by the engine (adapter.delta_materialize); parquet stays dbt-spark's. -#}
 {% materialization table, adapter='deltamerge', supported_languages=['sql', 'python'] %}
-  {%- set file_format = config.get('file_format', 'delta') -%}
+  {#- Every config key is read first: a wrong value fails the model before anything runs. -#}
+  {%- set file_format = adapter.delta_file_format(this, model.config, 'table') -%}
   {%- set existing_relation = load_cached_relation(this) -%}
   {%- set target_relation = this.incorporate(type='table', is_delta=(file_format == 'delta')) -%}
 

@@ -1,0 +1,60 @@
+"""The Delta table properties this engine reads, and their values checked as Delta checks them.
+
+A property value Delta cannot read is refused, as Delta's ``DeltaConfigs`` refuses it, before
+anything is written: read loosely, ``delta.enableChangeDataFeed = 'yes'`` would silently leave
+the feed off, and ``delta.checkpointInterval = 'ten'`` would fail after the commit was made.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+
+BOOLEAN = (
+    "delta.enableChangeDataFeed",
+    "delta.appendOnly",
+    "delta.enableDeletionVectors",
+    "delta.enableRowTracking",
+    "delta.enableTypeWidening",
+    "delta.enableInCommitTimestamps",
+    "delta.enableIcebergCompatV1",
+    "delta.enableIcebergCompatV2",
+)
+# Property -> the least value Delta accepts.
+INTEGER = {"delta.checkpointInterval": 1, "delta.dataSkippingNumIndexedCols": -1}
+INTERVAL = (
+    "delta.setTransactionRetentionDuration",
+    "delta.logRetentionDuration",
+    "delta.deletedFileRetentionDuration",
+    "delta.checkpointRetentionDuration",
+)
+_INTERVAL = re.compile(
+    r"(?:interval\s+)?\d+\s+(?:nanosecond|microsecond|millisecond|second|minute|hour|day|week)s?",
+    re.IGNORECASE,
+)
+
+
+def value_problems(configuration: Mapping[str, str]) -> list[str]:
+    """A sentence for each known property whose value Delta would refuse.
+
+    >>> value_problems({"delta.enableChangeDataFeed": "yes", "delta.checkpointInterval": "10"})
+    ["table property delta.enableChangeDataFeed must be 'true' or 'false', got 'yes'"]
+    >>> value_problems({"delta.logRetentionDuration": "30 days"})
+    []
+    >>> value_problems({"delta.logRetentionDuration": "a month"})[0].endswith("got 'a month'")
+    True
+    """
+    problems = []
+    for key, value in configuration.items():
+        text = str(value).strip()
+        if key in BOOLEAN and text.lower() not in ("true", "false"):
+            problems.append(f"table property {key} must be 'true' or 'false', got {value!r}")
+        elif key in INTEGER and not (_is_integer(text) and int(text) >= INTEGER[key]):
+            problems.append(f"table property {key} must be a whole number >= {INTEGER[key]}, got {value!r}")
+        elif key in INTERVAL and not _INTERVAL.fullmatch(text):
+            problems.append(f"table property {key} must be an interval ('interval 30 days'), got {value!r}")
+    return problems
+
+
+def _is_integer(text: str) -> bool:
+    return text.lstrip("-").isdigit()

@@ -1,0 +1,99 @@
+"""A merge's commit: Delta's metrics and operation parameters, then one MERGE commit, or none.
+
+A merge that changed no row and no table definition discards the files it wrote and commits
+nothing (its metrics are still reported). Otherwise one commit removes the touched files and
+adds the new data and change files, after the definition changes the merge carries (schema
+evolution, the change data feed switched on, the ``txn`` retention of a table written by an
+older version). Its conflict check judges files a concurrent writer added by the plan's data
+skipping (pure: no Spark job), as Delta judges them by the merge's read predicate.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from dbt.adapters.deltamerge.delta import storage
+from dbt.adapters.deltamerge.delta.commit import CommitInfo
+from dbt.adapters.deltamerge.delta.conflicts import ReadSet
+from dbt.adapters.deltamerge.delta.definition import definition_actions, with_transaction_retention
+from dbt.adapters.deltamerge.delta.metrics import merge_file_metrics, merge_metrics, timing_metrics
+from dbt.adapters.deltamerge.delta.paths import local_path
+from dbt.adapters.deltamerge.delta.snapshot import Snapshot
+from dbt.adapters.deltamerge.delta.transaction import WriteResult, commit_files
+from dbt.adapters.deltamerge.merge.clauses import MergeClause
+from dbt.adapters.deltamerge.merge.execute.output import Executed
+from dbt.adapters.deltamerge.merge.plan import MergePlan
+from dbt.adapters.deltamerge.merge.spec import MergeSpec
+
+
+def commit_merge(
+    read: Snapshot,
+    plan: MergePlan,
+    executed: Executed,
+    *,
+    metrics: Mapping[str, int],
+    txn: tuple[str, int] | None = None,
+) -> WriteResult:
+    """Commit what ``executed`` wrote on top of ``read`` (the version the merge read), or nothing."""
+    target, out = plan.snapshot, executed.output
+    leading = definition_actions(read, target)
+    if not out.counts.changed and not leading:
+        for path in [f.path for f in out.written] + [c.path for c in out.changes]:
+            storage.delete_file(local_path(target.table_path, path), missing_ok=True)
+        return WriteResult(None, "MERGE", dict(metrics), target)
+    if txn is not None:
+        # Only a merge that commits anyway gives an older table the txn retention.
+        target = with_transaction_retention(target)
+        leading = definition_actions(read, target)
+    pruning = executed.pruning
+    return commit_files(
+        target.table_path,
+        target,
+        CommitInfo("MERGE", merge_parameters(plan.spec), dict(metrics), txn=txn),
+        leading,
+        out.written,
+        executed.removed,
+        target.metadata.configuration,
+        out.changes,
+        ReadSet(
+            files_read=frozenset(f.path for f in plan.candidates),
+            removed=frozenset(f.path for f in executed.removed),
+            reads=lambda added: pruning is None or bool(pruning.keep(added)),
+        ),
+    )
+
+
+def executed_metrics(plan: MergePlan, executed: Executed, *, execution_ms: int) -> dict[str, int]:
+    """Every MERGE metric of the contract, from the plan and what its executor did."""
+    out = executed.output
+    files = merge_file_metrics(
+        snapshot_files=plan.snapshot.files,
+        candidates=plan.candidates,
+        removed=executed.removed,
+        written=out.written,
+        changes=out.changes,
+        partitioned=bool(plan.snapshot.partition_columns),
+    )
+    rows = out.counts.to_metrics()
+    timings = timing_metrics(execution_ms, executed.scan_ms, executed.rewrite_ms)
+    return {**merge_metrics(source_rows=executed.source_rows, rows=rows, files=files), **timings}
+
+
+def merge_parameters(spec: MergeSpec) -> dict[str, object]:
+    """``operationParameters`` of a MERGE commit (JSON-encoded by the commit writer)."""
+    return {
+        "predicate": [spec.on_condition],
+        "matchedPredicates": _predicates(spec.matched),
+        "notMatchedPredicates": _predicates(spec.not_matched),
+        "notMatchedBySourcePredicates": _predicates(spec.not_matched_by_source),
+    }
+
+
+def _predicates(clauses: tuple[MergeClause, ...]) -> list[dict[str, str]]:
+    out = []
+    for clause in clauses:
+        entry: dict[str, str] = {"actionType": str(clause.action)}
+        if clause.condition:
+            entry["predicate"] = clause.condition
+        out.append(entry)
+    return out

@@ -1,0 +1,40 @@
+"""The profile: every field this adapter documents, given a value of a wrong kind, is refused naming it."""
+
+from __future__ import annotations
+
+import pytest
+from dbt_common.dataclass_schema import ValidationError
+from dbt_common.exceptions import DbtRuntimeError
+
+from dbt.adapters.deltamerge.connections import DeltaMergeCredentials
+
+BASE = {"method": "session", "schema": "analytics", "warehouse": "/tmp/w"}
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "named"),
+    [
+        ("method", "sesion", "`method`"),
+        ("method", 3, "`method`"),
+        ("warehouse", 5, "`warehouse`"),
+        ("warehouse", ["/w"], "`warehouse`"),
+        ("schema", {"a": 1}, "`schema`"),
+        ("host", 15002, "`host`"),
+        ("server_side_parameters", "spark.master=local", "`server_side_parameters`"),
+        ("server_side_parameters", {"spark.sql.shuffle.partitions": 4}, "`server_side_parameters.spark.sql"),
+    ],
+)
+def test_a_profile_field_of_a_wrong_kind_is_named(field, value, named):
+    with pytest.raises(ValidationError) as caught:
+        DeltaMergeCredentials.validate({**BASE, field: value})
+    assert caught.value.message.startswith(named), caught.value.message
+
+
+def test_an_empty_warehouse_is_not_the_current_folder():
+    with pytest.raises(DbtRuntimeError, match="`warehouse` must be a folder path, got ' '"):
+        DeltaMergeCredentials.from_dict({**BASE, "warehouse": " "})
+
+
+def test_connect_needs_a_spark_connect_url():
+    with pytest.raises(DbtRuntimeError, match="needs `host` to be a Spark Connect URL"):
+        DeltaMergeCredentials.from_dict({**BASE, "method": "connect", "host": "localhost:15002"})

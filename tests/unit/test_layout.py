@@ -1,0 +1,30 @@
+"""The layout rules hold (``tools/lint_layout.py``, also run by ``make lint``); the checker finds cycles."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+TOOL = Path(__file__).resolve().parents[2] / "tools" / "lint_layout.py"
+spec = importlib.util.spec_from_file_location("lint_layout", TOOL)
+assert spec is not None and spec.loader is not None
+lint_layout = importlib.util.module_from_spec(spec)
+sys.modules["lint_layout"] = lint_layout
+spec.loader.exec_module(lint_layout)
+
+
+def test_the_package_keeps_its_layout_rules():
+    assert lint_layout.problems() == []
+
+
+def test_a_cycle_is_found_however_long():
+    edges = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert lint_layout.cycles(edges) == [["a", "b", "c"]]
+    assert lint_layout.cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_the_rules_name_the_engine_folders_and_keep_the_table_layer_at_the_bottom():
+    assert lint_layout.MAY_IMPORT["delta"] == {"common", "__version__"}
+    assert "merge" not in lint_layout.MAY_IMPORT["skipping"]
+    assert {"common", "delta", "skipping", "merge", "cdc", "statements"} <= lint_layout.NO_DBT
