@@ -49,8 +49,10 @@ unit: install
 	$(PY) -m pytest tests/unit dbt/adapters/deltamerge
 
 lint: install
-	$(VENV)/bin/ruff check dbt tests examples benchmarks
+	$(VENV)/bin/ruff check dbt tests examples benchmarks tools
 	$(VENV)/bin/mypy dbt/adapters/deltamerge
+	@# The layout's rules (docs/architecture.md, "Modules"): root size, no import cycle, layers, sizes, maps.
+	$(PY) tools/lint_layout.py
 	@# The package must run on Spark Connect sessions too: no JVM handles, no RDDs.
 	@if grep -rnE --include='*.py' '_jvm|_jsparkSession|_jdf|sparkContext|\.rdd\b|_instantiatedSession|py4j' dbt/adapters/deltamerge; then \
 		echo "lint: JVM access (py4j) in dbt/adapters/deltamerge; use public PySpark APIs that work over Spark Connect"; exit 1; fi

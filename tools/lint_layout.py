@@ -1,0 +1,201 @@
+"""The package's layout rules, checked from the source (``make lint``; ``tests/unit/test_layout.py``).
+
+1. The package root holds what dbt calls: at most ``ROOT_LIMIT`` modules. Every other concern is
+   a folder.
+2. No import cycle between folders and root modules (every import counts, also one inside a
+   function), and none between modules.
+3. Each folder imports only the folders below it (``MAY_IMPORT``): the Delta table layer only
+   itself and ``common``; data skipping takes keys and predicates, never a merge's clause set
+   (it does not import ``merge``); the engine (``common``, ``delta``, ``skipping``, ``merge``,
+   ``cdc``, ``statements``) imports no dbt.
+4. Modules at most ``MODULE_LIMIT`` lines, functions at most ``FUNCTION_LIMIT`` lines.
+5. The module maps of ``docs/architecture.md`` and README's layout name every module.
+
+Run ``python tools/lint_layout.py``: it prints each broken rule with the place and exits 1.
+"""
+
+from __future__ import annotations
+
+import ast
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = ROOT / "dbt" / "adapters" / "deltamerge"
+PREFIX = "dbt.adapters.deltamerge"
+ROOT_LIMIT = 14
+MODULE_LIMIT = 400
+FUNCTION_LIMIT = 80
+# What each folder may import of the package besides itself ("root" = the root modules named).
+MAY_IMPORT: dict[str, set[str]] = {
+    "common": set(),
+    "delta": {"common", "__version__"},
+    "skipping": {"delta", "common"},
+    "merge": {"skipping", "delta", "common"},
+    "cdc": {"merge", "skipping", "delta", "common"},
+    "statements": {"merge", "skipping", "delta", "common", "binding"},
+    "spark": set(),
+    "model": {"cdc", "merge", "skipping", "delta", "common", "binding", "errors"},
+}
+# Folders that must not import dbt (the engine: it knows nothing of dbt).
+NO_DBT = {"common", "delta", "skipping", "merge", "cdc", "statements"}
+
+
+def modules() -> dict[str, Path]:
+    """Every module of the package by dotted name (relative to the package)."""
+    found = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        parts = path.relative_to(PACKAGE).with_suffix("").parts
+        if parts[-1] == "__init__" and len(parts) > 1:
+            parts = parts[:-1]
+        found[".".join(parts)] = path
+    return found
+
+
+def unit_of(module: str) -> str:
+    """The folder a module is in, or the module itself at the root."""
+    return module.split(".")[0]
+
+
+def imports_of(path: Path, known: dict[str, Path]) -> Iterator[tuple[str, int]]:
+    """``(module imported, line)`` for every import of the package in ``path`` (also inside functions)."""
+    tree = ast.parse(path.read_text())
+    for node in ast.walk(tree):
+        names: list[str] = []
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+        for name in names:
+            if name == PREFIX or not name.startswith(PREFIX + "."):
+                continue
+            relative = name[len(PREFIX) + 1 :]
+            if relative in known:
+                yield relative, node.lineno
+
+
+def dbt_imports(path: Path) -> Iterator[tuple[str, int]]:
+    """Imports of dbt itself (dbt-core, dbt-adapters, dbt-spark, dbt_common)."""
+    for node in ast.walk(ast.parse(path.read_text())):
+        names = []
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names = [node.module]
+        for name in names:
+            if (name.startswith("dbt.") and not name.startswith(PREFIX)) or name.startswith("dbt_common"):
+                yield name, node.lineno
+
+
+def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected groups of more than one node (Tarjan), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    groups: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for nxt in sorted(edges.get(node, ())):
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in on_stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            group = []
+            while True:
+                top = stack.pop()
+                on_stack.discard(top)
+                group.append(top)
+                if top == node:
+                    break
+            if len(group) > 1:
+                groups.append(sorted(group))
+
+    for node in sorted(edges):
+        if node not in index:
+            visit(node)
+    return groups
+
+
+def long_functions(path: Path) -> Iterator[tuple[str, int, int]]:
+    """``(name, line, length)`` of functions longer than ``FUNCTION_LIMIT`` lines (docstring included)."""
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            start = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+            length = (node.end_lineno or node.lineno) - start + 1
+            if length > FUNCTION_LIMIT:
+                yield node.name, node.lineno, length
+
+
+def problems() -> list[str]:
+    """Every broken rule, one sentence each."""
+    found: list[str] = []
+    known = modules()
+    root_modules = [m for m, p in known.items() if p.parent == PACKAGE]
+    if len(root_modules) > ROOT_LIMIT:
+        found.append(f"rule 1: the package root has {len(root_modules)} modules (at most {ROOT_LIMIT})")
+    module_edges: dict[str, set[str]] = {}
+    unit_edges: dict[str, set[str]] = {}
+    for module, path in known.items():
+        rel = path.relative_to(ROOT)
+        unit = unit_of(module)
+        for imported, line in imports_of(path, known):
+            target_unit = unit_of(imported)
+            if imported != module and not module.startswith(imported + "."):
+                module_edges.setdefault(module, set()).add(imported)
+            if target_unit == unit:
+                continue
+            unit_edges.setdefault(unit, set()).add(target_unit)
+            allowed = MAY_IMPORT.get(unit)
+            if allowed is not None and target_unit not in allowed:
+                found.append(f"rule 3: {rel}:{line} ({unit}/) imports {imported} ({target_unit})")
+        if unit in NO_DBT:
+            for name, line in dbt_imports(path):
+                found.append(f"rule 3: {rel}:{line} imports {name}: the engine ({unit}/) knows no dbt")
+        lines = len(path.read_text().splitlines())
+        if lines > MODULE_LIMIT:
+            found.append(f"rule 4: {rel} has {lines} lines (at most {MODULE_LIMIT})")
+        for name, line, length in long_functions(path):
+            found.append(f"rule 4: {rel}:{line} {name}() has {length} lines (at most {FUNCTION_LIMIT})")
+    for group in cycles(unit_edges):
+        found.append(f"rule 2: import cycle between {' <-> '.join(group)}")
+    for group in cycles(module_edges):
+        found.append(f"rule 2: import cycle between modules {' <-> '.join(group)}")
+    found.extend(_unmapped(known))
+    return found
+
+
+def _unmapped(known: dict[str, Path]) -> list[str]:
+    """Modules the architecture doc's module map or README's layout does not name."""
+    found = []
+    architecture = (ROOT / "docs" / "architecture.md").read_text()
+    readme = (ROOT / "README.md").read_text()
+    layout = readme[readme.find("## Layout") :]
+    for module, path in known.items():
+        rel = path.relative_to(PACKAGE).as_posix()
+        if path.name == "__init__.py" and path.parent != PACKAGE:
+            rel = path.parent.relative_to(PACKAGE).as_posix() + "/"
+        elif path.name in ("__init__.py", "__version__.py"):
+            continue
+        if f"`{rel}`" not in architecture:
+            found.append(f"rule 5: docs/architecture.md's module map does not name `{rel}`")
+        if path.stem != "__init__" and path.stem not in layout:
+            found.append(f"rule 5: README's Layout does not name {module} ({path.stem})")
+    return found
+
+
+def main() -> int:
+    found = problems()
+    for problem in found:
+        print(f"lint_layout: {problem}")
+    return 1 if found else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
