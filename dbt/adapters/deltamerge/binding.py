@@ -83,7 +83,12 @@ def refresh(
 
 
 def bind(spark: SparkSession, *, schema: str, identifier: str, snapshot: Snapshot) -> None:
-    """Point ``schema.identifier`` at ``snapshot``'s version, replacing an earlier binding."""
+    """Point ``schema.identifier`` at ``snapshot``'s version, replacing an earlier binding.
+
+    Spark SQL then reads the version's files as they are: a table whose reader features that
+    read does not implement (deletion vectors in use, column mapping) is refused naming them.
+    """
+    snapshot.check_readable()
     crash_point("before_catalog_bind")
     name = table_name(schema, identifier)
     props = (

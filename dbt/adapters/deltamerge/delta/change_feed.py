@@ -43,6 +43,7 @@ def read_changes(spark: SparkSession, table_path: str, start: int, end: int | No
     snapshot = load_snapshot(table_path)
     if snapshot is None:
         raise DeltaError(f"No Delta table at {table_path}")
+    snapshot.check_readable()
     schema = _feed_schema(snapshot.schema)
     if start > latest:  # nothing committed since: an empty feed, not an error
         return spark.createDataFrame([], schema)

@@ -51,6 +51,27 @@ _WRITER_FEATURES_OK = {
     "changeDataFeed",
 }
 
+# Every table feature of PROTOCOL.md (and its preview names): one a table lists outside this set
+# is made up or newer than this engine, and refused by name.
+KNOWN_FEATURES = frozenset(
+    {
+        "appendOnly", "invariants", "checkConstraints", "changeDataFeed", "generatedColumns",
+        "columnMapping", "identityColumns", "deletionVectors", "rowTracking", "timestampNtz",
+        "domainMetadata", "v2Checkpoint", "clustering", "icebergCompatV1", "icebergCompatV2",
+        "inCommitTimestamp", "typeWidening", "typeWidening-preview", "variantType",
+        "variantType-preview", "variantShredding-preview", "vacuumProtocolCheck",
+        "checkpointProtection", "catalogManaged", "catalogOwned-preview", "allowColumnDefaults",
+        "liquid",
+    }
+)
+# Reader features every read path of this engine implements as PROTOCOL.md asks: readers need
+# nothing of timestampNtz and vacuumProtocolCheck beyond the log; v2 checkpoints (and sidecars)
+# are replayed by deltalake, which gives every snapshot.
+_READABLE_FEATURES = {"timestampNtz", "vacuumProtocolCheck", "v2Checkpoint"}
+# Features a reader must implement only where they are active (deletion vectors present in
+# some file, a column mapping mode other than `none`); otherwise the table reads as without them.
+_READ_WHEN_INACTIVE = {"deletionVectors", "columnMapping"}
+
 _PROPERTY_FEATURES = {
     "delta.enableDeletionVectors": "deletionVectors",
     "delta.enableRowTracking": "rowTracking",
@@ -77,6 +98,45 @@ def feature_problems(protocol: Protocol, configuration: Mapping[str, str], schem
     problems.extend(configuration_problems(configuration))
     problems.extend(_schema_feature_problems(schema_string))
     return problems
+
+
+def reader_problems(protocol: Protocol, configuration: Mapping[str, str], *, deleted_files: int) -> list[str]:
+    """Every feature a reader of this table must implement and this engine's reads do not.
+
+    ``deleted_files`` is how many live files carry a deletion vector (deltalake counts them).
+
+    >>> reader_problems(Protocol(3, 7, ("deletionVectors",), ("deletionVectors",)), {}, deleted_files=0)
+    []
+    >>> reader_problems(Protocol(3, 7, ("deletionVectors", "blahabl"), ()), {}, deleted_files=2)
+    ["reader feature 'blahabl'", "reader feature 'deletionVectors' (2 files have deleted rows)"]
+    >>> reader_problems(Protocol(2, 5), {"delta.columnMapping.mode": "name"}, deleted_files=0)
+    ["reader feature 'columnMapping' (delta.columnMapping.mode=name)"]
+    """
+    problems: list[str] = []
+    if protocol.min_reader_version > 3:
+        problems.append(f"protocol reader version {protocol.min_reader_version}")
+    features = set(protocol.reader_features or ())
+    if protocol.min_reader_version == 2 and protocol.reader_features is None:
+        features.add("columnMapping")  # reader version 2 is column mapping (PROTOCOL.md)
+    mapping = str(configuration.get("delta.columnMapping.mode", "none")).lower()
+    for name in sorted(features - _READABLE_FEATURES):
+        if name == "deletionVectors" and deleted_files:
+            problems.append(f"reader feature 'deletionVectors' ({deleted_files} files have deleted rows)")
+        elif name == "columnMapping" and mapping != "none":
+            problems.append(f"reader feature 'columnMapping' (delta.columnMapping.mode={mapping})")
+        elif name not in _READ_WHEN_INACTIVE:
+            problems.append(f"reader feature '{name}'")
+    return problems
+
+
+def check_readable(problems: list[str], *, table: str) -> None:
+    """Raise :class:`UnsupportedTableFeature` naming every feature ``problems`` lists (before any read)."""
+    if problems:
+        raise UnsupportedTableFeature(
+            f"Delta table at {table} uses features dbt-deltamerge cannot read correctly yet: "
+            + "; ".join(problems)
+            + ". Nothing was read: reading the table as if they were absent would return wrong rows."
+        )
 
 
 def configuration_problems(configuration: Mapping[str, str]) -> list[str]:

@@ -18,7 +18,13 @@ from dbt.adapters.deltamerge.delta.snapshot import AddFile, Snapshot
 
 
 def read_files(spark: SparkSession, snapshot: Snapshot, files: Sequence[AddFile]) -> DataFrame:
-    """The rows of ``files`` (live files of ``snapshot``) in table column order."""
+    """The rows of ``files`` (live files of ``snapshot``) in table column order.
+
+    Every read of a table's data files comes here, after the table's reader features are
+    checked (``Snapshot.check_readable``): a feature this read does not implement fails naming
+    it, before any row is read.
+    """
+    snapshot.check_readable()
     schema = snapshot.schema
     if not files:
         return spark.createDataFrame([], schema)

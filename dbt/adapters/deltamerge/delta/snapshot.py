@@ -7,17 +7,26 @@ so every writer here starts from the same state any Delta reader sees.
 from __future__ import annotations
 
 import datetime as dt
+import json
 import os
 from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
 from deltalake import DeltaTable
+from deltalake.exceptions import DeltaError as DeltaLakeError
 from pyspark.sql import types as T
 
 from dbt.adapters.deltamerge.delta import storage
-from dbt.adapters.deltamerge.delta.errors import NotADeltaTable
-from dbt.adapters.deltamerge.delta.protocol import Protocol, TableMetadata, check_writable
+from dbt.adapters.deltamerge.delta.errors import DeltaError, NotADeltaTable, UnsupportedTableFeature
+from dbt.adapters.deltamerge.delta.protocol import (
+    KNOWN_FEATURES,
+    Protocol,
+    TableMetadata,
+    check_readable,
+    check_writable,
+    reader_problems,
+)
 from dbt.adapters.deltamerge.delta.schema import schema_from_json
 
 
@@ -72,11 +81,28 @@ class Snapshot:
         """Total bytes of live files."""
         return sum(f.size for f in self.files)
 
+    def check_readable(self) -> None:
+        """Raise ``UnsupportedTableFeature`` unless every read path reads this version's rows right.
+
+        Asked by every read of data files (the catalog binding, ``read.read_files``, the change
+        feed) before it reads: a reader must implement every feature in ``readerFeatures``.
+        """
+        features = self.protocol.reader_features or ()
+        deleted = deletion_vector_count(self.table_path, self.version) if "deletionVectors" in features else 0
+        problems = reader_problems(self.protocol, self.metadata.configuration, deleted_files=deleted)
+        check_readable(problems, table=self.table_path)
+
     def check_writable(self) -> None:
         """Raise ``UnsupportedTableFeature`` unless this writer may write the table (before any file)."""
         check_writable(
             self.protocol, self.metadata.configuration, self.metadata.schema_string, table=self.table_path
         )
+
+
+def deletion_vector_count(table_path: str, version: int) -> int:
+    """How many live files of a version carry a deletion vector (deltalake reads the log's DVs)."""
+    vectors = DeltaTable(table_path, version=version).deletion_vectors()
+    return sum(batch.num_rows for batch in pa.RecordBatchReader.from_stream(vectors))
 
 
 def has_delta_log(table_path: str) -> bool:
@@ -106,8 +132,48 @@ def load_snapshot(table_path: str, version: int | None = None) -> Snapshot | Non
                 "choose another location, or convert them with the convert_to_delta operation."
             )
         return None
-    table = DeltaTable(table_path, version=version)
+    try:
+        table = DeltaTable(table_path, version=version)
+    except DeltaLakeError as error:
+        raise _unreadable(table_path, error) from error
     return _snapshot_of(table, table_path)
+
+
+def _unreadable(table_path: str, error: Exception) -> DeltaError:
+    """Why deltalake refused a log: the features its protocol lists that no reader here knows, if any."""
+    protocol = _newest_protocol(table_path)
+    if protocol is not None:
+        unknown = reader_problems(protocol, {}, deleted_files=0)
+        unknown += [
+            f"writer feature '{name}'"
+            for name in sorted(set(protocol.writer_features or ()) - KNOWN_FEATURES)
+            if name not in (protocol.reader_features or ())
+        ]
+        if unknown:
+            return UnsupportedTableFeature(
+                f"Delta table at {table_path} uses features dbt-deltamerge does not know: "
+                + "; ".join(unknown)
+                + ". Nothing was read or written."
+            )
+    return DeltaError(f"The Delta log at {table_path} cannot be read: {error}")
+
+
+def _newest_protocol(table_path: str) -> Protocol | None:
+    """The newest ``protocol`` action in the log's commit files (newest first), if any."""
+    log = os.path.join(table_path, "_delta_log")
+    commits = [n for n in storage.list_names(log) if n.endswith(".json") and n[:20].isdigit()]
+    for name in sorted(commits, reverse=True):
+        for line in storage.read_bytes(os.path.join(log, name)).decode("utf-8").splitlines():
+            action = json.loads(line) if line.strip() else {}
+            if "protocol" in action:
+                found = action["protocol"]
+                return Protocol(
+                    int(found.get("minReaderVersion", 1)),
+                    int(found.get("minWriterVersion", 2)),
+                    tuple(found["readerFeatures"]) if found.get("readerFeatures") is not None else None,
+                    tuple(found["writerFeatures"]) if found.get("writerFeatures") is not None else None,
+                )
+    return None
 
 
 def _snapshot_of(table: DeltaTable, table_path: str) -> Snapshot:

@@ -22,7 +22,7 @@ from dbt.adapters.deltamerge.delta.errors import DeltaError
 from dbt.adapters.deltamerge.delta.snapshot import load_snapshot
 
 DEFAULT_RETENTION_HOURS = 168.0
-# Folders vacuum never touches: the log, and the catalog's hard-link folders (catalog.py).
+# Folders vacuum never touches: the log, and the catalog binding's hard-link folders (binding.py).
 _KEEP = ("_delta_log", "_deltamerge_catalog")
 # Hidden folders whose files vacuum does clean: change data, staging of unfinished writes.
 _OWNED = ("_change_data", "_deltamerge_staging")
@@ -58,8 +58,11 @@ def vacuum(
             "enforce_retention: false to confirm."
         )
     latest = latest_version(table_path)
-    if latest < 0:
+    current = load_snapshot(table_path) if latest >= 0 else None
+    if current is None:
         raise DeltaError(f"VACUUM: no Delta table at {table_path}")
+    # VACUUM deletes files: a feature it does not know (deletion vector files, say) could lose data.
+    current.check_writable()
     cutoff = (now_ms if now_ms is not None else int(time.time() * 1000)) - int(retain_hours * 3_600_000)
     oldest = _oldest_retained(table_path, latest, cutoff)
     referenced = _referenced(table_path, oldest, latest)

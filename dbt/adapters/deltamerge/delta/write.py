@@ -40,7 +40,7 @@ from dbt.adapters.deltamerge.delta.files import (
     write_data_and_changes,
     write_data_files,
 )
-from dbt.adapters.deltamerge.delta.metrics import write_metrics
+from dbt.adapters.deltamerge.delta.metrics import execution_time, write_metrics
 from dbt.adapters.deltamerge.delta.paths import local_path, table_path_of
 from dbt.adapters.deltamerge.delta.properties import value_problems
 from dbt.adapters.deltamerge.delta.protocol import (
@@ -107,7 +107,7 @@ def write_dataframe(spark: SparkSession, df: DataFrame, request: WriteRequest) -
             result = _replace_partitions(df, request, target, leading)
         else:
             result = _replace_where(spark, df, request, target, leading)
-    result.metrics["executionTimeMs"] = int((time.monotonic() - started) * 1000)
+    result.metrics.update(execution_time(int((time.monotonic() - started) * 1000)))
     return result
 
 

@@ -2,7 +2,7 @@
 
 The adapter parses a model's config once (``spec.ModelSpec``) and calls ``write_model``; this
 module finds the model's table (``locate``), decides which write the run makes
-(``decide``: one of ``WRITES``) and runs it with the engine, then re-binds the catalog entry.
+(``decide``: one ``Write``) and runs it with the engine, then re-binds the catalog entry.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from dbt.adapters.deltamerge.delta.write import write_dataframe
 from dbt.adapters.deltamerge.errors import ModelWriteError
 from dbt.adapters.deltamerge.merge.dry_run import DryRun
 from dbt.adapters.deltamerge.merge.pipeline import dry_run_merge, merge_into
+from dbt.adapters.deltamerge.merge.spec import MergeSpec
 from dbt.adapters.deltamerge.model.schema_change import planned_schema
 from dbt.adapters.deltamerge.model.spec import Materialization, ModelSpec, plan_write, table_location
 
@@ -154,19 +155,24 @@ def _apply_changes(
 
 
 def _merge(spark: SparkSession, df: DataFrame, table: ModelTable, spec: ModelSpec) -> WriteResult:
-    assert spec.merge is not None
-    snapshot = _existing(table, spec)
-    evolved = planned_schema(spec.write, spec.merge, snapshot, df.schema)
+    merge, snapshot, evolved = _merge_inputs(df, table, spec)
     feed = spec.write.change_data_feed
-    return merge_into(spark, df, snapshot, spec.merge, schema=evolved, change_data_feed=feed, txn=table.txn)
+    return merge_into(spark, df, snapshot, merge, schema=evolved, change_data_feed=feed, txn=table.txn)
 
 
 def _dry_run(spark: SparkSession, df: DataFrame, table: ModelTable, spec: ModelSpec) -> DryRun:
+    merge, snapshot, evolved = _merge_inputs(df, table, spec)
+    feed = spec.write.change_data_feed
+    return dry_run_merge(spark, df, snapshot, merge, schema=evolved, change_data_feed=feed)
+
+
+def _merge_inputs(
+    df: DataFrame, table: ModelTable, spec: ModelSpec
+) -> tuple[MergeSpec, Snapshot, T.StructType | None]:
+    """The clause set, the table's current version, and the schema the merge leaves."""
     assert spec.merge is not None
     snapshot = _existing(table, spec)
-    evolved = planned_schema(spec.write, spec.merge, snapshot, df.schema)
-    feed = spec.write.change_data_feed
-    return dry_run_merge(spark, df, snapshot, spec.merge, schema=evolved, change_data_feed=feed)
+    return spec.merge, snapshot, planned_schema(spec.write, spec.merge, snapshot, df.schema)
 
 
 def _table_write(

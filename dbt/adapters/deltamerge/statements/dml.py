@@ -26,7 +26,7 @@ from dbt.adapters.deltamerge.delta.commit import CommitInfo
 from dbt.adapters.deltamerge.delta.conflicts import ReadSet
 from dbt.adapters.deltamerge.delta.errors import DeltaError
 from dbt.adapters.deltamerge.delta.files import CHANGE_TYPE, ChangeFile, WrittenFile
-from dbt.adapters.deltamerge.delta.metrics import dml_metrics
+from dbt.adapters.deltamerge.delta.metrics import dml_metrics, execution_time
 from dbt.adapters.deltamerge.delta.paths import local_path, table_path_of
 from dbt.adapters.deltamerge.delta.protocol import change_data_feed_enabled
 from dbt.adapters.deltamerge.delta.read import read_files
@@ -227,8 +227,8 @@ def _commit(
     """The command's commit (``files``: written, removed, change files); none when it changes nothing."""
     written, removed, changes = files
     if not removed and not written and not changes:
-        return WriteResult(None, operation, metrics | {"executionTimeMs": 0}, snapshot)
-    metrics["executionTimeMs"] = int((time.monotonic() - started) * 1000)
+        return WriteResult(None, operation, metrics | execution_time(0), snapshot)
+    metrics.update(execution_time(int((time.monotonic() - started) * 1000)))
     if read is None:
         read = ReadSet(files_read=frozenset(f.path for f in snapshot.files))
     info = CommitInfo(operation, {"predicate": [condition] if condition else []}, metrics)

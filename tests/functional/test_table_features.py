@@ -1,0 +1,124 @@
+"""Delta tables other writers made (delta-rs's fixtures): each read path reads them right, or refuses.
+
+A refusal names the table feature, before anything is read or written.
+
+Registering such a table (``CREATE TABLE t USING delta LOCATION '...'``) and reading it through
+the catalog once returned the rows that deletion vectors had deleted, and nulls for every
+column-mapped column. Each fixture is copied into the test's own folder; its rows are checked
+against delta-rs's DataFusion reader (``QueryBuilder``), which applies deletion vectors and
+column mapping.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import shutil
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+from deltalake import DeltaTable, QueryBuilder
+from pyspark.sql import functions as F
+
+from dbt.adapters.deltamerge.delta.change_feed import read_changes
+from dbt.adapters.deltamerge.delta.errors import UnsupportedTableFeature
+from dbt.adapters.deltamerge.delta.read import read_files
+from dbt.adapters.deltamerge.delta.snapshot import load_snapshot
+from dbt.adapters.deltamerge.delta.vacuum import vacuum
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "delta-rs"
+# Tables whose every reader feature our reads implement (or that list a feature not in use).
+READABLE = ("table-without-dv-small", "table_with_liquid_clustering", "checkpoint-v2-table", "cdc_ict_table")
+# Tables a read would get wrong, and the feature each refusal names.
+REFUSED = {
+    "table-with-dv-small": "reader feature 'deletionVectors' (1 files have deleted rows)",
+    "table_with_deletion_logs": "reader feature 'deletionVectors' (1 files have deleted rows)",
+    "cdf-table-with-cdc-and-dvs": "reader feature 'deletionVectors'",
+    "table_with_column_mapping": "reader feature 'columnMapping' (delta.columnMapping.mode=name)",
+    "spark-variant-checkpoint": "reader feature 'variantType-preview'",
+    "simple_table_features": "reader feature 'blahabl'",
+}
+
+
+def _copy(name: str, root: Path) -> str:
+    target = root / name
+    if not target.exists():
+        shutil.copytree(FIXTURES / name, target)
+    return str(target)
+
+
+def _listing(path: str) -> dict[str, int]:
+    return {
+        os.path.relpath(os.path.join(d, n), path): os.stat(os.path.join(d, n)).st_size
+        for d, _, names in os.walk(path)
+        for n in names
+    }
+
+
+def _reference(path: str) -> list[tuple]:
+    """The live rows as delta-rs's DataFusion reader gives them (deletion vectors and mapping applied)."""
+    table = pa.table(QueryBuilder().register("t", DeltaTable(path)).execute("select * from t").read_all())
+    return _sorted(tuple(r.values()) for r in table.to_pylist())
+
+
+def _sorted(rows: Iterable[Sequence[Any]]) -> list[tuple]:
+    """Rows comparable across readers: timestamps as naive UTC (Spark's are in the session's zone)."""
+
+    def plain(value: Any) -> Any:
+        if isinstance(value, dt.datetime):
+            return value.astimezone(dt.timezone.utc).replace(tzinfo=None)
+        return value
+
+    return sorted((tuple(plain(v) for v in row) for row in rows), key=repr)
+
+
+@pytest.mark.connect
+class TestRegisteredTablesOfOtherWriters:
+    @pytest.fixture(scope="class")
+    def tables(self, tmp_path_factory: pytest.TempPathFactory) -> Path:
+        return tmp_path_factory.mktemp("lake")
+
+    @pytest.mark.parametrize("name", READABLE)
+    def test_a_table_every_read_implements_reads_what_delta_rs_reads(self, project, tables, name):
+        path = _copy(name, tables)
+        ident = name.replace("-", "_")
+        project.run_sql(f"create table {project.test_schema}.{ident} using delta location '{path}'")
+        # The Delta schema's order (Spark's catalog puts partition columns last in `select *`).
+        columns = ", ".join(f"`{f.name}`" for f in DeltaTable(path).schema().fields)
+        rows = project.run_sql(f"select {columns} from {project.test_schema}.{ident}", fetch="all")
+        assert _sorted(rows) == _reference(path)
+        assert DeltaTable(path).version() == DeltaTable(str(FIXTURES / name)).version()  # nothing committed
+
+    @pytest.mark.parametrize("name", sorted(REFUSED))
+    def test_a_table_a_read_would_get_wrong_is_refused_naming_the_feature(self, project, tables, name):
+        path = _copy(name, tables)
+        before = _listing(path)
+        ident = name.replace("-", "_")
+        with pytest.raises(Exception) as caught:
+            project.run_sql(f"create table {project.test_schema}.{ident} using delta location '{path}'")
+        assert REFUSED[name] in str(caught.value), str(caught.value)
+        assert "Nothing was read" in str(caught.value)
+        assert _listing(path) == before  # not even the catalog binding's folder
+        relations = project.run_sql(f"show tables in {project.test_schema}", fetch="all")
+        assert ident not in {str(r[1]) for r in relations}
+
+
+@pytest.mark.parametrize(
+    "name", ["table-with-dv-small", "table_with_column_mapping", "cdf-table-with-cdc-and-dvs"]
+)
+def test_the_engine_s_own_reads_refuse_them_too(spark, tmp_path, name):
+    path = _copy(name, tmp_path)
+    before = _listing(path)
+    snapshot = load_snapshot(path)
+    assert snapshot is not None
+    with pytest.raises(UnsupportedTableFeature, match=REFUSED[name].split(" (")[0]):
+        read_files(spark, snapshot, list(snapshot.files)).agg(F.count(F.lit(1))).collect()
+    with pytest.raises(UnsupportedTableFeature, match=REFUSED[name].split(" (")[0]):
+        read_changes(spark, path, 0)
+    # VACUUM deletes files: not knowing deletion vector files (or mapped columns) could lose data.
+    with pytest.raises(UnsupportedTableFeature):
+        vacuum(path, retain_hours=0, enforce_retention=False)
+    assert _listing(path) == before
