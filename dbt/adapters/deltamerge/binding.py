@@ -4,7 +4,8 @@ Spark without Delta's jars cannot read a Delta table by itself. After every comm
 give the version its own folder of hard links to exactly its live files (partition
 folders in Spark's layout) and point an external ``USING parquet`` table with the
 Delta schema at it: queries see that version's rows, no removed or uncommitted file,
-with partition pruning. Links cost no data copy. Where Delta's jars are on Spark's
+with partition pruning. Links cost no data copy; a file whose deletion vector deletes rows
+is there as a copy of its live rows instead. Where Delta's jars are on Spark's
 classpath the table is registered ``USING delta`` instead.
 """
 
@@ -21,8 +22,9 @@ from dbt.adapters.deltamerge.common.sql import column_definitions, quote_identif
 from dbt.adapters.deltamerge.delta import storage
 from dbt.adapters.deltamerge.delta.faults import crash_point
 from dbt.adapters.deltamerge.delta.paths import local_path, partition_folder
+from dbt.adapters.deltamerge.delta.read import read_files
 from dbt.adapters.deltamerge.delta.schema import schema_from_json
-from dbt.adapters.deltamerge.delta.snapshot import Snapshot
+from dbt.adapters.deltamerge.delta.snapshot import AddFile, Snapshot
 
 BINDINGS_DIR = "_deltamerge_catalog"
 LOCATION_PROPERTY = "deltamerge.location"
@@ -96,7 +98,7 @@ def bind(spark: SparkSession, *, schema: str, identifier: str, snapshot: Snapsho
         f"'{VERSION_PROPERTY}' = '{snapshot.version}')"
     )
     # Links first: the entry is missing only for the two statements that replace it.
-    folder = None if delta_jars_available(spark) else link_version(snapshot)
+    folder = None if delta_jars_available(spark) else link_version(spark, snapshot)
     marker = rebinding_marker(snapshot.table_path)
     storage.make_dirs(os.path.dirname(marker))
     storage.delete_file(marker, missing_ok=True)  # left by an interrupted bind
@@ -160,8 +162,12 @@ def _catalog_schema(schema: T.StructType) -> T.StructType:
     )
 
 
-def link_version(snapshot: Snapshot) -> str:
-    """Build (once) the folder of hard links for ``snapshot``; return its path."""
+def link_version(spark: SparkSession, snapshot: Snapshot) -> str:
+    """Build (once) the folder of ``snapshot``'s live files; return its path.
+
+    A file is a hard link, or, when its deletion vector deletes rows, a copy of its live rows
+    (Spark's parquet reader cannot skip rows by position), written next to the links.
+    """
     root = os.path.join(snapshot.table_path, BINDINGS_DIR)
     folder = os.path.join(root, f"v{snapshot.version:020d}")
     if storage.is_dir(folder):
@@ -169,14 +175,28 @@ def link_version(snapshot: Snapshot) -> str:
     building = folder + ".building"
     storage.delete_tree(building)
     storage.make_new_dir(building)
-    for target, source in _links(snapshot):
+    for target, source, file in _links(snapshot):
         storage.make_dirs(os.path.dirname(os.path.join(building, target)))
-        storage.link(source, os.path.join(building, target))
+        if file.deleted_rows:
+            _write_live_rows(spark, snapshot, file, os.path.join(building, target))
+        else:
+            storage.link(source, os.path.join(building, target))
     storage.rename(building, folder)
     return folder
 
 
-def _links(snapshot: Snapshot) -> Iterable[tuple[str, str]]:
+def _write_live_rows(spark: SparkSession, snapshot: Snapshot, file: AddFile, target: str) -> None:
+    """The rows of ``file`` its deletion vector keeps, as one parquet file at ``target`` (data columns)."""
+    partitions = {c.lower() for c in snapshot.partition_columns}
+    columns = [quote_identifier(f.name) for f in snapshot.schema.fields if f.name.lower() not in partitions]
+    staging = os.path.join(os.path.dirname(target), f".live-{os.path.basename(target)}")
+    read_files(spark, snapshot, [file]).select(*columns).coalesce(1).write.mode("overwrite").parquet(staging)
+    (written,) = [n for n in storage.list_names(staging) if n.endswith(".parquet")]
+    storage.rename(os.path.join(staging, written), target)
+    storage.delete_tree(staging)
+
+
+def _links(snapshot: Snapshot) -> Iterable[tuple[str, str, AddFile]]:
     used: set[str] = set()
     columns = snapshot.partition_columns
     for file in snapshot.files:
@@ -186,7 +206,7 @@ def _links(snapshot: Snapshot) -> Iterable[tuple[str, str]]:
         if target in used:
             target = os.path.join(folder, f"{len(used)}-{os.path.basename(source)}")
         used.add(target)
-        yield target, source
+        yield target, source, file
 
 
 def prune_bindings(table_path: str, *, keep: int) -> None:

@@ -52,7 +52,7 @@ def catalog_stats(snapshot: Snapshot) -> Dict[str, Any]:
     values = {
         "rows": (
             "Rows",
-            sum(f.num_records or 0 for f in snapshot.files),
+            sum(f.live_records or 0 for f in snapshot.files),
             "Rows in the current Delta version",
         ),
         "bytes": ("Bytes", snapshot.size_bytes, "Bytes of the live data files"),

@@ -21,7 +21,7 @@ from pyspark.sql import types as T
 
 from dbt.adapters.deltamerge.common.sql import quote_identifier
 from dbt.adapters.deltamerge.delta.commit import latest_version, read_commit
-from dbt.adapters.deltamerge.delta.errors import DeltaError
+from dbt.adapters.deltamerge.delta.errors import DeltaError, UnsupportedTableFeature
 from dbt.adapters.deltamerge.delta.files import CHANGE_DATA_DIR, CHANGE_TYPE
 from dbt.adapters.deltamerge.delta.paths import local_path
 from dbt.adapters.deltamerge.delta.protocol import change_data_feed_enabled
@@ -44,6 +44,13 @@ def read_changes(spark: SparkSession, table_path: str, start: int, end: int | No
     if snapshot is None:
         raise DeltaError(f"No Delta table at {table_path}")
     snapshot.check_readable()
+    if "deletionVectors" in (snapshot.protocol.reader_features or ()):
+        # Changes inferred from adds and removes of files with deletion vectors need each file's
+        # vector at its version (PROTOCOL.md, "Reader Requirements for AddCDCFile"): not read yet.
+        raise UnsupportedTableFeature(
+            f"Delta table at {table_path}: the change data feed of a table with the reader feature "
+            "'deletionVectors' is not read by this version. Nothing was read."
+        )
     schema = _feed_schema(snapshot.schema)
     if start > latest:  # nothing committed since: an empty feed, not an error
         return spark.createDataFrame([], schema)

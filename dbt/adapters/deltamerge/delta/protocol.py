@@ -66,11 +66,11 @@ KNOWN_FEATURES = frozenset(
 )
 # Reader features every read path of this engine implements as PROTOCOL.md asks: readers need
 # nothing of timestampNtz and vacuumProtocolCheck beyond the log; v2 checkpoints (and sidecars)
-# are replayed by deltalake, which gives every snapshot.
-_READABLE_FEATURES = {"timestampNtz", "vacuumProtocolCheck", "v2Checkpoint"}
-# Features a reader must implement only where they are active (deletion vectors present in
-# some file, a column mapping mode other than `none`); otherwise the table reads as without them.
-_READ_WHEN_INACTIVE = {"deletionVectors", "columnMapping"}
+# are replayed by deltalake, which gives every snapshot and each file's deletion vector.
+# Deletion vectors are applied by every read (``read.read_files`` filters the deleted rows; the
+# catalog binding holds the live rows of files that have them); column mapping reads only while
+# its mode is `none`.
+_READABLE_FEATURES = {"timestampNtz", "vacuumProtocolCheck", "v2Checkpoint", "deletionVectors"}
 
 _PROPERTY_FEATURES = {
     "delta.enableDeletionVectors": "deletionVectors",
@@ -100,16 +100,14 @@ def feature_problems(protocol: Protocol, configuration: Mapping[str, str], schem
     return problems
 
 
-def reader_problems(protocol: Protocol, configuration: Mapping[str, str], *, deleted_files: int) -> list[str]:
+def reader_problems(protocol: Protocol, configuration: Mapping[str, str]) -> list[str]:
     """Every feature a reader of this table must implement and this engine's reads do not.
 
-    ``deleted_files`` is how many live files carry a deletion vector (deltalake counts them).
-
-    >>> reader_problems(Protocol(3, 7, ("deletionVectors",), ("deletionVectors",)), {}, deleted_files=0)
+    >>> reader_problems(Protocol(3, 7, ("deletionVectors",), ("deletionVectors",)), {})
     []
-    >>> reader_problems(Protocol(3, 7, ("deletionVectors", "blahabl"), ()), {}, deleted_files=2)
-    ["reader feature 'blahabl'", "reader feature 'deletionVectors' (2 files have deleted rows)"]
-    >>> reader_problems(Protocol(2, 5), {"delta.columnMapping.mode": "name"}, deleted_files=0)
+    >>> reader_problems(Protocol(3, 7, ("deletionVectors", "blahabl"), ()), {})
+    ["reader feature 'blahabl'"]
+    >>> reader_problems(Protocol(2, 5), {"delta.columnMapping.mode": "name"})
     ["reader feature 'columnMapping' (delta.columnMapping.mode=name)"]
     """
     problems: list[str] = []
@@ -120,11 +118,9 @@ def reader_problems(protocol: Protocol, configuration: Mapping[str, str], *, del
         features.add("columnMapping")  # reader version 2 is column mapping (PROTOCOL.md)
     mapping = str(configuration.get("delta.columnMapping.mode", "none")).lower()
     for name in sorted(features - _READABLE_FEATURES):
-        if name == "deletionVectors" and deleted_files:
-            problems.append(f"reader feature 'deletionVectors' ({deleted_files} files have deleted rows)")
-        elif name == "columnMapping" and mapping != "none":
+        if name == "columnMapping" and mapping != "none":
             problems.append(f"reader feature 'columnMapping' (delta.columnMapping.mode={mapping})")
-        elif name not in _READ_WHEN_INACTIVE:
+        elif name != "columnMapping":
             problems.append(f"reader feature '{name}'")
     return problems
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from dbt.adapters.deltamerge.common.sql import quote_identifier
@@ -32,4 +32,18 @@ def read_files(spark: SparkSession, snapshot: Snapshot, files: Sequence[AddFile]
     if snapshot.partition_columns:
         reader = reader.option("basePath", snapshot.table_path)
     paths = [local_path(snapshot.table_path, f.path) for f in files]
-    return reader.parquet(*paths).select(*[F.col(quote_identifier(f.name)) for f in schema.fields])
+    rows = reader.parquet(*paths)
+    deleted = [f"{path}#{i}" for path, f in zip(paths, files, strict=True) for i in f.deleted_rows]
+    if deleted:
+        position = F.concat_ws("#", file_path(), F.col("_metadata.row_index").cast("string"))
+        rows = rows.where(~position.isin(deleted))
+    return rows.select(*[F.col(quote_identifier(f.name)) for f in schema.fields])
+
+
+def file_path() -> Column:
+    """The local path of the file a scanned row comes from (Spark's ``_metadata.file_path`` is a URI).
+
+    ``url_decode`` would read a ``+`` as a space; Hadoop leaves ``+`` unquoted in its URIs.
+    """
+    uri = F.replace(F.col("_metadata.file_path"), F.lit("+"), F.lit("%2B"))
+    return F.regexp_replace(F.url_decode(uri), "^file:/*", "/")

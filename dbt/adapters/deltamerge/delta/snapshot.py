@@ -19,6 +19,7 @@ from pyspark.sql import types as T
 
 from dbt.adapters.deltamerge.delta import storage
 from dbt.adapters.deltamerge.delta.errors import DeltaError, NotADeltaTable, UnsupportedTableFeature
+from dbt.adapters.deltamerge.delta.paths import local_path
 from dbt.adapters.deltamerge.delta.protocol import (
     KNOWN_FEATURES,
     Protocol,
@@ -41,6 +42,13 @@ class AddFile:
     min_values: dict[str, Any] = field(default_factory=dict)
     max_values: dict[str, Any] = field(default_factory=dict)
     null_counts: dict[str, Any] = field(default_factory=dict)
+    # Row indexes (0-based positions in the file) its deletion vector deletes: not live rows.
+    deleted_rows: tuple[int, ...] = ()
+
+    @property
+    def live_records(self) -> int | None:
+        """Rows of the file a reader returns: its records less those its deletion vector deletes."""
+        return None if self.num_records is None else self.num_records - len(self.deleted_rows)
 
     def remove_action(self, timestamp: int) -> dict[str, object]:
         """The ``remove`` action that logically deletes this file."""
@@ -86,23 +94,21 @@ class Snapshot:
 
         Asked by every read of data files (the catalog binding, ``read.read_files``, the change
         feed) before it reads: a reader must implement every feature in ``readerFeatures``.
+        Deletion vectors are read (``AddFile.deleted_rows``); ``change_feed`` alone refuses them.
         """
-        features = self.protocol.reader_features or ()
-        deleted = deletion_vector_count(self.table_path, self.version) if "deletionVectors" in features else 0
-        problems = reader_problems(self.protocol, self.metadata.configuration, deleted_files=deleted)
+        problems = reader_problems(self.protocol, self.metadata.configuration)
         check_readable(problems, table=self.table_path)
+
+    @property
+    def deleted_files(self) -> int:
+        """How many live files carry a deletion vector that deletes rows."""
+        return sum(1 for f in self.files if f.deleted_rows)
 
     def check_writable(self) -> None:
         """Raise ``UnsupportedTableFeature`` unless this writer may write the table (before any file)."""
         check_writable(
             self.protocol, self.metadata.configuration, self.metadata.schema_string, table=self.table_path
         )
-
-
-def deletion_vector_count(table_path: str, version: int) -> int:
-    """How many live files of a version carry a deletion vector (deltalake reads the log's DVs)."""
-    vectors = DeltaTable(table_path, version=version).deletion_vectors()
-    return sum(batch.num_rows for batch in pa.RecordBatchReader.from_stream(vectors))
 
 
 def has_delta_log(table_path: str) -> bool:
@@ -143,7 +149,7 @@ def _unreadable(table_path: str, error: Exception) -> DeltaError:
     """Why deltalake refused a log: the features its protocol lists that no reader here knows, if any."""
     protocol = _newest_protocol(table_path)
     if protocol is not None:
-        unknown = reader_problems(protocol, {}, deleted_files=0)
+        unknown = reader_problems(protocol, {})
         unknown += [
             f"writer feature '{name}'"
             for name in sorted(set(protocol.writer_features or ()) - KNOWN_FEATURES)
@@ -194,7 +200,9 @@ def _snapshot_of(table: DeltaTable, table_path: str) -> Snapshot:
         name=meta.name,
         description=meta.description,
     )
-    return Snapshot(table_path, table.version(), protocol, metadata, _files_of(table))
+    vectors = "deletionVectors" in (protocol.reader_features or ())
+    deleted = _deleted_rows(table, table_path) if vectors else {}
+    return Snapshot(table_path, table.version(), protocol, metadata, _files_of(table, table_path, deleted))
 
 
 def partition_value_text(value: Any) -> str | None:
@@ -218,7 +226,24 @@ def partition_value_text(value: Any) -> str | None:
     return str(value)
 
 
-def _files_of(table: DeltaTable) -> tuple[AddFile, ...]:
+def _deleted_rows(table: DeltaTable, table_path: str) -> dict[str, tuple[int, ...]]:
+    """Each file with a deletion vector (by local path) and the row indexes it deletes.
+
+    deltalake reads the vectors (inline or in their files) and hands a keep mask per file; rows
+    past the end of a mask are kept.
+    """
+    deleted = {}
+    for batch in pa.RecordBatchReader.from_stream(table.deletion_vectors()):
+        for row in pa.Table.from_batches([batch]).to_pylist():
+            rows = tuple(i for i, keep in enumerate(row["selection_vector"]) if not keep)
+            if rows:
+                deleted[local_path(table_path, row["filepath"])] = rows
+    return deleted
+
+
+def _files_of(
+    table: DeltaTable, table_path: str, deleted: dict[str, tuple[int, ...]]
+) -> tuple[AddFile, ...]:
     actions = pa.table(table.get_add_actions(flatten=False))
     names = set(actions.column_names)
     rows = actions.to_pylist()
@@ -233,6 +258,7 @@ def _files_of(table: DeltaTable) -> tuple[AddFile, ...]:
             min_values=row.get("min") or {},
             max_values=row.get("max") or {},
             null_counts=row.get("null_count") or {},
+            deleted_rows=deleted.get(local_path(table_path, row["path"]), ()),
         )
         for row in rows
     )
