@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.parquet
 import pytest
 from deltalake import DeltaTable, QueryBuilder
 
@@ -29,23 +30,30 @@ from dbt.adapters.deltamerge.delta.snapshot import load_snapshot
 from dbt.adapters.deltamerge.delta.vacuum import vacuum
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "delta-rs"
-# Tables whose every reader feature our reads implement (deletion vectors applied).
+# Tables whose every reader feature our reads implement (deletion vectors applied, names mapped).
 READABLE = (
     "table-without-dv-small",
     "table-with-dv-small",
     "table_with_deletion_logs",
     "cdf-table-with-cdc-and-dvs",
+    "table_with_column_mapping",
+    "table_with_partitioning_mapping",
     "table_with_liquid_clustering",
     "checkpoint-v2-table",
     "cdc_ict_table",
 )
 # Tables a read would get wrong, and the feature each refusal names.
 REFUSED = {
-    "table_with_column_mapping": "reader feature 'columnMapping' (delta.columnMapping.mode=name)",
     "spark-variant-checkpoint": "reader feature 'variantType-preview'",
     "simple_table_features": "reader feature 'blahabl'",
 }
-DELETION_VECTORS = ("table-with-dv-small", "table_with_deletion_logs", "cdf-table-with-cdc-and-dvs")
+ENGINE_READS = (
+    "table-with-dv-small",
+    "table_with_deletion_logs",
+    "cdf-table-with-cdc-and-dvs",
+    "table_with_column_mapping",
+    "table_with_partitioning_mapping",
+)
 
 
 def _copy(name: str, root: Path) -> str:
@@ -113,24 +121,24 @@ class TestRegisteredTablesOfOtherWriters:
         assert ident not in {str(r[1]) for r in relations}
 
 
-@pytest.mark.parametrize("name", DELETION_VECTORS)
-def test_the_engine_s_reads_leave_out_the_rows_deletion_vectors_delete(spark, tmp_path, name):
+@pytest.mark.parametrize("name", ENGINE_READS)
+def test_the_engine_s_reads_apply_deletion_vectors_and_mapped_names(spark, tmp_path, name):
     path = _copy(name, tmp_path)
     snapshot = load_snapshot(path)
-    assert snapshot is not None and snapshot.deleted_files > 0
+    assert snapshot is not None
     columns = [f.name for f in snapshot.schema.fields]
-    rows = read_files(spark, snapshot, list(snapshot.files)).select(*[f"`{c}`" for c in columns]).collect()
+    frame = read_files(spark, snapshot, list(snapshot.files)).select(*[f"`{c}`" for c in columns])
+    rows = frame.collect()
     assert _sorted(rows) == _reference(path)
-    assert len(rows) == sum(f.live_records or 0 for f in snapshot.files) < sum(
-        f.num_records or 0 for f in snapshot.files
-    )
+    assert len(rows) == sum(f.live_records or 0 for f in snapshot.files)
+    assert not any(all(v is None for v in row) for row in rows)  # a mapped column read by its name is null
 
 
 @pytest.mark.parametrize("name", ["table-with-dv-small", "table_with_column_mapping"])
 def test_the_change_feed_and_vacuum_refuse_what_they_do_not_read(spark, tmp_path, name):
     path = _copy(name, tmp_path)
     before = _listing(path)
-    with pytest.raises(UnsupportedTableFeature, match=r"deletionVectors|columnMapping"):
+    with pytest.raises(UnsupportedTableFeature, match=r"change data feed .*(deletionVectors|columnMapping)"):
         read_changes(spark, path, 0)
     # VACUUM deletes files: not knowing deletion vector files (or mapped columns) could lose data.
     with pytest.raises(UnsupportedTableFeature):
@@ -138,9 +146,13 @@ def test_the_change_feed_and_vacuum_refuse_what_they_do_not_read(spark, tmp_path
     assert _listing(path) == before
 
 
-def test_a_column_mapped_table_is_refused_by_the_engine_s_reads(spark, tmp_path):
-    path = _copy("table_with_column_mapping", tmp_path)
-    snapshot = load_snapshot(path)
-    assert snapshot is not None
-    with pytest.raises(UnsupportedTableFeature, match="columnMapping"):
-        read_files(spark, snapshot, list(snapshot.files))
+def test_the_binding_holds_a_copy_of_the_live_rows_of_each_file_with_a_deletion_vector(project, tmp_path):
+    path = _copy("table-with-dv-small", tmp_path)
+    name = f"{project.test_schema}.dv_copies"
+    project.run_sql(f"create table {name} using delta location '{path}'")
+    project.run_sql(f"drop table {name}")
+    project.run_sql(f"create table {name} using delta location '{path}'")  # binds the version again
+    copies = [p for p in (Path(path) / "_deltamerge_catalog" / "live").iterdir() if p.suffix == ".parquet"]
+    assert len(copies) == 1 and os.stat(copies[0]).st_nlink == 2  # the copy and the version's link
+    assert pa.parquet.read_table(copies[0]).num_rows == 8  # 10 rows, 2 deleted
+    assert project.run_sql(f"select count(*) from {name}", fetch="one")[0] == 8

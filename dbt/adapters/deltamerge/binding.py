@@ -4,13 +4,15 @@ Spark without Delta's jars cannot read a Delta table by itself. After every comm
 give the version its own folder of hard links to exactly its live files (partition
 folders in Spark's layout) and point an external ``USING parquet`` table with the
 Delta schema at it: queries see that version's rows, no removed or uncommitted file,
-with partition pruning. Links cost no data copy; a file whose deletion vector deletes rows
-is there as a copy of its live rows instead. Where Delta's jars are on Spark's
+with partition pruning. Links cost no data copy; a file Spark cannot read as it is (its
+deletion vector deletes rows, or the table maps column names) is there as a copy of its live
+rows under the schema's names, made once per logical file. Where Delta's jars are on Spark's
 classpath the table is registered ``USING delta`` instead.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 from collections.abc import Iterable
 
@@ -21,12 +23,15 @@ from pyspark.sql import types as T
 from dbt.adapters.deltamerge.common.sql import column_definitions, quote_identifier, string_literal
 from dbt.adapters.deltamerge.delta import storage
 from dbt.adapters.deltamerge.delta.faults import crash_point
+from dbt.adapters.deltamerge.delta.mapping import mapping_mode
 from dbt.adapters.deltamerge.delta.paths import local_path, partition_folder
 from dbt.adapters.deltamerge.delta.read import read_files
 from dbt.adapters.deltamerge.delta.schema import schema_from_json
 from dbt.adapters.deltamerge.delta.snapshot import AddFile, Snapshot
 
 BINDINGS_DIR = "_deltamerge_catalog"
+# Inside it: copies of live rows Spark's parquet reader could not read from the data file itself.
+COPIES_DIR = "live"
 LOCATION_PROPERTY = "deltamerge.location"
 VERSION_PROPERTY = "deltamerge.version"
 # Versions whose link folders stay, so a query planned just before a rebind still reads.
@@ -165,8 +170,10 @@ def _catalog_schema(schema: T.StructType) -> T.StructType:
 def link_version(spark: SparkSession, snapshot: Snapshot) -> str:
     """Build (once) the folder of ``snapshot``'s live files; return its path.
 
-    A file is a hard link, or, when its deletion vector deletes rows, a copy of its live rows
-    (Spark's parquet reader cannot skip rows by position), written next to the links.
+    A file is a hard link to the data file, or, when Spark's parquet reader cannot read it as
+    it is (its deletion vector deletes rows; the table maps column names), a hard link to a
+    copy of its live rows under the schema's names. Copies are made once per logical file,
+    in ``COPIES_DIR``, and dropped with the last version folder that links them.
     """
     root = os.path.join(snapshot.table_path, BINDINGS_DIR)
     folder = os.path.join(root, f"v{snapshot.version:020d}")
@@ -175,25 +182,31 @@ def link_version(spark: SparkSession, snapshot: Snapshot) -> str:
     building = folder + ".building"
     storage.delete_tree(building)
     storage.make_new_dir(building)
+    mapped = mapping_mode(snapshot.metadata.configuration) != "none"
     for target, source, file in _links(snapshot):
         storage.make_dirs(os.path.dirname(os.path.join(building, target)))
-        if file.deleted_rows:
-            _write_live_rows(spark, snapshot, file, os.path.join(building, target))
-        else:
-            storage.link(source, os.path.join(building, target))
+        if file.deleted_rows or mapped:
+            source = _live_copy(spark, snapshot, file)
+        storage.link(source, os.path.join(building, target))
     storage.rename(building, folder)
     return folder
 
 
-def _write_live_rows(spark: SparkSession, snapshot: Snapshot, file: AddFile, target: str) -> None:
-    """The rows of ``file`` its deletion vector keeps, as one parquet file at ``target`` (data columns)."""
+def _live_copy(spark: SparkSession, snapshot: Snapshot, file: AddFile) -> str:
+    """The path of a parquet file of ``file``'s live rows, data columns under the schema's names."""
+    key = f"{file.path}|{file.deleted_rows}|{snapshot.metadata.schema_string}"
+    copies = os.path.join(snapshot.table_path, BINDINGS_DIR, COPIES_DIR)
+    copy = os.path.join(copies, hashlib.sha256(key.encode()).hexdigest() + ".parquet")
+    if storage.is_file(copy):
+        return copy
     partitions = {c.lower() for c in snapshot.partition_columns}
     columns = [quote_identifier(f.name) for f in snapshot.schema.fields if f.name.lower() not in partitions]
-    staging = os.path.join(os.path.dirname(target), f".live-{os.path.basename(target)}")
+    staging = os.path.join(copies, f".{os.path.basename(copy)}.building")
     read_files(spark, snapshot, [file]).select(*columns).coalesce(1).write.mode("overwrite").parquet(staging)
     (written,) = [n for n in storage.list_names(staging) if n.endswith(".parquet")]
-    storage.rename(os.path.join(staging, written), target)
+    storage.rename(os.path.join(staging, written), copy)
     storage.delete_tree(staging)
+    return copy
 
 
 def _links(snapshot: Snapshot) -> Iterable[tuple[str, str, AddFile]]:
@@ -210,8 +223,14 @@ def _links(snapshot: Snapshot) -> Iterable[tuple[str, str, AddFile]]:
 
 
 def prune_bindings(table_path: str, *, keep: int) -> None:
-    """Remove all but the newest ``keep`` link folders (links only; data files stay)."""
+    """Remove all but the newest ``keep`` link folders (links only; data files stay), and the
+    live copies no remaining folder links (a copy's only name left is its own)."""
     root = os.path.join(table_path, BINDINGS_DIR)
     folders = sorted(n for n in storage.list_names(root) if n.startswith("v") and "." not in n)
     for name in folders[:-keep]:
         storage.delete_tree(os.path.join(root, name))
+    copies = os.path.join(root, COPIES_DIR)
+    for name in storage.list_names(copies):
+        path = os.path.join(copies, name)
+        if name.endswith(".parquet") and storage.link_count(path) == 1:
+            storage.delete_file(path, missing_ok=True)

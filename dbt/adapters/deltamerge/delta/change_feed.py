@@ -23,6 +23,7 @@ from dbt.adapters.deltamerge.common.sql import quote_identifier
 from dbt.adapters.deltamerge.delta.commit import latest_version, read_commit
 from dbt.adapters.deltamerge.delta.errors import DeltaError, UnsupportedTableFeature
 from dbt.adapters.deltamerge.delta.files import CHANGE_DATA_DIR, CHANGE_TYPE
+from dbt.adapters.deltamerge.delta.mapping import mapping_mode
 from dbt.adapters.deltamerge.delta.paths import local_path
 from dbt.adapters.deltamerge.delta.protocol import change_data_feed_enabled
 from dbt.adapters.deltamerge.delta.snapshot import Snapshot, load_snapshot
@@ -44,12 +45,20 @@ def read_changes(spark: SparkSession, table_path: str, start: int, end: int | No
     if snapshot is None:
         raise DeltaError(f"No Delta table at {table_path}")
     snapshot.check_readable()
-    if "deletionVectors" in (snapshot.protocol.reader_features or ()):
-        # Changes inferred from adds and removes of files with deletion vectors need each file's
-        # vector at its version (PROTOCOL.md, "Reader Requirements for AddCDCFile"): not read yet.
+    unread = [
+        feature
+        for feature, used in (
+            ("deletionVectors", "deletionVectors" in (snapshot.protocol.reader_features or ())),
+            ("columnMapping", mapping_mode(snapshot.metadata.configuration) != "none"),
+        )
+        if used
+    ]
+    if unread:
+        # Changes inferred from adds and removes need each file's deletion vector at its version,
+        # and change files hold physical column names: this reader reads neither yet.
         raise UnsupportedTableFeature(
             f"Delta table at {table_path}: the change data feed of a table with the reader feature "
-            "'deletionVectors' is not read by this version. Nothing was read."
+            f"{' and '.join(repr(f) for f in unread)} is not read by this version. Nothing was read."
         )
     schema = _feed_schema(snapshot.schema)
     if start > latest:  # nothing committed since: an empty feed, not an error

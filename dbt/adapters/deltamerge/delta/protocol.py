@@ -68,8 +68,8 @@ KNOWN_FEATURES = frozenset(
 # nothing of timestampNtz and vacuumProtocolCheck beyond the log; v2 checkpoints (and sidecars)
 # are replayed by deltalake, which gives every snapshot and each file's deletion vector.
 # Deletion vectors are applied by every read (``read.read_files`` filters the deleted rows; the
-# catalog binding holds the live rows of files that have them); column mapping reads only while
-# its mode is `none`.
+# catalog binding holds the live rows of files that have them); column mapping is read in modes
+# `none` and `name` (``mapping``), not `id`.
 _READABLE_FEATURES = {"timestampNtz", "vacuumProtocolCheck", "v2Checkpoint", "deletionVectors"}
 
 _PROPERTY_FEATURES = {
@@ -107,8 +107,8 @@ def reader_problems(protocol: Protocol, configuration: Mapping[str, str]) -> lis
     []
     >>> reader_problems(Protocol(3, 7, ("deletionVectors", "blahabl"), ()), {})
     ["reader feature 'blahabl'"]
-    >>> reader_problems(Protocol(2, 5), {"delta.columnMapping.mode": "name"})
-    ["reader feature 'columnMapping' (delta.columnMapping.mode=name)"]
+    >>> reader_problems(Protocol(2, 5), {"delta.columnMapping.mode": "id"})
+    ["reader feature 'columnMapping' (delta.columnMapping.mode=id)"]
     """
     problems: list[str] = []
     if protocol.min_reader_version > 3:
@@ -118,7 +118,7 @@ def reader_problems(protocol: Protocol, configuration: Mapping[str, str]) -> lis
         features.add("columnMapping")  # reader version 2 is column mapping (PROTOCOL.md)
     mapping = str(configuration.get("delta.columnMapping.mode", "none")).lower()
     for name in sorted(features - _READABLE_FEATURES):
-        if name == "columnMapping" and mapping != "none":
+        if name == "columnMapping" and mapping not in ("none", "name"):
             problems.append(f"reader feature 'columnMapping' (delta.columnMapping.mode={mapping})")
         elif name != "columnMapping":
             problems.append(f"reader feature '{name}'")

@@ -8,11 +8,14 @@ after a file was written read as null and partition values come back typed.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import reduce
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
 
 from dbt.adapters.deltamerge.common.sql import quote_identifier
+from dbt.adapters.deltamerge.delta.mapping import mapping_mode, physical_name, physical_type
 from dbt.adapters.deltamerge.delta.paths import local_path
 from dbt.adapters.deltamerge.delta.snapshot import AddFile, Snapshot
 
@@ -28,16 +31,50 @@ def read_files(spark: SparkSession, snapshot: Snapshot, files: Sequence[AddFile]
     schema = snapshot.schema
     if not files:
         return spark.createDataFrame([], schema)
+    if mapping_mode(snapshot.metadata.configuration) == "name":
+        return _read_mapped(spark, snapshot, files)
     reader = spark.read.schema(schema)
     if snapshot.partition_columns:
         reader = reader.option("basePath", snapshot.table_path)
     paths = [local_path(snapshot.table_path, f.path) for f in files]
-    rows = reader.parquet(*paths)
-    deleted = [f"{path}#{i}" for path, f in zip(paths, files, strict=True) for i in f.deleted_rows]
-    if deleted:
-        position = F.concat_ws("#", file_path(), F.col("_metadata.row_index").cast("string"))
-        rows = rows.where(~position.isin(deleted))
+    rows = _live(reader.parquet(*paths), paths, files)
     return rows.select(*[F.col(quote_identifier(f.name)) for f in schema.fields])
+
+
+def _read_mapped(spark: SparkSession, snapshot: Snapshot, files: Sequence[AddFile]) -> DataFrame:
+    """Column mapping by name: each group of files with one partition's values read by physical
+    names, returned under the schema's names with the log's partition values."""
+    schema, partitions = snapshot.schema, set(snapshot.partition_columns)
+    data = [f for f in schema.fields if f.name not in partitions]
+    physical = T.StructType([T.StructField(physical_name(f), physical_type(f.dataType)) for f in data])
+    groups: dict[tuple[tuple[str, str | None], ...], list[AddFile]] = {}
+    for file in files:
+        groups.setdefault(tuple(sorted(file.partition_values.items())), []).append(file)
+    frames = []
+    for values, group in groups.items():
+        paths = [local_path(snapshot.table_path, f.path) for f in group]
+        rows = _live(spark.read.schema(physical).parquet(*paths), paths, group)
+        known = dict(values)
+        frames.append(
+            rows.select(
+                *[
+                    F.lit(known.get(f.name)).cast(f.dataType).alias(f.name)
+                    if f.name in partitions
+                    else F.col(quote_identifier(physical_name(f))).cast(f.dataType).alias(f.name)
+                    for f in schema.fields
+                ]
+            )
+        )
+    return reduce(DataFrame.unionAll, frames)
+
+
+def _live(rows: DataFrame, paths: Sequence[str], files: Sequence[AddFile]) -> DataFrame:
+    """``rows`` without those the files' deletion vectors delete (by path and row index)."""
+    deleted = [f"{path}#{i}" for path, f in zip(paths, files, strict=True) for i in f.deleted_rows]
+    if not deleted:
+        return rows
+    position = F.concat_ws("#", file_path(), F.col("_metadata.row_index").cast("string"))
+    return rows.where(~position.isin(deleted))
 
 
 def file_path() -> Column:

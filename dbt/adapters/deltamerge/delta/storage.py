@@ -139,6 +139,17 @@ def is_dir(path: str) -> bool:
     return os.path.isdir(path)
 
 
+def is_file(path: str) -> bool:
+    """Whether ``path`` is a file this process can see."""
+    return os.path.isfile(path)
+
+
+def link_count(path: str) -> int:
+    """How many names (hard links) the file at ``path`` has."""
+    with _naming("stat", path):
+        return os.stat(path).st_nlink
+
+
 def make_dirs(path: str) -> None:
     """Create ``path`` and its parents (no error when it exists)."""
     with _naming("create the folder", path):
