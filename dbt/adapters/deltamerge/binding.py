@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+from array import array
 from collections.abc import Iterable
 
 from pyspark.errors import AnalysisException
@@ -194,9 +195,11 @@ def link_version(spark: SparkSession, snapshot: Snapshot) -> str:
 
 def _live_copy(spark: SparkSession, snapshot: Snapshot, file: AddFile) -> str:
     """The path of a parquet file of ``file``'s live rows, data columns under the schema's names."""
-    key = f"{file.path}|{file.deleted_rows}|{snapshot.metadata.schema_string}"
+    # One copy per logical file: its path, the rows its deletion vector deletes, the schema.
+    key = hashlib.sha256(f"{file.path}|{snapshot.metadata.schema_string}|".encode())
+    key.update(array("q", file.deleted_rows).tobytes())  # no text of a million row indexes
     copies = os.path.join(snapshot.table_path, BINDINGS_DIR, COPIES_DIR)
-    copy = os.path.join(copies, hashlib.sha256(key.encode()).hexdigest() + ".parquet")
+    copy = os.path.join(copies, key.hexdigest() + ".parquet")
     if storage.is_file(copy):
         return copy
     partitions = {c.lower() for c in snapshot.partition_columns}
