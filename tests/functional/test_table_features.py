@@ -12,7 +12,10 @@ column mapping.
 from __future__ import annotations
 
 import datetime as dt
+import itertools
+import json
 import os
+import re
 import shutil
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -28,6 +31,7 @@ from dbt.adapters.deltamerge.delta.errors import UnsupportedTableFeature
 from dbt.adapters.deltamerge.delta.read import read_files
 from dbt.adapters.deltamerge.delta.snapshot import load_snapshot
 from dbt.adapters.deltamerge.delta.vacuum import vacuum
+from dbt.adapters.deltamerge.delta.vector_files import vector_file
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "delta-rs"
 # Tables whose every reader feature our reads implement (deletion vectors applied, names mapped).
@@ -135,17 +139,27 @@ def test_the_engine_s_reads_apply_deletion_vectors_and_mapped_names(spark, tmp_p
 
 
 @pytest.mark.parametrize("name", ["table-with-dv-small", "table_with_column_mapping"])
-def test_the_change_feed_and_vacuum_refuse_what_they_do_not_read(spark, tmp_path, name):
+def test_the_change_feed_refuses_what_it_does_not_read(spark, tmp_path, name):
     path = _copy(name, tmp_path)
     before = _listing(path)
     with pytest.raises(UnsupportedTableFeature, match=r"change data feed .*(deletionVectors|columnMapping)"):
         read_changes(spark, path, 0)
-    # VACUUM deletes files: not knowing deletion vector files (or mapped columns) could lose data.
-    with pytest.raises(UnsupportedTableFeature):
-        vacuum(path, retain_hours=0, enforce_retention=False)
     assert _listing(path) == before
 
 
+def test_vacuum_keeps_the_deletion_vector_files_retained_versions_use(tmp_path):
+    # Version 1 deleted one row with a vector; later versions replaced it with another file's.
+    path = _copy("table_with_deletion_logs", tmp_path)
+    rows = _reference(path)
+    vectors = sorted(f for f in _listing(path) if f.startswith("deletion_vector_"))
+    live = [f.deletion_vector for f in load_snapshot(path).files if f.deletion_vector]  # type: ignore[union-attr]
+    assert len(vectors) == 2 and len(live) == 1
+    result = vacuum(path, retain_hours=0, enforce_retention=False)
+    kept = sorted(f for f in _listing(path) if f.startswith("deletion_vector_"))
+    assert kept == [vector_file(live[0])] and [f for f in result.files if f.startswith("deletion_")] == [
+        v for v in vectors if v not in kept
+    ]
+    assert _reference(path) == rows and len(rows) == 98  # the deleted rows stay deleted
 def test_the_binding_holds_a_copy_of_the_live_rows_of_each_file_with_a_deletion_vector(project, tmp_path):
     path = _copy("table-with-dv-small", tmp_path)
     name = f"{project.test_schema}.dv_copies"
@@ -156,3 +170,202 @@ def test_the_binding_holds_a_copy_of_the_live_rows_of_each_file_with_a_deletion_
     assert len(copies) == 1 and os.stat(copies[0]).st_nlink == 2  # the copy and the version's link
     assert pa.parquet.read_table(copies[0]).num_rows == 8  # 10 rows, 2 deleted
     assert project.run_sql(f"select count(*) from {name}", fetch="one")[0] == 8
+
+
+# Statements on each table other writers made, and how a reference computes their result over the
+# rows before (delta-rs's DataFusion SQL on the version before): `key` unique; a MERGE whose source
+# is the table itself, keys of rows where `shift` holds moved to `new_key` (inserted), others
+# matched: deleted where `gone` holds, else `column` set to `value`.
+WRITES: dict[str, dict[str, str]] = {
+    "table-without-dv-small": {
+        "key": "value",
+        "shift": "value % 4 = 1",
+        "new_key": "value + 1000",
+        "gone": "value % 3 = 0",
+        "column": "value",
+        "value": "value + 100",
+        "delete": "value < 2",
+        "update": "value > 6",
+    },
+    "table-with-dv-small": {
+        "key": "value",
+        "shift": "value % 4 = 1",
+        "new_key": "value + 1000",
+        "gone": "value % 3 = 0",
+        "column": "value",
+        "value": "value + 100",
+        "delete": "value < 2",
+        "update": "value > 6",
+    },
+    "table_with_deletion_logs": {
+        "key": "id",
+        "shift": "id % 7 = 0",
+        "new_key": "id + 1000",
+        "gone": "nbr % 5 = 0",
+        "column": "name",
+        "value": "upper(name)",
+        "delete": "company = 'Gr'",
+        "update": "id < 40",
+    },
+    "cdf-table-with-cdc-and-dvs": {
+        "key": "id",
+        "shift": "id = 1",
+        "new_key": "id + 1000",
+        "gone": "id = 0",
+        "column": "comment",
+        "value": "concat(comment, '!')",
+        "delete": "id = 12",
+        "update": "id >= 3",
+    },
+    "table_with_liquid_clustering": {
+        "key": "id",
+        "shift": "id % 3 = 0",
+        "new_key": "id + 1000",
+        "gone": "id = 4",
+        "column": "id",
+        "value": "id + 100",
+        "delete": "id = 1",
+        "update": "id > 7",
+    },
+    "cdc_ict_table": {
+        "key": "name",
+        "shift": "age > 40",
+        "new_key": "concat(name, '-2')",
+        "gone": "name = 'Nobody'",
+        "column": "age",
+        "value": "age + 1",
+        "delete": "age < 38",
+        "update": "birthyear = 1986",
+    },
+}
+
+
+def _reference_sql(path: str, version: int, sql: str) -> list[tuple]:
+    table = DeltaTable(path, version=version)
+    rows = pa.table(QueryBuilder().register("t", table).execute(sql).read_all())
+    return _sorted(tuple(r.values()) for r in rows.to_pylist())
+
+
+def _expected(path: str, version: int, kind: str, spec: dict[str, str]) -> list[tuple]:
+    """What DELETE / UPDATE / MERGE of ``spec`` leaves, computed by delta-rs over ``version``."""
+    fields = [f.name for f in DeltaTable(path).schema().fields]
+    quoted = [f'"{c}"' for c in fields]
+    column = spec["column"]
+    if kind == "DELETE":
+        return _reference_sql(path, version, f"select * from t where not coalesce({spec['delete']}, false)")
+    if kind == "UPDATE":
+        new = [
+            f"case when coalesce({spec['update']}, false) then {spec['value']} else {q} end"
+            if c == column
+            else q
+            for c, q in zip(fields, quoted, strict=True)
+        ]
+        return _reference_sql(path, version, f"select {', '.join(new)} from t")
+    shift, gone = f"coalesce({spec['shift']}, false)", f"coalesce({spec['gone']}, false)"
+    updated = [spec["value"] if c == column else q for c, q in zip(fields, quoted, strict=True)]
+    moved = [spec["new_key"] if c == spec["key"] else q for c, q in zip(fields, quoted, strict=True)]
+    return _reference_sql(
+        path,
+        version,
+        f"select {', '.join(updated)} from t where not {shift} and not {gone} "
+        f"union all select * from t where {shift} "
+        f"union all select {', '.join(moved)} from t where {shift}",
+    )
+
+
+def _statement(kind: str, table: str, spec: dict[str, str], columns: Sequence[str]) -> str:
+    key = spec["key"]
+    if kind == "DELETE":
+        return f"delete from {table} where {spec['delete']}"
+    if kind == "UPDATE":
+        return f"update {table} set `{spec['column']}` = {spec['value']} where {spec['update']}"
+    source = ", ".join(
+        f"case when {spec['shift']} then {spec['new_key']} else `{key}` end as `{key}`"
+        if c == key
+        else f"`{c}`"
+        for c in columns
+    )
+    gone, value = _on_source(spec["gone"], columns), _on_source(spec["value"], columns)
+    return (
+        f"merge into {table} t using (select {source} from {table}) s on t.`{key}` = s.`{key}` "
+        f"when matched and {gone} then delete "
+        f"when matched then update set t.`{spec['column']}` = {value} "
+        "when not matched then insert *"
+    )
+
+
+def _on_source(expression: str, columns: Sequence[str]) -> str:
+    """``expression`` with each column of the table read from the merge's source ``s``."""
+    pattern = r"\b(" + "|".join(re.escape(c) for c in columns) + r")\b(?!')"
+    return re.sub(pattern, lambda m: f"s.`{m.group(1)}`", expression)
+
+
+def _log(path: str, version: int) -> list[dict[str, Any]]:
+    text = (Path(path) / "_delta_log" / f"{version:020d}.json").read_text()
+    return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+
+def _features(path: str) -> tuple[set[str], set[str], dict[str, str]]:
+    table = DeltaTable(path)
+    protocol = table.protocol()
+    return (
+        set(protocol.reader_features or ()),
+        set(protocol.writer_features or ()),
+        dict(table.metadata().configuration),
+    )
+
+
+@pytest.mark.parametrize("name", sorted(WRITES))
+def test_delete_update_and_merge_on_tables_of_other_writers_keep_their_features(project, tmp_path, name):
+    path = _copy(name, tmp_path)
+    spec = WRITES[name]
+    ident = f"{project.test_schema}.{name.replace('-', '_')}"
+    project.run_sql(f"create table {ident} using delta location '{path}'")
+    readers, writers, properties = _features(path)
+    columns = [f.name for f in DeltaTable(path).schema().fields]
+    for kind in ("DELETE", "UPDATE", "MERGE"):
+        before = DeltaTable(path).version()
+        rows_before = _reference(path)
+        expected = _expected(path, before, kind, spec)
+        project.run_sql(_statement(kind, ident, spec, columns))
+        assert DeltaTable(path).version() == before + 1, kind
+        assert _reference(path) == expected, kind  # delta-rs reads what the reference computes
+        assert _reference_sql(path, before, "select * from t") == rows_before  # time travel to before
+        shown = project.run_sql(f"select {', '.join(f'`{c}`' for c in columns)} from {ident}", fetch="all")
+        assert _sorted(shown) == expected, kind  # and so does Spark SQL through the catalog binding
+        after = _features(path)
+        assert after[0] == readers and after[1] == writers, kind  # the protocol is kept
+        assert {k: v for k, v in after[2].items() if k in properties} == properties, kind
+        actions = _log(path, before + 1)
+        assert next(iter(actions[0])) == "commitInfo" and actions[0]["commitInfo"]["operation"] == kind
+        _check_feature_rules(path, before, actions, writers, properties)
+
+
+def _check_feature_rules(
+    path: str, before: int, actions: list[dict[str, Any]], writers: set[str], properties: dict[str, str]
+) -> None:
+    """The protocol's writer requirements each feature of the table asks of the commit."""
+    info = actions[0]["commitInfo"]
+    live_before = {
+        f.path: f
+        for f in load_snapshot(path, before).files  # type: ignore[union-attr]
+    }
+    for remove in (a["remove"] for a in actions if "remove" in a):
+        # A removed logical file is (path, deletion vector): the remove repeats the add's vector.
+        assert remove.get("deletionVector") == live_before[remove["path"]].deletion_vector
+    if properties.get("delta.enableInCommitTimestamps") == "true":
+        previous = _log(path, before)[0]["commitInfo"]["inCommitTimestamp"]
+        assert info["inCommitTimestamp"] > previous
+    if "rowTracking" in writers:
+        adds = [a["add"] for a in actions if "add" in a]
+        removes = [a["remove"] for a in actions if "remove" in a]
+        assert all(a["defaultRowCommitVersion"] == before + 1 for a in adds)
+        for remove in removes:
+            assert remove["baseRowId"] == live_before[remove["path"]].base_row_id
+        snapshot = load_snapshot(path)
+        assert snapshot is not None
+        mark = int(json.loads(snapshot.domains["delta.rowTracking"]["configuration"])["rowIdHighWaterMark"])
+        ranges = sorted((f.base_row_id, f.base_row_id + (f.num_records or 0)) for f in snapshot.files)
+        assert all(a[1] <= b[0] for a, b in itertools.pairwise(ranges))  # row ids unique in the version
+        assert ranges[-1][1] - 1 <= mark
+        assert "delta.liquid" in snapshot.domains  # every other domain kept

@@ -35,7 +35,12 @@ def test_a_false_given_as_text_is_false_not_true():
 def test_convert_arguments():
     error = _problems(
         lambda: operations.convert(
-            None, path=["/data"], relation=None, partition_by=3, statistics="off", relation_name=""  # type: ignore[arg-type]
+            None,
+            path=["/data"],
+            relation=None,
+            partition_by=3,
+            statistics="off",
+            relation_name="",  # type: ignore[arg-type]
         )
     )
     assert error.problems == [
@@ -46,7 +51,12 @@ def test_convert_arguments():
     ]
     both = _problems(
         lambda: operations.convert(
-            None, path="/a", relation="s.t", partition_by=None, statistics=True, relation_name=None  # type: ignore[arg-type]
+            None,
+            path="/a",
+            relation="s.t",
+            partition_by=None,
+            statistics=True,
+            relation_name=None,  # type: ignore[arg-type]
         )
     )
     assert both.problems == ["give exactly one of `path` or `relation`"]

@@ -29,8 +29,6 @@ from dbt.adapters.deltamerge.spark.logs import quiet_python_loggers
 logger = AdapterLogger("DeltaMerge")
 
 
-
-
 class ConnectionMethod(StrEnum):
     """dbt-spark's connection methods plus ``connect`` (Spark Connect)."""
 
@@ -77,18 +75,6 @@ class DeltaMergeCredentials(SparkCredentials):
 
     def _connection_keys(self) -> tuple[str, ...]:
         return ("method", "schema", "warehouse", "host", "port", "cluster", "endpoint")
-
-
-
-
-
-
-
-
-
-
-
-
 
 
 def session_of(connection: Connection) -> Any:

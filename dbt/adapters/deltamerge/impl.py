@@ -43,8 +43,6 @@ class DeltaMergeConfig(SparkConfig):
     tblproperties: Optional[Dict[str, str]] = None
 
 
-
-
 class DeltaMergeAdapter(SparkAdapter):
     """dbt-spark's adapter whose Delta materializations run on the deltamerge engine."""
 
@@ -257,17 +255,3 @@ class DeltaMergeAdapter(SparkAdapter):
             overrides.get(name.lower()) or self.convert_type(agate_table, idx)
             for idx, name in enumerate(agate_table.column_names)
         ]
-
-
-
-
-
-
-
-
-
-
-
-
-
-

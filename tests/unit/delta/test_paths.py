@@ -25,15 +25,3 @@ def test_add_path_encodes_the_on_disk_name_once_more():
     assert encoded == "ts=2026-01-01%2010%253A00/part-0.parquet"
     assert local_path("/t", encoded) == "/t/" + on_disk
     assert local_path("/t", "file:///data/x%20y.parquet") == "/data/x y.parquet"
-
-
-
-
-
-
-
-
-
-
-
-

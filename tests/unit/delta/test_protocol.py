@@ -10,6 +10,13 @@ from dbt.adapters.deltamerge.delta.protocol import Protocol, check_writable, fea
 
 def test_plain_tables_are_writable():
     check_writable(Protocol(1, 2), {}, "", table="t")
+    # Features whose writer requirements this writer implements (removes carry deletion vectors,
+    # stamps.py assigns row ids and in-commit timestamps, domains are kept).
+    dv = {"delta.enableDeletionVectors": "true"}
+    check_writable(Protocol(3, 7, ("deletionVectors",), ("deletionVectors",)), dv, "", table="t")
+    rows = {"delta.enableRowTracking": "true", "delta.enableInCommitTimestamps": "true"}
+    features = ("rowTracking", "domainMetadata", "inCommitTimestamp", "liquid", "clustering")
+    check_writable(Protocol(3, 7, ("v2Checkpoint",), (*features, "v2Checkpoint")), rows, "", table="t")
     check_writable(Protocol(3, 7, ("timestampNtz",), ("timestampNtz", "appendOnly")), {}, "", table="t")
     check_writable(Protocol(1, 4), {"delta.enableChangeDataFeed": "true"}, "", table="t")
     check_writable(
@@ -20,9 +27,11 @@ def test_plain_tables_are_writable():
 @pytest.mark.parametrize(
     ("protocol", "configuration", "schema", "named"),
     [
-        (Protocol(3, 7, ("deletionVectors",), ("deletionVectors",)), {}, "", "deletionVectors"),
+        (Protocol(3, 7, ("variantType",), ("variantType",)), {}, "", "variantType"),
+        (Protocol(1, 7, None, ("icebergCompatV2",)), {}, "", "icebergCompatV2"),
+        (Protocol(3, 7, ("typeWidening",), ("typeWidening",)), {}, "", "typeWidening"),
+        (Protocol(1, 7, None, ("madeUpFeature",)), {}, "", "madeUpFeature"),
         (Protocol(2, 5), {"delta.columnMapping.mode": "name"}, "", "columnMapping"),
-        (Protocol(1, 7, None, ("rowTracking", "domainMetadata")), {}, "", "rowTracking"),
         (Protocol(1, 3), {"delta.constraints.positive": "x > 0"}, "", "positive"),
         (Protocol(1, 4), {"delta.enableTypeWidening": "true"}, "", "typeWidening"),
         (
@@ -40,3 +49,40 @@ def test_unsupported_features_are_named(protocol, configuration, schema, named):
     assert any(named in p for p in problems), problems
     with pytest.raises(UnsupportedTableFeature, match="Nothing was written"):
         check_writable(protocol, configuration, schema, table="/t")
+
+
+def test_a_feature_is_switched_on_only_where_this_writer_keeps_it():
+    from dbt.adapters.deltamerge.delta.protocol import configuration_problems
+
+    ict, rows = {"delta.enableInCommitTimestamps": "true"}, {"delta.enableRowTracking": "true"}
+    dv = {"delta.enableDeletionVectors": "true"}
+    assert configuration_problems(ict, None) == []  # a new table: timestamps from its first version
+    assert configuration_problems(dv, None) == [] and configuration_problems(dv, {}) == []
+    assert configuration_problems(ict, ict) == [] and configuration_problems(rows, rows) == []
+    # Switched on for an existing table: needs enablement properties / row id backfills.
+    assert configuration_problems(ict, {}) == [
+        "table property delta.enableInCommitTimestamps=true (inCommitTimestamp)"
+    ]
+    assert configuration_problems(rows, None) == ["table property delta.enableRowTracking=true (rowTracking)"]
+
+
+def test_append_only_tables_refuse_removing_rows_with_delta_s_error():
+    from dbt.adapters.deltamerge.delta.errors import DeltaError
+    from dbt.adapters.deltamerge.delta.protocol import check_removable
+
+    check_removable({}, table="t")
+    check_removable({"delta.appendOnly": "false"}, table="t")
+    with pytest.raises(DeltaError, match=r"only allow appends.*delta.appendOnly=false"):
+        check_removable({"delta.appendOnly": "true"}, table="db.t")
+
+
+def test_protocols_of_new_tables_list_reader_writer_features_on_both_sides():
+    from dbt.adapters.deltamerge.delta.protocol import protocol_for, table_features
+
+    features = table_features(
+        {"delta.enableDeletionVectors": "true", "delta.enableInCommitTimestamps": "true"}, set()
+    )
+    protocol = protocol_for(features)
+    assert protocol.reader_features == ("deletionVectors",)
+    assert protocol.writer_features == ("deletionVectors", "inCommitTimestamp")
+    assert Protocol.from_action(protocol.to_action()["protocol"]) == protocol

@@ -119,12 +119,6 @@ def apply_changes(
     return result
 
 
-
-
-
-
-
-
 def _fold(
     spark: SparkSession,
     spec: CdcSpec,
@@ -227,10 +221,6 @@ def _merge_spec(spec: CdcSpec, stored: tuple[str, ...], target: T.StructType, *,
         "update_only_if_changed": True,
     }
     return MergeSpec.from_config(spec.model, config)
-
-
-
-
 
 
 def _state_schema(spec: CdcSpec, source: DataFrame) -> T.StructType:

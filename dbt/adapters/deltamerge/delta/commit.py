@@ -28,6 +28,13 @@ from dbt.adapters.deltamerge.delta import storage
 from dbt.adapters.deltamerge.delta.conflicts import ConcurrentTransaction, ReadSet, check_winner
 from dbt.adapters.deltamerge.delta.errors import ConcurrentModification
 from dbt.adapters.deltamerge.delta.faults import commit_gate, crash_point
+from dbt.adapters.deltamerge.delta.stamps import (
+    NO_STAMPS,
+    CommitStamps,
+    in_commit_timestamp,
+    winner_high_water_mark,
+    with_row_ids,
+)
 from dbt.adapters.deltamerge.delta.stats import stats_to_json
 
 _LOG = logging.getLogger(__name__)
@@ -66,9 +73,17 @@ class CommitInfo:
     # (appId, version) of the application transaction (a dbt model's run) this commit completes.
     txn: tuple[str, int] | None = None
 
-    def to_action(self, *, timestamp: int, read_version: int | None) -> dict[str, object]:
+    def to_action(
+        self,
+        *,
+        timestamp: int,
+        read_version: int | None,
+        in_commit_timestamp: int | None = None,
+        tags: dict[str, str] | None = None,
+    ) -> dict[str, object]:
         """The JSON object; Delta records parameters and metrics as strings."""
         info: dict[str, object] = {
+            **({"inCommitTimestamp": in_commit_timestamp} if in_commit_timestamp is not None else {}),
             "timestamp": timestamp,
             "operation": self.operation,
             "operationParameters": {
@@ -82,6 +97,8 @@ class CommitInfo:
         }
         if read_version is not None:
             info["readVersion"] = read_version
+        if tags:
+            info["tags"] = tags
         return {"commitInfo": info}
 
 
@@ -115,6 +132,7 @@ def commit(
     actions: Sequence[dict[str, Any]],
     info: CommitInfo,
     read: ReadSet | None = None,
+    stamps: CommitStamps = NO_STAMPS,
 ) -> int:
     """Commit ``actions`` as version ``read_version + 1`` or later; return the version committed.
 
@@ -123,11 +141,14 @@ def commit(
     given what this transaction read); without conflict the same actions are committed
     at the next free version. Without a ``read`` set, only a blind append may retry.
     With a ``txn`` in ``info``, a write committed before (a retried commit) is not
-    committed again: the version that holds its ``txn`` is returned.
+    committed again: the version that holds its ``txn`` is returned. ``stamps`` are the row ids
+    and in-commit timestamp each attempt gets (``stamps.py``).
     """
     crash_point("before_commit")
     with commit_gate(table_path):
-        return _commit(table_path, read_version=read_version, actions=actions, info=info, read=read)
+        return _commit(
+            table_path, read_version=read_version, actions=actions, info=info, read=read, stamps=stamps
+        )
 
 
 def _commit(
@@ -137,6 +158,7 @@ def _commit(
     actions: Sequence[dict[str, Any]],
     info: CommitInfo,
     read: ReadSet | None,
+    stamps: CommitStamps,
 ) -> int:
     storage.make_dirs(log_dir(table_path))
     if info.txn is not None:
@@ -151,14 +173,15 @@ def _commit(
         elif info.is_blind_append:
             read = ReadSet(app_ids=frozenset({app_id}))
     attempt = read_version + 1
+    mark = stamps.high_water_mark
     for _ in range(MAX_COMMIT_ATTEMPTS):
-        timestamp = now_ms()
-        head = info.to_action(timestamp=timestamp, read_version=read_version if read_version >= 0 else None)
-        if put_if_absent(version_file(table_path, attempt), encode_actions([head, *actions])):
+        head, body = _attempt(table_path, attempt, info, read_version, actions, stamps, mark)
+        if put_if_absent(version_file(table_path, attempt), encode_actions([head, *body])):
             crash_point("after_commit")
             return attempt
         for version in range(attempt, max(latest_version(table_path), attempt) + 1):
             winner = read_commit(table_path, version)
+            mark = max(mark, winner_high_water_mark(winner))
             if info.txn is not None and _holds_txn(winner, *info.txn):
                 return version  # the same write, committed concurrently by a duplicate of this call
             if read is None and not info.is_blind_append:
@@ -180,6 +203,32 @@ def _commit(
     raise ConcurrentModification(
         f"Delta table at {table_path}: gave up after {MAX_COMMIT_ATTEMPTS} concurrent commits."
     )
+
+
+def _attempt(
+    table_path: str,
+    version: int,
+    info: CommitInfo,
+    read_version: int,
+    actions: Sequence[dict[str, Any]],
+    stamps: CommitStamps,
+    mark: int,
+) -> tuple[dict[str, object], Sequence[dict[str, Any]]]:
+    """The ``commitInfo`` and the actions of an attempt at ``version``, stamped as the table asks."""
+    timestamp = now_ms()
+    tags: dict[str, str] = {}
+    if stamps.row_tracking:
+        actions, tags = with_row_ids(actions, version, mark)
+    in_commit = (
+        in_commit_timestamp(log_dir(table_path), version, timestamp) if stamps.in_commit_timestamps else None
+    )
+    head = info.to_action(
+        timestamp=in_commit or timestamp,
+        read_version=read_version if read_version >= 0 else None,
+        in_commit_timestamp=in_commit,
+        tags=tags,
+    )
+    return head, actions
 
 
 def committed_version_of(table_path: str, app_id: str, txn_version: int) -> int | None:

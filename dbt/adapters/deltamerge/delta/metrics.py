@@ -55,7 +55,8 @@ def dml_metrics(
     scan_ms: int = 0,
     rewrite_ms: int = 0,
 ) -> dict[str, int]:
-    """A DELETE's (``deleted``) or an UPDATE's (``updated``): files are rewritten, no deletion vectors."""
+    """A DELETE's (``deleted``) or an UPDATE's (``updated``): files are rewritten, no deletion vectors
+    written; a removed file's vector goes with it (``numDeletionVectorsRemoved``)."""
     rows = {"numDeletedRows": deleted} if deleted is not None else {"numUpdatedRows": updated or 0}
     return {
         "numRemovedFiles": len(removed),
@@ -66,7 +67,7 @@ def dml_metrics(
         **rows,
         "numCopiedRows": copied,
         "numDeletionVectorsAdded": 0,
-        "numDeletionVectorsRemoved": 0,
+        "numDeletionVectorsRemoved": sum(1 for f in removed if getattr(f, "deletion_vector", None)),
         "numDeletionVectorsUpdated": 0,
         "scanTimeMs": scan_ms,
         "rewriteTimeMs": rewrite_ms,

@@ -12,7 +12,7 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from dbt.adapters.deltamerge.delta.errors import UnsupportedTableFeature
+from dbt.adapters.deltamerge.delta.errors import DeltaError, UnsupportedTableFeature
 
 
 @dataclass(frozen=True)
@@ -36,9 +36,25 @@ class Protocol:
             action["writerFeatures"] = sorted(self.writer_features)
         return {"protocol": action}
 
+    @classmethod
+    def from_action(cls, action: Mapping[str, object]) -> Protocol:
+        """The ``protocol`` action's JSON object as a ``Protocol``."""
+        readers, writers = action.get("readerFeatures"), action.get("writerFeatures")
+        return cls(
+            int(str(action.get("minReaderVersion", 1))),
+            int(str(action.get("minWriterVersion", 2))),
+            tuple(str(n) for n in readers) if isinstance(readers, (list, tuple)) else None,
+            tuple(str(n) for n in writers) if isinstance(writers, (list, tuple)) else None,
+        )
 
-# Features whose presence alone is fine for us, given the metadata checks below.
-_READER_FEATURES_OK = {"timestampNtz", "vacuumProtocolCheck"}
+
+# Features whose presence alone is fine for us, given the metadata checks below. Writers of
+# deletionVectors tables may rewrite files (never writing vectors): removes carry the files'
+# descriptors. rowTracking, inCommitTimestamp: ``stamps.py``. domainMetadata: every domain is
+# kept (no commit here removes one). v2Checkpoint: deltalake writes classic checkpoints of the
+# V2 spec (checkpointMetadata) for such tables. liquid/clustering: the domain is kept; new files
+# are unclustered (no clusteringProvider), and carry statistics for every indexed column.
+_READER_FEATURES_OK = {"timestampNtz", "vacuumProtocolCheck", "deletionVectors", "v2Checkpoint"}
 _WRITER_FEATURES_OK = {
     "appendOnly",
     "invariants",
@@ -49,18 +65,47 @@ _WRITER_FEATURES_OK = {
     "timestampNtz",
     "vacuumProtocolCheck",
     "changeDataFeed",
+    "deletionVectors",
+    "rowTracking",
+    "domainMetadata",
+    "inCommitTimestamp",
+    "v2Checkpoint",
+    "clustering",
+    "liquid",
 }
+# Features that are reader and writer features (the others are writer features only).
+_READER_WRITER = {"timestampNtz", "deletionVectors", "columnMapping", "v2Checkpoint", "vacuumProtocolCheck"}
 
 # Every table feature of PROTOCOL.md (and its preview names): one a table lists outside this set
 # is made up or newer than this engine, and refused by name.
 KNOWN_FEATURES = frozenset(
     {
-        "appendOnly", "invariants", "checkConstraints", "changeDataFeed", "generatedColumns",
-        "columnMapping", "identityColumns", "deletionVectors", "rowTracking", "timestampNtz",
-        "domainMetadata", "v2Checkpoint", "clustering", "icebergCompatV1", "icebergCompatV2",
-        "inCommitTimestamp", "typeWidening", "typeWidening-preview", "variantType",
-        "variantType-preview", "variantShredding-preview", "vacuumProtocolCheck",
-        "checkpointProtection", "catalogManaged", "catalogOwned-preview", "allowColumnDefaults",
+        "appendOnly",
+        "invariants",
+        "checkConstraints",
+        "changeDataFeed",
+        "generatedColumns",
+        "columnMapping",
+        "identityColumns",
+        "deletionVectors",
+        "rowTracking",
+        "timestampNtz",
+        "domainMetadata",
+        "v2Checkpoint",
+        "clustering",
+        "icebergCompatV1",
+        "icebergCompatV2",
+        "inCommitTimestamp",
+        "typeWidening",
+        "typeWidening-preview",
+        "variantType",
+        "variantType-preview",
+        "variantShredding-preview",
+        "vacuumProtocolCheck",
+        "checkpointProtection",
+        "catalogManaged",
+        "catalogOwned-preview",
+        "allowColumnDefaults",
         "liquid",
     }
 )
@@ -80,6 +125,16 @@ _PROPERTY_FEATURES = {
     "delta.enableIcebergCompatV1": "icebergCompatV1",
     "delta.enableIcebergCompatV2": "icebergCompatV2",
 }
+# Properties a table may have (switched on by its writer) or be created with here: the protocol
+# then lists the feature (``table_features``). Deletion vectors are only ever read here; in-commit
+# timestamps from a new table's first version need no enablement version. Switching in-commit
+# timestamps or row tracking on for an existing table (which needs backfills) is refused.
+_ENABLED_ON_CREATE = {"delta.enableDeletionVectors", "delta.enableInCommitTimestamps"}
+_ENABLED_BY_OTHERS = {
+    "delta.enableDeletionVectors",
+    "delta.enableInCommitTimestamps",
+    "delta.enableRowTracking",
+}
 
 
 def feature_problems(protocol: Protocol, configuration: Mapping[str, str], schema_string: str) -> list[str]:
@@ -95,7 +150,7 @@ def feature_problems(protocol: Protocol, configuration: Mapping[str, str], schem
         set(protocol.writer_features or ()) - _WRITER_FEATURES_OK - set(protocol.reader_features or ())
     ):
         problems.append(f"writer feature '{name}'")
-    problems.extend(configuration_problems(configuration))
+    problems.extend(configuration_problems(configuration, configuration))
     problems.extend(_schema_feature_problems(schema_string))
     return problems
 
@@ -135,11 +190,24 @@ def check_readable(problems: list[str], *, table: str) -> None:
         )
 
 
-def configuration_problems(configuration: Mapping[str, str]) -> list[str]:
-    """Table properties that switch on a feature this writer does not implement."""
+def configuration_problems(configuration: Mapping[str, str], existing: Mapping[str, str] | None) -> list[str]:
+    """Table properties that switch on a feature this writer does not implement.
+
+    ``existing`` is the table's configuration before this write (None for a new table): a
+    feature another writer switched on and this one implements is kept.
+
+    >>> configuration_problems({"delta.enableInCommitTimestamps": "true"}, None)
+    []
+    >>> configuration_problems({"delta.enableInCommitTimestamps": "true"}, {})
+    ['table property delta.enableInCommitTimestamps=true (inCommitTimestamp)']
+    """
     problems = []
     for key, feature in _PROPERTY_FEATURES.items():
-        if str(configuration.get(key, "false")).lower() == "true":
+        if str(configuration.get(key, "false")).lower() != "true":
+            continue
+        before = existing is not None and str(existing.get(key, "false")).lower() == "true"
+        new_table = existing is None or key == "delta.enableDeletionVectors"  # only ever read here
+        if not ((key in _ENABLED_BY_OTHERS and before) or (key in _ENABLED_ON_CREATE and new_table)):
             problems.append(f"table property {key}=true ({feature})")
     mode = str(configuration.get("delta.columnMapping.mode", "none")).lower()
     if mode != "none":
@@ -207,8 +275,34 @@ def change_data_feed_enabled(configuration: Mapping[str, str]) -> bool:
 
 
 def table_features(configuration: Mapping[str, str], schema_features: set[str]) -> set[str]:
-    """Features a table with these properties and schema needs."""
-    return schema_features | ({"changeDataFeed"} if change_data_feed_enabled(configuration) else set())
+    """Features a table with these properties and schema needs.
+
+    >>> sorted(table_features({"delta.enableDeletionVectors": "true"}, set()))
+    ['deletionVectors']
+    """
+    features = set(schema_features)
+    if change_data_feed_enabled(configuration):
+        features.add("changeDataFeed")
+    for key in _ENABLED_ON_CREATE:
+        if str(configuration.get(key, "false")).lower() == "true":
+            features.add(_PROPERTY_FEATURES[key])
+    return features
+
+
+APPEND_ONLY_PROPERTY = "delta.appendOnly"
+
+
+def check_removable(configuration: Mapping[str, str], *, table: str) -> None:
+    """Refuse removing rows of an append-only table, with Delta's error (DELTA_CANNOT_MODIFY_APPEND_ONLY).
+
+    >>> check_removable({"delta.appendOnly": "false"}, table="t")
+    """
+    if str(configuration.get(APPEND_ONLY_PROPERTY, "false")).lower() == "true":
+        raise DeltaError(
+            "This table is configured to only allow appends. If you would like to permit updates or "
+            f"deletes, use 'ALTER TABLE {table} SET TBLPROPERTIES ({APPEND_ONLY_PROPERTY}=false)'. "
+            "Nothing was committed."
+        )
 
 
 def protocol_for(features: set[str]) -> Protocol:
@@ -223,7 +317,7 @@ def protocol_for(features: set[str]) -> Protocol:
         return Protocol()
     if features <= {"changeDataFeed"}:
         return Protocol(1, 4)
-    return Protocol(3, 7, tuple(sorted(features & {"timestampNtz"})), tuple(sorted(features)))
+    return Protocol(3, 7, tuple(sorted(features & _READER_WRITER)), tuple(sorted(features)))
 
 
 def upgraded(current: Protocol | None, features: set[str]) -> Protocol:
@@ -249,7 +343,7 @@ def upgraded(current: Protocol | None, features: set[str]) -> Protocol:
         return Protocol(3, 7, wanted.reader_features, tuple(sorted(features | implied)))
     if features <= set(current.writer_features):
         return current
-    readers = set(current.reader_features or ()) | (features & {"timestampNtz"})
+    readers = set(current.reader_features or ()) | (features & _READER_WRITER)
     return Protocol(
         max(current.min_reader_version, 3 if readers else current.min_reader_version),
         7,

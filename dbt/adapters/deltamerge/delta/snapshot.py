@@ -9,8 +9,10 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 from typing import Any
+from urllib.parse import unquote
 
 import pyarrow as pa
 from deltalake import DeltaTable
@@ -19,6 +21,7 @@ from pyspark.sql import types as T
 
 from dbt.adapters.deltamerge.delta import storage
 from dbt.adapters.deltamerge.delta.errors import DeltaError, NotADeltaTable, UnsupportedTableFeature
+from dbt.adapters.deltamerge.delta.log_replay import log_state
 from dbt.adapters.deltamerge.delta.paths import local_path
 from dbt.adapters.deltamerge.delta.protocol import (
     KNOWN_FEATURES,
@@ -44,6 +47,11 @@ class AddFile:
     null_counts: dict[str, Any] = field(default_factory=dict)
     # Row indexes (0-based positions in the file) its deletion vector deletes: not live rows.
     deleted_rows: tuple[int, ...] = ()
+    # The log's deletion vector descriptor (part of the logical file's identity), and the row
+    # tracking fields of its ``add`` (``log_replay``): every ``remove`` of the file repeats them.
+    deletion_vector: dict[str, Any] | None = None
+    base_row_id: int | None = None
+    default_row_commit_version: int | None = None
 
     @property
     def live_records(self) -> int | None:
@@ -51,17 +59,23 @@ class AddFile:
         return None if self.num_records is None else self.num_records - len(self.deleted_rows)
 
     def remove_action(self, timestamp: int) -> dict[str, object]:
-        """The ``remove`` action that logically deletes this file."""
-        return {
-            "remove": {
-                "path": self.path,
-                "deletionTimestamp": timestamp,
-                "dataChange": True,
-                "extendedFileMetadata": True,
-                "partitionValues": self.partition_values,
-                "size": self.size,
-            }
+        """The ``remove`` action that logically deletes this file (with its deletion vector, if any:
+        a remove without it would name another logical file and leave this one live)."""
+        remove: dict[str, object] = {
+            "path": self.path,
+            "deletionTimestamp": timestamp,
+            "dataChange": True,
+            "extendedFileMetadata": True,
+            "partitionValues": self.partition_values,
+            "size": self.size,
         }
+        if self.deletion_vector is not None:
+            remove["deletionVector"] = self.deletion_vector
+        if self.base_row_id is not None:
+            remove["baseRowId"] = self.base_row_id
+        if self.default_row_commit_version is not None:
+            remove["defaultRowCommitVersion"] = self.default_row_commit_version
+        return {"remove": remove}
 
 
 @dataclass(frozen=True)
@@ -73,6 +87,8 @@ class Snapshot:
     protocol: Protocol
     metadata: TableMetadata
     files: tuple[AddFile, ...]
+    # Live metadata domains by name (``domainMetadata`` actions), for tables that support them.
+    domains: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
     @property
     def schema(self) -> T.StructType:
@@ -202,7 +218,40 @@ def _snapshot_of(table: DeltaTable, table_path: str) -> Snapshot:
     )
     vectors = "deletionVectors" in (protocol.reader_features or ())
     deleted = _deleted_rows(table, table_path) if vectors else {}
-    return Snapshot(table_path, table.version(), protocol, metadata, _files_of(table, table_path, deleted))
+    files = _files_of(table, table_path, deleted)
+    if not set(protocol.writer_features or ()) & _LOGGED_DETAILS:
+        return Snapshot(table_path, table.version(), protocol, metadata, files)
+    state = log_state(table_path, table.version())
+    detailed = tuple(_with_log_details(f, state.adds, table_path) for f in files)
+    domains = {name: dict(action) for name, action in state.domains.items()}
+    return Snapshot(table_path, table.version(), protocol, metadata, detailed, domains)
+
+
+# Writer features whose writers need what only the log records of each file, or its domains.
+_LOGGED_DETAILS = {"deletionVectors", "rowTracking", "domainMetadata"}
+
+
+def _with_log_details(file: AddFile, adds: Mapping[str, Mapping[str, Any]], table_path: str) -> AddFile:
+    """``file`` with its deletion vector descriptor and row tracking fields from the log's ``add``."""
+    add = adds.get(unquote(file.path))
+    if add is None:
+        raise DeltaError(f"Delta table at {table_path}: the log replay lost live file {file.path}")
+    vector = add.get("deletionVector")
+    if vector is not None and int(vector.get("cardinality", -1)) != len(file.deleted_rows):
+        raise DeltaError(
+            f"Delta table at {table_path}: file {file.path} has a deletion vector of cardinality "
+            f"{vector.get('cardinality')}, but {len(file.deleted_rows)} rows were read from it"
+        )
+    if vector is None and file.deleted_rows:
+        raise DeltaError(
+            f"Delta table at {table_path}: file {file.path} has deleted rows but no deletion vector"
+        )
+    return replace(
+        file,
+        deletion_vector=dict(vector) if vector is not None else None,
+        base_row_id=add.get("baseRowId"),
+        default_row_commit_version=add.get("defaultRowCommitVersion"),
+    )
 
 
 def partition_value_text(value: Any) -> str | None:
@@ -237,13 +286,11 @@ def _deleted_rows(table: DeltaTable, table_path: str) -> dict[str, tuple[int, ..
         for row in pa.Table.from_batches([batch]).to_pylist():
             rows = tuple(i for i, keep in enumerate(row["selection_vector"]) if not keep)
             if rows:
-                deleted[local_path(table_path, row["filepath"])] = rows
+                deleted[os.path.abspath(local_path(table_path, row["filepath"]))] = rows
     return deleted
 
 
-def _files_of(
-    table: DeltaTable, table_path: str, deleted: dict[str, tuple[int, ...]]
-) -> tuple[AddFile, ...]:
+def _files_of(table: DeltaTable, table_path: str, deleted: dict[str, tuple[int, ...]]) -> tuple[AddFile, ...]:
     actions = pa.table(table.get_add_actions(flatten=False))
     names = set(actions.column_names)
     rows = actions.to_pylist()
@@ -258,7 +305,7 @@ def _files_of(
             min_values=row.get("min") or {},
             max_values=row.get("max") or {},
             null_counts=row.get("null_count") or {},
-            deleted_rows=deleted.get(local_path(table_path, row["path"]), ()),
+            deleted_rows=deleted.get(os.path.abspath(local_path(table_path, row["path"])), ()),
         )
         for row in rows
     )

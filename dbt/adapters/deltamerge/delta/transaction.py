@@ -25,7 +25,9 @@ from dbt.adapters.deltamerge.delta.commit import (
 from dbt.adapters.deltamerge.delta.conflicts import ReadSet
 from dbt.adapters.deltamerge.delta.files import ChangeFile, WrittenFile, add_actions
 from dbt.adapters.deltamerge.delta.paths import local_path
+from dbt.adapters.deltamerge.delta.protocol import Protocol, check_removable
 from dbt.adapters.deltamerge.delta.snapshot import AddFile, Snapshot, load_snapshot
+from dbt.adapters.deltamerge.delta.stamps import CommitStamps
 from dbt.adapters.deltamerge.delta.stats import stats_to_json
 
 
@@ -126,6 +128,9 @@ def commit_files(
 ) -> WriteResult:
     """Commit removes of ``removed``, adds of ``written`` and ``changes`` (after ``leading`` actions)."""
     stamp = now_ms()
+    protocol, properties, domains = _effective(current, leading)
+    if removed:
+        check_removable(properties, table=table_path)
     actions = [
         *leading,
         *[f.remove_action(stamp) for f in removed],
@@ -138,10 +143,29 @@ def commit_files(
             files_read=frozenset(f.path for f in current.files), removed=frozenset(f.path for f in removed)
         )
     version = commit(
-        table_path, read_version=current.version if current else -1, actions=actions, info=info, read=read
+        table_path,
+        read_version=current.version if current else -1,
+        actions=actions,
+        info=info,
+        read=read,
+        stamps=CommitStamps.for_table(protocol, properties, domains),
     )
     interval = int(configuration.get("delta.checkpointInterval", DEFAULT_CHECKPOINT_INTERVAL))
     maybe_checkpoint(table_path, version, interval)
     snapshot = load_snapshot(table_path, version)
     assert snapshot is not None
     return WriteResult(version, info.operation, dict(info.operation_metrics), snapshot)
+
+
+def _effective(
+    current: Snapshot | None, leading: Sequence[dict[str, Any]]
+) -> tuple[Protocol | None, Mapping[str, str], Mapping[str, Mapping[str, Any]]]:
+    """The protocol, properties and domains the table has once ``leading`` actions are committed."""
+    protocol = current.protocol if current else None
+    properties: Mapping[str, str] = current.metadata.configuration if current else {}
+    for action in leading:
+        if "protocol" in action:
+            protocol = Protocol.from_action(action["protocol"])
+        if "metaData" in action:
+            properties = dict(action["metaData"].get("configuration") or {})
+    return protocol, properties, current.domains if current else {}

@@ -20,6 +20,7 @@ from dbt.adapters.deltamerge.delta import storage
 from dbt.adapters.deltamerge.delta.commit import latest_version, read_commit
 from dbt.adapters.deltamerge.delta.errors import DeltaError
 from dbt.adapters.deltamerge.delta.snapshot import load_snapshot
+from dbt.adapters.deltamerge.delta.vector_files import vector_file
 
 DEFAULT_RETENTION_HOURS = 168.0
 # Folders vacuum never touches: the log, and the catalog binding's hard-link folders (binding.py).
@@ -61,7 +62,8 @@ def vacuum(
     current = load_snapshot(table_path) if latest >= 0 else None
     if current is None:
         raise DeltaError(f"VACUUM: no Delta table at {table_path}")
-    # VACUUM deletes files: a feature it does not know (deletion vector files, say) could lose data.
+    # VACUUM deletes files: a feature it does not know could lose data (vacuumProtocolCheck asks
+    # this writer check of every vacuum). Deletion vector files are kept while referenced.
     current.check_writable()
     cutoff = (now_ms if now_ms is not None else int(time.time() * 1000)) - int(retain_hours * 3_600_000)
     oldest = _oldest_retained(table_path, latest, cutoff)
@@ -96,12 +98,17 @@ def _referenced(table_path: str, oldest: int, latest: int) -> set[str]:
     snapshot = load_snapshot(table_path, oldest)
     assert snapshot is not None
     paths = {unquote(f.path) for f in snapshot.files}
+    vectors = [f.deletion_vector for f in snapshot.files if f.deletion_vector]
     for version in range(oldest, latest + 1):
         for action in read_commit(table_path, version):
             for kind in ("add", "cdc"):
                 if kind in action:
                     paths.add(unquote(action[kind]["path"]))
-    return {os.path.normpath(p) for p in paths}
+            if action.get("add", {}).get("deletionVector"):
+                vectors.append(action["add"]["deletionVector"])
+    # Deletion vector files of retained versions (a vector deleted would bring its rows back).
+    paths.update(p for p in (vector_file(v) for v in vectors) if p is not None)
+    return {os.path.normpath(os.path.relpath(p, table_path) if os.path.isabs(p) else p) for p in paths}
 
 
 def _files(table_path: str) -> list[tuple[str, int, int]]:

@@ -84,8 +84,6 @@ class WriteRequest:
     extra_metrics: Mapping[str, int] = field(default_factory=dict)
 
 
-
-
 def write_dataframe(spark: SparkSession, df: DataFrame, request: WriteRequest) -> WriteResult:
     """Write ``df`` to the Delta table at ``request.table_path`` as one new version."""
     started = time.monotonic()
@@ -120,7 +118,7 @@ def _create_or_replace(df: DataFrame, request: WriteRequest, current: Snapshot |
     wrong = value_problems(configuration)
     if wrong:
         raise DeltaError(f"Delta table at {request.table_path}: {'; '.join(wrong)}. Nothing was written.")
-    problems = configuration_problems(configuration)
+    problems = configuration_problems(configuration, current.metadata.configuration if current else None)
     if problems:
         raise DeltaError(
             f"Delta table at {request.table_path}: dbt-deltamerge cannot write "
@@ -263,8 +261,6 @@ def _commit(
     info = CommitInfo(operation, params, metrics, is_blind_append=blind, txn=request.txn)
     properties = current.metadata.configuration if current else request.properties
     return commit_files(request.table_path, current, info, leading, written, removed, properties)
-
-
 
 
 def _resolve_partition_columns(schema: T.StructType, requested: tuple[str, ...]) -> list[str]:

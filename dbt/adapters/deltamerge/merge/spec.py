@@ -26,11 +26,6 @@ DEFAULT_SOURCE_ALIAS = "DBT_INTERNAL_SOURCE"
 DEFAULT_TARGET_ALIAS = "DBT_INTERNAL_DEST"
 
 
-
-
-
-
-
 @dataclass(frozen=True)
 class MergeSpec:
     """The validated clause set of one ``delta_merge`` model."""
@@ -129,19 +124,3 @@ class MergeSpec:
             schema_evolution=schema_evolution,
             update_only_if_changed=only_if_changed,
         )
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-

@@ -57,7 +57,3 @@ def planned_schema(
         what=what,
     )
     return None if schema == table else schema
-
-
-
-

@@ -53,27 +53,11 @@ SKIPPED_PARTITION = "its partition values fail an incremental predicate"
 SKIPPED_STATISTICS = "its statistics rule out every row the merge changes"
 
 
-
-
-
-
-
-
-
-
-
-
-
-
-
-
 def as_instant(value: object) -> object:
     """A ``timestamp`` from Spark (naive, in this process's time zone) as an aware UTC instant."""
     if isinstance(value, dt.datetime) and value.tzinfo is None:
         return value.astimezone(dt.timezone.utc)
     return value
-
-
 
 
 def partition_types(snapshot: Snapshot) -> dict[str, type]:

@@ -65,7 +65,7 @@ def delete_rows(
     snapshot.check_writable()
     feed = change_data_feed_enabled(snapshot.metadata.configuration)
     if condition is None and not feed:
-        deleted = sum(f.num_records or 0 for f in snapshot.files)
+        deleted = sum(f.live_records or 0 for f in snapshot.files)
         metrics = dml_metrics(removed=snapshot.files, written=[], changes=[], deleted=deleted)
         return _commit(snapshot, operation, None, metrics, ([], snapshot.files, []), started)
     selected = condition or "true"

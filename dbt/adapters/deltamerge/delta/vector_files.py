@@ -1,0 +1,57 @@
+"""Where a deletion vector descriptor's vector is stored (PROTOCOL.md, "Deletion Vector Descriptor Schema").
+
+Storage type ``u``: a file in the table folder, ``<random prefix>/deletion_vector_<uuid>.bin``,
+the descriptor holding the prefix and the UUID's 16 bytes in Z85 (its last 20 characters);
+``p``: an absolute path (a URI); ``i``: inline in the log, no file. VACUUM keeps the files the
+retained versions' vectors are in (deleting one would bring deleted rows back, or fail readers).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+from typing import Any
+from urllib.parse import unquote
+
+from dbt.adapters.deltamerge.delta.errors import DeltaError
+
+_Z85 = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ.-:+=^!/*?&<>()[]{}@%$#"
+_Z85_VALUE = {c: i for i, c in enumerate(_Z85)}
+
+
+def z85_decode(text: str) -> bytes:
+    """The bytes of Z85 ``text`` (ZeroMQ RFC 32; Python's ``base64.z85decode`` is 3.13+).
+
+    >>> z85_decode("HelloWorld").hex()
+    '864fd26fb559f75b'
+    """
+    if len(text) % 5:
+        raise DeltaError(f"Z85 text of length {len(text)} is not a multiple of 5: {text!r}")
+    out = bytearray()
+    for start in range(0, len(text), 5):
+        value = 0
+        for char in text[start : start + 5]:
+            if char not in _Z85_VALUE:
+                raise DeltaError(f"{char!r} is not a Z85 character in {text!r}")
+            value = value * 85 + _Z85_VALUE[char]
+        out += value.to_bytes(4, "big")
+    return bytes(out)
+
+
+def vector_file(descriptor: Mapping[str, Any]) -> str | None:
+    """The path of a descriptor's vector file: relative to the table (``u``), absolute (``p``), or
+    None (``i``, inline).
+
+    >>> vector_file({"storageType": "u", "pathOrInlineDv": "ab" + "HelloWorldHelloWorld"})
+    'ab/deletion_vector_864fd26f-b559-f75b-864f-d26fb559f75b.bin'
+    """
+    kind, where = descriptor.get("storageType"), str(descriptor.get("pathOrInlineDv", ""))
+    if kind == "i":
+        return None
+    if kind == "p":
+        return unquote(where[len("file:") :] if where.startswith("file:") else where)
+    if kind == "u" and len(where) >= 20:
+        prefix, encoded = where[:-20], where[-20:]
+        name = f"deletion_vector_{uuid.UUID(bytes=z85_decode(encoded))}.bin"
+        return f"{prefix}/{name}" if prefix else name
+    raise DeltaError(f"unknown deletion vector descriptor {dict(descriptor)}")
