@@ -24,6 +24,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet
 import pytest
+from dbt.tests.util import run_dbt, write_file
 from deltalake import DeltaTable, QueryBuilder
 
 from dbt.adapters.deltamerge.delta.change_feed import read_changes
@@ -369,3 +370,92 @@ def _check_feature_rules(
         assert all(a[1] <= b[0] for a, b in itertools.pairwise(ranges))  # row ids unique in the version
         assert ranges[-1][1] - 1 <= mark
         assert "delta.liquid" in snapshot.domains  # every other domain kept
+
+
+def test_an_incremental_model_on_a_registered_table_of_another_writer_merges_into_it(project, tmp_path):
+    """Bringing an existing table into a project (README): register it, then a model of that name
+    merges into it; never rebuilt (its id, history and features stay)."""
+    path = _copy("cdf-table-with-cdc-and-dvs", tmp_path)
+    project.run_sql(f"create table {project.test_schema}.lake_events using delta location '{path}'")
+    before, table_id = DeltaTable(path).version(), DeltaTable(path).metadata().id
+    rows = _reference(path)
+    write_file(
+        "{{ config(materialized='incremental', incremental_strategy='delta_merge', unique_key='id') }}\n"
+        "select id, concat(comment, '?') as comment from {{ this }} where id < 2\n"
+        "union all select 99 as id, 'from dbt' as comment\n",
+        project.project_root,
+        "models",
+        "lake_events.sql",
+    )
+    run_dbt(["run", "--select", "lake_events"])
+    table = DeltaTable(path)
+    assert table.version() == before + 1 and table.metadata().id == table_id
+    assert table.history(1)[0]["operation"] == "MERGE"
+    expected = [(i, f"{c}?" if i < 2 else c) for i, c in rows] + [(99, "from dbt")]
+    assert _reference(path) == _sorted(expected)
+    assert set(table.protocol().writer_features or ()) == {"deletionVectors", "changeDataFeed"}
+
+
+def test_an_append_only_table_takes_inserts_and_refuses_deletes_with_delta_s_error(project):
+    name = f"{project.test_schema}.append_only"
+    project.run_sql(f"create table {name} (id int) using delta tblproperties ('delta.appendOnly' = 'true')")
+    project.run_sql(f"insert into {name} values (1), (2)")
+    assert project.run_sql(f"select count(*) from {name}", fetch="one")[0] == 2
+    for statement in (f"delete from {name} where id = 1", f"update {name} set id = 3 where id = 1"):
+        with pytest.raises(Exception, match=r"This table is configured to only allow appends"):
+            project.run_sql(statement)
+    assert sorted(r[0] for r in project.run_sql(f"select id from {name}", fetch="all")) == [1, 2]
+
+
+def test_a_table_with_an_identity_column_is_refused_until_contracts_land(project, tmp_path):
+    # checkpoint-v2-table: v2 checkpoints (read) and an identity column `id` (issue: contracts).
+    path = _copy("checkpoint-v2-table", tmp_path)
+    name = f"{project.test_schema}.v2_identity"
+    project.run_sql(f"create table {name} using delta location '{path}'")
+    before = DeltaTable(path).version()
+    with pytest.raises(Exception, match=r"identity column `id` \(identityColumns\)"):
+        project.run_sql(f"delete from {name} where id = 1")
+    assert DeltaTable(path).version() == before
+
+
+def _v2_checkpoint_table(root: Path) -> str:
+    """A table delta-rs made and gave the v2Checkpoint feature (with a deletion-vector-free log)."""
+    from deltalake import write_deltalake
+    from deltalake.table import TableFeatures
+
+    path = str(root / "v2_checkpoints")
+    write_deltalake(path, pa.table({"value": list(range(10))}))
+    DeltaTable(path).alter.add_feature(TableFeatures.V2Checkpoint, allow_protocol_versions_increase=True)
+    return path
+
+
+@pytest.mark.parametrize("name", ["table-with-dv-small", "table_with_liquid_clustering", "v2_checkpoints"])
+def test_checkpoints_after_our_writes_keep_vectors_row_ids_and_domains(spark, tmp_path, name):
+    from dbt.adapters.deltamerge.delta.commit import maybe_checkpoint
+    from dbt.adapters.deltamerge.delta.log_replay import log_state
+    from dbt.adapters.deltamerge.statements.dml import delete_rows, update_rows
+
+    path = _v2_checkpoint_table(tmp_path) if name == "v2_checkpoints" else _copy(name, tmp_path)
+    column = DeltaTable(path).schema().fields[0].name
+    snapshot = load_snapshot(path)
+    assert snapshot is not None
+    update_rows(spark, snapshot, [(column, f"{column} + 100")], f"{column} = 3")
+    snapshot = load_snapshot(path)
+    assert snapshot is not None
+    version = delete_rows(spark, snapshot, f"{column} = 4").version
+    assert version is not None
+    kept = ("deletionVector", "baseRowId", "defaultRowCommitVersion")
+
+    def state() -> tuple[dict[str, tuple], dict[str, str]]:
+        replayed = log_state(path, version)
+        files = {p: tuple(a.get(k) for k in kept) for p, a in replayed.adds.items()}
+        return files, {d: a["configuration"] for d, a in replayed.domains.items()}
+
+    from_commits, rows = state(), _reference(path)
+    assert maybe_checkpoint(path, version, 1)
+    assert (Path(path) / "_delta_log" / f"{version:020d}.checkpoint.parquet").exists()
+    assert state() == from_commits and _reference(path) == rows  # the checkpoint holds the same state
+    checkpoint = pa.parquet.read_table(Path(path) / "_delta_log" / f"{version:020d}.checkpoint.parquet")
+    if "v2Checkpoint" in (DeltaTable(path).protocol().writer_features or ()):
+        # A classic-named checkpoint of the V2 spec: exactly one checkpointMetadata action.
+        assert [r for r in checkpoint.column("checkpointMetadata").to_pylist() if r] == [{"version": version}]
