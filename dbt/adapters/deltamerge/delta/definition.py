@@ -9,10 +9,12 @@ that record the difference in the write's own commit: a failed write changes not
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import replace
 
 from pyspark.sql import types as T
 
+from dbt.adapters.deltamerge.delta.mapping import MAX_COLUMN_ID, mapping_mode, with_column_mapping
 from dbt.adapters.deltamerge.delta.protocol import (
     CDF_PROPERTY,
     TableMetadata,
@@ -55,10 +57,29 @@ def with_transaction_retention(current: Snapshot) -> Snapshot:
 
 
 def with_schema(current: Snapshot, schema: T.StructType) -> Snapshot:
-    """``current`` with ``schema`` as its table schema."""
+    """``current`` with ``schema`` as its table schema (with column mapping: new columns get ids
+    and physical names, existing ones keep theirs, ``maxColumnId`` advances)."""
     if schema == current.schema:
         return current
-    return _with(current, replace(current.metadata, schema_string=schema_to_json(to_delta_schema(schema))))
+    configuration = current.metadata.configuration
+    if mapping_mode(configuration) == "none":
+        return _with(
+            current, replace(current.metadata, schema_string=schema_to_json(to_delta_schema(schema)))
+        )
+    mapped, top = mapped_schema(to_delta_schema(schema, mapped=True), current.schema, configuration)
+    if mapped == current.schema:
+        return current
+    configuration = {**configuration, MAX_COLUMN_ID: str(top)}
+    return _with(
+        current, replace(current.metadata, schema_string=schema_to_json(mapped), configuration=configuration)
+    )
+
+
+def mapped_schema(
+    schema: T.StructType, previous: T.StructType | None, configuration: Mapping[str, str]
+) -> tuple[T.StructType, int]:
+    """``schema`` with column mapping metadata on every field, and the table's new ``maxColumnId``."""
+    return with_column_mapping(schema, previous, int(configuration.get(MAX_COLUMN_ID, 0)))
 
 
 def definition_actions(original: Snapshot, changed: Snapshot) -> list[dict[str, object]]:

@@ -54,7 +54,13 @@ class Protocol:
 # kept (no commit here removes one). v2Checkpoint: deltalake writes classic checkpoints of the
 # V2 spec (checkpointMetadata) for such tables. liquid/clustering: the domain is kept; new files
 # are unclustered (no clusteringProvider), and carry statistics for every indexed column.
-_READER_FEATURES_OK = {"timestampNtz", "vacuumProtocolCheck", "deletionVectors", "v2Checkpoint"}
+_READER_FEATURES_OK = {
+    "timestampNtz",
+    "vacuumProtocolCheck",
+    "deletionVectors",
+    "v2Checkpoint",
+    "columnMapping",
+}
 _WRITER_FEATURES_OK = {
     "appendOnly",
     "invariants",
@@ -210,7 +216,9 @@ def configuration_problems(configuration: Mapping[str, str], existing: Mapping[s
         if not ((key in _ENABLED_BY_OTHERS and before) or (key in _ENABLED_ON_CREATE and new_table)):
             problems.append(f"table property {key}=true ({feature})")
     mode = str(configuration.get("delta.columnMapping.mode", "none")).lower()
-    if mode != "none":
+    before = str((existing or {}).get("delta.columnMapping.mode", "none")).lower()
+    if mode not in ("none", "name") or (mode == "none" and before != "none"):
+        # id mode is not read here; dropping mapping would need every file rewritten.
         problems.append(f"table property delta.columnMapping.mode={mode} (columnMapping)")
     problems.extend(
         f"CHECK constraint {key[len('delta.constraints.') :]!r} (checkConstraints)"
@@ -266,6 +274,8 @@ _LEGACY_WRITER_FEATURES = {
     2: {"appendOnly", "invariants"},
     3: {"checkConstraints"},
     4: {"changeDataFeed", "generatedColumns"},
+    5: {"columnMapping"},
+    6: {"identityColumns"},
 }
 
 
@@ -283,6 +293,8 @@ def table_features(configuration: Mapping[str, str], schema_features: set[str]) 
     features = set(schema_features)
     if change_data_feed_enabled(configuration):
         features.add("changeDataFeed")
+    if str(configuration.get("delta.columnMapping.mode", "none")).lower() != "none":
+        features.add("columnMapping")
     for key in _ENABLED_ON_CREATE:
         if str(configuration.get(key, "false")).lower() == "true":
             features.add(_PROPERTY_FEATURES[key])

@@ -61,8 +61,9 @@ def iter_fields(
         yield from iter_fields(dtype.valueType, (*prefix, "value"))
 
 
-def schema_problems(schema: T.StructType) -> list[str]:
-    """Every reason this schema cannot be stored in a Delta table we write.
+def schema_problems(schema: T.StructType, *, mapped: bool = False) -> list[str]:
+    """Every reason this schema cannot be stored in a Delta table we write (``mapped``: with
+    column mapping, where any character may appear in a name).
 
     >>> print(schema_problems(T.StructType([T.StructField("a b", T.NullType())]))[0])
     column `a b`: Delta has no type for NULL (void); cast it, e.g. `cast(null as string) as ...`
@@ -87,6 +88,8 @@ def schema_problems(schema: T.StructType) -> list[str]:
         ):
             problems.append(f"column `{name}`: collated strings need a Delta table feature we do not write")
         leaf = path[-1]
+        if mapped:
+            continue
         if leaf not in ("element", "key", "value") or not _is_container_step(schema, path):
             bad = sorted({c for c in leaf if c in INVALID_NAME_CHARS})
             if bad:
@@ -114,13 +117,13 @@ def _child(dtype: T.DataType, step: str) -> T.DataType:
     raise KeyError(step)
 
 
-def to_delta_schema(schema: T.StructType) -> T.StructType:
+def to_delta_schema(schema: T.StructType, *, mapped: bool = False) -> T.StructType:
     """The schema as Delta stores it: CHAR/VARCHAR become STRING, everything nullable.
 
     Delta tables written by Spark are nullable unless a NOT NULL constraint is declared;
-    a query's inferred nullability is not a constraint.
+    a query's inferred nullability is not a constraint. ``mapped``: the table has column mapping.
     """
-    problems = schema_problems(schema)
+    problems = schema_problems(schema, mapped=mapped)
     if problems:
         raise DeltaSchemaError(problems)
     return T.StructType([_clean_field(f) for f in schema.fields])

@@ -24,6 +24,7 @@ from dbt.adapters.deltamerge.delta.commit import (
 )
 from dbt.adapters.deltamerge.delta.conflicts import ReadSet
 from dbt.adapters.deltamerge.delta.files import ChangeFile, WrittenFile, add_actions
+from dbt.adapters.deltamerge.delta.mapping import mapping_mode, physical_names
 from dbt.adapters.deltamerge.delta.paths import local_path
 from dbt.adapters.deltamerge.delta.protocol import Protocol, check_removable
 from dbt.adapters.deltamerge.delta.snapshot import AddFile, Snapshot, load_snapshot
@@ -133,7 +134,7 @@ def commit_files(
         check_removable(properties, table=table_path)
     actions = [
         *leading,
-        *[f.remove_action(stamp) for f in removed],
+        *[_stored(f.remove_action(stamp), current) for f in removed],
         *add_actions(written),
         *[c.cdc_action() for c in changes],
     ]
@@ -169,3 +170,14 @@ def _effective(
         if "metaData" in action:
             properties = dict(action["metaData"].get("configuration") or {})
     return protocol, properties, current.domains if current else {}
+
+
+def _stored(remove: dict[str, Any], current: Snapshot | None) -> dict[str, Any]:
+    """A ``remove`` as the log keeps it: with column mapping, partition values by physical name
+    (deltalake hands them back by logical name)."""
+    if current is None or mapping_mode(current.metadata.configuration) == "none":
+        return remove
+    names = physical_names(current.schema)
+    body = remove["remove"]
+    values = {names.get(k, k): v for k, v in body["partitionValues"].items()}
+    return {"remove": {**body, "partitionValues": values}}

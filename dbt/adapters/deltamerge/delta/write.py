@@ -28,6 +28,7 @@ from dbt.adapters.deltamerge.delta.definition import (
     DEFAULT_TXN_RETENTION,
     TXN_RETENTION_PROPERTY,
     definition_actions,
+    mapped_schema,
     with_change_data_feed,
     with_schema,
     with_transaction_retention,
@@ -39,6 +40,13 @@ from dbt.adapters.deltamerge.delta.files import (
     WrittenFile,
     write_data_and_changes,
     write_data_files,
+)
+from dbt.adapters.deltamerge.delta.mapping import (
+    MAPPING_MODE,
+    MAX_COLUMN_ID,
+    mapping_mode,
+    physical_columns,
+    physical_names,
 )
 from dbt.adapters.deltamerge.delta.metrics import execution_time, write_metrics
 from dbt.adapters.deltamerge.delta.paths import local_path, table_path_of
@@ -110,9 +118,18 @@ def write_dataframe(spark: SparkSession, df: DataFrame, request: WriteRequest) -
 
 
 def _create_or_replace(df: DataFrame, request: WriteRequest, current: Snapshot | None) -> WriteResult:
-    schema = to_delta_schema(df.schema)
-    partition_columns = _resolve_partition_columns(schema, request.partition_by)
     configuration = {str(k): str(v) for k, v in request.properties.items()}
+    if current is not None and mapping_mode(current.metadata.configuration) != "none":
+        # Replacing keeps column mapping (the protocol keeps the feature); columns keep their ids.
+        for key in (MAPPING_MODE, MAX_COLUMN_ID):
+            configuration.setdefault(key, current.metadata.configuration.get(key, "0"))
+    mapped = mapping_mode(configuration) != "none"
+    schema = to_delta_schema(df.schema, mapped=mapped)
+    if mapped:
+        previous = current.schema if current is not None else None
+        schema, top = mapped_schema(schema, previous, configuration)
+        configuration[MAX_COLUMN_ID] = str(top)
+    partition_columns = _resolve_partition_columns(schema, request.partition_by)
     if request.txn is not None:
         configuration.setdefault(TXN_RETENTION_PROPERTY, DEFAULT_TXN_RETENTION)
     wrong = value_problems(configuration)
@@ -141,6 +158,7 @@ def _create_or_replace(df: DataFrame, request: WriteRequest, current: Snapshot |
         request.table_path,
         partition_columns,
         configuration,
+        schema,
     )
     actions: list[dict[str, object]] = []
     if current is None or protocol != current.protocol:
@@ -160,7 +178,7 @@ def _create_or_replace(df: DataFrame, request: WriteRequest, current: Snapshot |
 def _append(df: DataFrame, request: WriteRequest, current: Snapshot, leading: list[Action]) -> WriteResult:
     aligned = align_to_schema(df, current.schema, what=f"append to {request.table_path}")
     written = write_files(
-        aligned, request.table_path, current.partition_columns, current.metadata.configuration
+        aligned, request.table_path, current.partition_columns, current.metadata.configuration, current.schema
     )
     params: dict[str, object] = {"mode": "Append", "partitionBy": current.partition_columns}
     # Readers infer an append's changes from its adds: no change data files.
@@ -172,7 +190,7 @@ def _replace_partitions(
 ) -> WriteResult:
     aligned = align_to_schema(df, current.schema, what=f"insert_overwrite into {request.table_path}")
     written = write_files(
-        aligned, request.table_path, current.partition_columns, current.metadata.configuration
+        aligned, request.table_path, current.partition_columns, current.metadata.configuration, current.schema
     )
     params: dict[str, object] = {"mode": "Overwrite", "partitionBy": current.partition_columns}
     if current.partition_columns:
@@ -201,7 +219,7 @@ def _replace_where(
         rows = rows.unionByName(aligned.withColumn(CHANGE_TYPE, F.lit("insert")))
         # Deleted rows are only change rows; the writer keeps rows whose change type is null.
         written, changes = write_files_and_changes(
-            rows, request.table_path, current.partition_columns, configuration
+            rows, request.table_path, current.partition_columns, configuration, current.schema
         )
         info = CommitInfo("WRITE", params, write_metrics(written, touched), txn=request.txn)
         return commit_files(
@@ -209,7 +227,11 @@ def _replace_where(
         )
     kept_rows = read_files(spark, current, touched).where(f"NOT coalesce(({predicate}), false)")
     written = write_files(
-        aligned.unionByName(kept_rows), request.table_path, current.partition_columns, configuration
+        aligned.unionByName(kept_rows),
+        request.table_path,
+        current.partition_columns,
+        configuration,
+        current.schema,
     )
     return _commit(request, current, "WRITE", params, leading, written, touched, blind=False)
 
@@ -230,20 +252,45 @@ def _files_matching(spark: SparkSession, snapshot: Snapshot, predicate: str) -> 
 
 
 def write_files(
-    df: DataFrame, table_path: str, partition_columns: list[str], configuration: Mapping[str, str]
+    df: DataFrame,
+    table_path: str,
+    partition_columns: list[str],
+    configuration: Mapping[str, str],
+    schema: T.StructType | None = None,
 ) -> list[WrittenFile]:
+    """``df`` (in the table's column order) as data files; ``schema`` (the table's, with column
+    mapping metadata) is needed when the table maps columns: files hold physical names."""
     num_indexed = int(configuration.get("delta.dataSkippingNumIndexedCols", DEFAULT_NUM_INDEXED_COLS))
+    df, partition_columns = _as_stored(df, partition_columns, configuration, schema)
     return write_data_files(df, table_path, partition_columns=partition_columns, num_indexed_cols=num_indexed)
 
 
 def write_files_and_changes(
-    df: DataFrame, table_path: str, partition_columns: list[str], configuration: Mapping[str, str]
+    df: DataFrame,
+    table_path: str,
+    partition_columns: list[str],
+    configuration: Mapping[str, str],
+    schema: T.StructType | None = None,
 ) -> tuple[list[WrittenFile], list[ChangeFile]]:
     """Rows with ``_change_type``: data files for null, change data files for the rest."""
     num_indexed = int(configuration.get("delta.dataSkippingNumIndexedCols", DEFAULT_NUM_INDEXED_COLS))
+    df, partition_columns = _as_stored(df, partition_columns, configuration, schema)
     return write_data_and_changes(
         df, table_path, partition_columns=partition_columns, num_indexed_cols=num_indexed
     )
+
+
+def _as_stored(
+    df: DataFrame, partition_columns: list[str], configuration: Mapping[str, str], schema: T.StructType | None
+) -> tuple[DataFrame, list[str]]:
+    """``df`` and the partition columns as data files hold them: physical names with column mapping."""
+    if mapping_mode(configuration) == "none":
+        return df, partition_columns
+    if schema is None:
+        raise DeltaError("a write to a table with column mapping needs the table's schema (a bug)")
+    extra = [F.col(quote_identifier(c)) for c in df.columns if c == CHANGE_TYPE]
+    names = physical_names(schema)
+    return df.select(*physical_columns(schema), *extra), [names[c] for c in partition_columns]
 
 
 def _commit(

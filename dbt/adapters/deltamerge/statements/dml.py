@@ -19,6 +19,7 @@ from typing import Literal
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
 
 from dbt.adapters.deltamerge.common.sql import quote_identifier
 from dbt.adapters.deltamerge.delta.align import store_assigned
@@ -211,8 +212,13 @@ def _columns(snapshot: Snapshot) -> list[Column]:
     return [F.col(quote_identifier(f.name)) for f in snapshot.schema.fields]
 
 
-def _layout(snapshot: Snapshot) -> tuple[str, list[str], dict[str, str]]:
-    return snapshot.table_path, snapshot.partition_columns, dict(snapshot.metadata.configuration)
+def _layout(snapshot: Snapshot) -> tuple[str, list[str], dict[str, str], T.StructType]:
+    return (
+        snapshot.table_path,
+        snapshot.partition_columns,
+        dict(snapshot.metadata.configuration),
+        snapshot.schema,
+    )
 
 
 def _commit(

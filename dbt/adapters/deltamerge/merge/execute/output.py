@@ -90,7 +90,7 @@ def write_output_rows(
             what=what,
         )
         written, change_files = write_files_and_changes(
-            frame, table.table_path, table.partition_columns, table.metadata.configuration
+            frame, table.table_path, table.partition_columns, table.metadata.configuration, table.schema
         )
         return MergeOutput(written, change_files, MergeCounts.from_observed(observation.get))
     dropped = [DROP, *codes["matched_deleted"], *codes["not_matched_by_source_deleted"]]
@@ -100,5 +100,7 @@ def write_output_rows(
     if dry_run:
         kept.write.format("noop").mode("overwrite").save()
         return MergeOutput(counts=MergeCounts.from_observed(observation.get))
-    written = write_files(kept, table.table_path, table.partition_columns, table.metadata.configuration)
+    written = write_files(
+        kept, table.table_path, table.partition_columns, table.metadata.configuration, table.schema
+    )
     return MergeOutput(written, [], MergeCounts.from_observed(observation.get))
