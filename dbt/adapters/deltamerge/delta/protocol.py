@@ -216,8 +216,8 @@ def configuration_problems(configuration: Mapping[str, str], existing: Mapping[s
         if not ((key in _ENABLED_BY_OTHERS and before) or (key in _ENABLED_ON_CREATE and new_table)):
             problems.append(f"table property {key}=true ({feature})")
     mode = str(configuration.get("delta.columnMapping.mode", "none")).lower()
-    before = str((existing or {}).get("delta.columnMapping.mode", "none")).lower()
-    if mode not in ("none", "name") or (mode == "none" and before != "none"):
+    mode_before = str((existing or {}).get("delta.columnMapping.mode", "none")).lower()
+    if mode not in ("none", "name") or (mode == "none" and mode_before != "none"):
         # id mode is not read here; dropping mapping would need every file rewritten.
         problems.append(f"table property delta.columnMapping.mode={mode} (columnMapping)")
     problems.extend(
