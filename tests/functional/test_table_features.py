@@ -33,6 +33,7 @@ from dbt.adapters.deltamerge.delta.read import read_files
 from dbt.adapters.deltamerge.delta.snapshot import load_snapshot
 from dbt.adapters.deltamerge.delta.vacuum import vacuum
 from dbt.adapters.deltamerge.delta.vector_files import vector_file
+from tests.functional.helpers import table_path
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "delta-rs"
 # Tables whose every reader feature our reads implement (deletion vectors applied, names mapped).
@@ -489,3 +490,36 @@ def test_checkpoints_after_our_writes_keep_vectors_row_ids_and_domains(spark, tm
     if "v2Checkpoint" in (DeltaTable(path).protocol().writer_features or ()):
         # A classic-named checkpoint of the V2 spec: exactly one checkpointMetadata action.
         assert [r for r in checkpoint.column("checkpointMetadata").to_pylist() if r] == [{"version": version}]
+
+
+def test_a_model_creates_a_column_mapped_table_and_evolves_it_as_delta_rs_reads_it(project):
+    """Names Delta needs column mapping for, fresh physical names and ids for a new column."""
+    model = (
+        "{{ config(materialized='incremental', incremental_strategy='delta_merge', unique_key='id', "
+        "on_schema_change='append_new_columns', partition_by=['Region Code'], "
+        "tblproperties={'delta.columnMapping.mode': 'name'}) }}\n"
+        "select 1 as id, 'a' as `Region Code`, 'first' as `Full Name`"
+        "{% if is_incremental() %} union all select 2, 'b', 'second'{% endif %}\n"
+    )
+    write_file(model, project.project_root, "models", "mapped.sql")
+    run_dbt(["run", "--select", "mapped"])
+    evolved = (
+        model.replace("'second'{% endif %}", "'second'{% endif %}")
+        .replace("'first' as `Full Name`", "'first' as `Full Name`, 10 as `Score (pts)`")
+        .replace("'second'", "'second', 20")
+    )
+    write_file(evolved, project.project_root, "models", "mapped.sql")
+    run_dbt(["run", "--select", "mapped"])
+    path = table_path(project, "mapped")
+    table = DeltaTable(path)
+    fields = {f.name: f.metadata for f in table.schema().fields}
+    assert list(fields) == ["id", "Region Code", "Full Name", "Score (pts)"]
+    ids = [int(m["delta.columnMapping.id"]) for m in fields.values()]
+    physical = [str(m["delta.columnMapping.physicalName"]) for m in fields.values()]
+    assert sorted(ids) == [1, 2, 3, 4] and len(set(physical)) == 4
+    assert all(p.startswith("col-") for p in physical)
+    assert table.metadata().configuration["delta.columnMapping.maxColumnId"] == "4"
+    assert set(table.protocol().reader_features or ()) >= {"columnMapping"}
+    assert _reference(path) == [(1, "a", "first", 10), (2, "b", "second", 20)]
+    stats = [json.loads(a["add"]["stats"]) for a in _log(path, table.version()) if "add" in a]
+    assert stats and all(set(s["minValues"]) <= set(physical) for s in stats)  # by physical name
