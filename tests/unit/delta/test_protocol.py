@@ -1,84 +1,11 @@
-"""Which protocols and table features the writer takes: pure checks."""
+"""The protocol a table's properties and schema need: pure checks."""
 
 from __future__ import annotations
 
-import pytest
-
-from dbt.adapters.deltamerge.delta.errors import UnsupportedTableFeature
-from dbt.adapters.deltamerge.delta.protocol import Protocol, check_writable, feature_problems
-
-
-def test_plain_tables_are_writable():
-    check_writable(Protocol(1, 2), {}, "", table="t")
-    # Features whose writer requirements this writer implements (removes carry deletion vectors,
-    # stamps.py assigns row ids and in-commit timestamps, domains are kept).
-    dv = {"delta.enableDeletionVectors": "true"}
-    check_writable(Protocol(3, 7, ("deletionVectors",), ("deletionVectors",)), dv, "", table="t")
-    rows = {"delta.enableRowTracking": "true", "delta.enableInCommitTimestamps": "true"}
-    features = ("rowTracking", "domainMetadata", "inCommitTimestamp", "liquid", "clustering")
-    check_writable(Protocol(3, 7, ("v2Checkpoint",), (*features, "v2Checkpoint")), rows, "", table="t")
-    check_writable(Protocol(3, 7, ("timestampNtz",), ("timestampNtz", "appendOnly")), {}, "", table="t")
-    check_writable(Protocol(1, 4), {"delta.enableChangeDataFeed": "true"}, "", table="t")
-    check_writable(
-        Protocol(1, 7, None, ("changeDataFeed",)), {"delta.enableChangeDataFeed": "true"}, "", table="t"
-    )
-
-
-@pytest.mark.parametrize(
-    ("protocol", "configuration", "schema", "named"),
-    [
-        (Protocol(3, 7, ("variantType",), ("variantType",)), {}, "", "variantType"),
-        (Protocol(1, 7, None, ("icebergCompatV2",)), {}, "", "icebergCompatV2"),
-        (Protocol(3, 7, ("typeWidening",), ("typeWidening",)), {}, "", "typeWidening"),
-        (Protocol(1, 7, None, ("madeUpFeature",)), {}, "", "madeUpFeature"),
-        (Protocol(2, 5), {"delta.columnMapping.mode": "id"}, "", "columnMapping"),
-        (Protocol(1, 3), {"delta.constraints.positive": "x > 0"}, "", "positive"),
-        (Protocol(1, 4), {"delta.enableTypeWidening": "true"}, "", "typeWidening"),
-        (
-            Protocol(1, 4),
-            {},
-            '{"type":"struct","fields":[{"name":"g","type":"long","nullable":true,'
-            '"metadata":{"delta.generationExpression":"1"}}]}',
-            "generated column `g`",
-        ),
-        (Protocol(4, 8), {}, "", "reader 4, writer 8"),
-    ],
-)
-def test_unsupported_features_are_named(protocol, configuration, schema, named):
-    problems = feature_problems(protocol, configuration, schema)
-    assert any(named in p for p in problems), problems
-    with pytest.raises(UnsupportedTableFeature, match="Nothing was written"):
-        check_writable(protocol, configuration, schema, table="/t")
-
-
-def test_a_feature_is_switched_on_only_where_this_writer_keeps_it():
-    from dbt.adapters.deltamerge.delta.protocol import configuration_problems
-
-    ict, rows = {"delta.enableInCommitTimestamps": "true"}, {"delta.enableRowTracking": "true"}
-    dv = {"delta.enableDeletionVectors": "true"}
-    assert configuration_problems(ict, None) == []  # a new table: timestamps from its first version
-    assert configuration_problems(dv, None) == [] and configuration_problems(dv, {}) == []
-    assert configuration_problems(ict, ict) == [] and configuration_problems(rows, rows) == []
-    # Switched on for an existing table: needs enablement properties / row id backfills.
-    assert configuration_problems(ict, {}) == [
-        "table property delta.enableInCommitTimestamps=true (inCommitTimestamp)"
-    ]
-    assert configuration_problems(rows, None) == ["table property delta.enableRowTracking=true (rowTracking)"]
-
-
-def test_append_only_tables_refuse_removing_rows_with_delta_s_error():
-    from dbt.adapters.deltamerge.delta.errors import DeltaError
-    from dbt.adapters.deltamerge.delta.protocol import check_removable
-
-    check_removable({}, table="t")
-    check_removable({"delta.appendOnly": "false"}, table="t")
-    with pytest.raises(DeltaError, match=r"only allow appends.*delta.appendOnly=false"):
-        check_removable({"delta.appendOnly": "true"}, table="db.t")
+from dbt.adapters.deltamerge.delta.protocol import Protocol, protocol_for, table_features, upgraded
 
 
 def test_protocols_of_new_tables_list_reader_writer_features_on_both_sides():
-    from dbt.adapters.deltamerge.delta.protocol import protocol_for, table_features
-
     features = table_features(
         {"delta.enableDeletionVectors": "true", "delta.enableInCommitTimestamps": "true"}, set()
     )
@@ -86,3 +13,9 @@ def test_protocols_of_new_tables_list_reader_writer_features_on_both_sides():
     assert protocol.reader_features == ("deletionVectors",)
     assert protocol.writer_features == ("deletionVectors", "inCommitTimestamp")
     assert Protocol.from_action(protocol.to_action()["protocol"]) == protocol
+
+
+def test_a_legacy_protocol_that_implies_column_mapping_is_kept():
+    # Writer version 5 (reader 2) is column mapping: writing to such a table raises nothing.
+    assert upgraded(Protocol(2, 5), {"columnMapping"}) == Protocol(2, 5)
+    assert table_features({"delta.columnMapping.mode": "name"}, set()) == {"columnMapping"}

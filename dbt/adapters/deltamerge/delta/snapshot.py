@@ -21,16 +21,15 @@ from pyspark.sql import types as T
 
 from dbt.adapters.deltamerge.delta import storage
 from dbt.adapters.deltamerge.delta.errors import DeltaError, NotADeltaTable, UnsupportedTableFeature
-from dbt.adapters.deltamerge.delta.log_replay import log_state
-from dbt.adapters.deltamerge.delta.paths import local_path
-from dbt.adapters.deltamerge.delta.protocol import (
+from dbt.adapters.deltamerge.delta.features import (
     KNOWN_FEATURES,
-    Protocol,
-    TableMetadata,
     check_readable,
     check_writable,
     reader_problems,
 )
+from dbt.adapters.deltamerge.delta.log_replay import log_state
+from dbt.adapters.deltamerge.delta.paths import local_path
+from dbt.adapters.deltamerge.delta.protocol import Protocol, TableMetadata
 from dbt.adapters.deltamerge.delta.schema import schema_from_json
 
 

@@ -23,10 +23,11 @@ from dbt.adapters.deltamerge.delta.commit import (
     now_ms,
 )
 from dbt.adapters.deltamerge.delta.conflicts import ReadSet
+from dbt.adapters.deltamerge.delta.features import check_removable
 from dbt.adapters.deltamerge.delta.files import ChangeFile, WrittenFile, add_actions
 from dbt.adapters.deltamerge.delta.mapping import mapping_mode, physical_names
 from dbt.adapters.deltamerge.delta.paths import local_path
-from dbt.adapters.deltamerge.delta.protocol import Protocol, check_removable
+from dbt.adapters.deltamerge.delta.protocol import Protocol
 from dbt.adapters.deltamerge.delta.snapshot import AddFile, Snapshot, load_snapshot
 from dbt.adapters.deltamerge.delta.stamps import CommitStamps
 from dbt.adapters.deltamerge.delta.stats import stats_to_json

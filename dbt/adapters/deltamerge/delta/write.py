@@ -34,6 +34,7 @@ from dbt.adapters.deltamerge.delta.definition import (
     with_transaction_retention,
 )
 from dbt.adapters.deltamerge.delta.errors import DeltaError, DeltaSchemaError
+from dbt.adapters.deltamerge.delta.features import configuration_problems
 from dbt.adapters.deltamerge.delta.files import (
     CHANGE_TYPE,
     ChangeFile,
@@ -54,7 +55,6 @@ from dbt.adapters.deltamerge.delta.properties import value_problems
 from dbt.adapters.deltamerge.delta.protocol import (
     TableMetadata,
     change_data_feed_enabled,
-    configuration_problems,
     table_features,
     upgraded,
 )
