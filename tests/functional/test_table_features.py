@@ -523,3 +523,38 @@ def test_a_model_creates_a_column_mapped_table_and_evolves_it_as_delta_rs_reads_
     assert _reference(path) == [(1, "a", "first", 10), (2, "b", "second", 20)]
     stats = [json.loads(a["add"]["stats"]) for a in _log(path, table.version()) if "add" in a]
     assert stats and all(set(s["minValues"]) <= set(physical) for s in stats)  # by physical name
+
+
+def test_renaming_and_dropping_columns_of_a_mapped_table_changes_only_its_schema(project):
+    name = f"{project.test_schema}.renamed"
+    project.run_sql(
+        f"create table {name} (id int, b string, c double) using delta "
+        "tblproperties ('delta.columnMapping.mode' = 'name')"
+    )
+    project.run_sql(f"insert into {name} values (1, 'x', 1.5)")
+    path = table_path(project, "renamed")
+    files = sorted(f for f in _listing(path) if f.endswith(".parquet") and "_deltamerge_catalog" not in f)
+    project.run_sql(f"alter table {name} rename column b to `b renamed`")
+    project.run_sql(f"alter table {name} drop column c")
+    project.run_sql(f"alter table {name} add columns (c double)")  # a new column: no old data
+    project.run_sql(f"insert into {name} values (2, 'y', 2.5)")
+    table = DeltaTable(path)
+    assert [f.name for f in table.schema().fields] == ["id", "b renamed", "c"]
+    assert [h["operation"] for h in table.history()][:4] == [
+        "WRITE",
+        "ADD COLUMNS",
+        "DROP COLUMNS",
+        "RENAME COLUMN",
+    ]
+    assert table.metadata().configuration["delta.columnMapping.maxColumnId"] == "4"
+    assert _reference(path) == [(1, "x", None), (2, "y", 2.5)]
+    shown = project.run_sql(f"select id, `b renamed`, c from {name}", fetch="all")
+    assert _sorted(shown) == [(1, "x", None), (2, "y", 2.5)]
+    # Only the schema changed: the first file is still live, under its physical names.
+    assert all(f in _listing(path) for f in files)
+    plain = f"{project.test_schema}.plain"
+    project.run_sql(f"create table {plain} (id int, b string) using delta")
+    with pytest.raises(Exception, match="DELTA_UNSUPPORTED_RENAME_COLUMN: Column rename is not supported"):
+        project.run_sql(f"alter table {plain} rename column b to c")
+    with pytest.raises(Exception, match="DELTA_UNSUPPORTED_DROP_COLUMN: DROP COLUMN is not supported"):
+        project.run_sql(f"alter table {plain} drop column b")

@@ -1,4 +1,7 @@
-"""``CREATE TABLE ... USING delta`` and ``ALTER TABLE ... ADD COLUMNS`` as Delta commits.
+"""``CREATE TABLE ... USING delta`` and ``ALTER TABLE ... ADD / RENAME / DROP COLUMN`` as Delta commits.
+
+Renaming and dropping a column change only the schema (files keep their physical names), so
+they need column mapping, as in Delta; without it they fail with Delta's error.
 
 A created table lives at its ``LOCATION``, else where Spark places a managed table (the
 schema's folder); ``AS query`` writes the query's rows, a column list alone an empty table,
@@ -13,7 +16,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
@@ -23,8 +26,9 @@ from dbt.adapters.deltamerge.common.sql import quote_identifier
 from dbt.adapters.deltamerge.delta.commit import CommitInfo
 from dbt.adapters.deltamerge.delta.definition import definition_actions, with_schema
 from dbt.adapters.deltamerge.delta.errors import DeltaError
+from dbt.adapters.deltamerge.delta.mapping import mapping_mode
 from dbt.adapters.deltamerge.delta.paths import table_path_of
-from dbt.adapters.deltamerge.delta.schema import find_field
+from dbt.adapters.deltamerge.delta.schema import find_field, schema_to_json
 from dbt.adapters.deltamerge.delta.snapshot import Snapshot, load_snapshot
 from dbt.adapters.deltamerge.delta.transaction import WriteResult, commit_files
 from dbt.adapters.deltamerge.delta.write import WriteRequest, write_dataframe
@@ -193,4 +197,72 @@ def add_columns(
     changed = with_schema(snapshot, T.StructType([*snapshot.schema.fields, *added]))
     leading = definition_actions(snapshot, changed)
     info = CommitInfo("ADD COLUMNS", {"columns": [{"column": f.jsonValue()} for f in added]}, {})
+    return commit_files(snapshot.table_path, snapshot, info, leading, [], [], snapshot.metadata.configuration)
+
+
+def _check_mapped(snapshot: Snapshot, name: str, what: str, error: str) -> None:
+    if mapping_mode(snapshot.metadata.configuration) == "none":
+        raise TableStatementError(
+            f"ALTER TABLE {name}: {error}: {what} is not supported for your Delta table. Enable column "
+            "mapping: ALTER TABLE ... SET TBLPROPERTIES ('delta.columnMapping.mode' = 'name') in Delta, or "
+            "tblproperties={'delta.columnMapping.mode': 'name'} on the model. Nothing was committed."
+        )
+
+
+def rename_column(snapshot: Snapshot, old: str, new: str, name: str) -> WriteResult:
+    """``ALTER TABLE ... RENAME COLUMN``: the column keeps its id and physical name (its data)."""
+    _check_mapped(snapshot, name, "Column rename", "DELTA_UNSUPPORTED_RENAME_COLUMN")
+    field = find_field(snapshot.schema, old)
+    if field is None:
+        raise TableStatementError(f"ALTER TABLE {name} RENAME COLUMN: `{old}` is not a column of the table")
+    if find_field(snapshot.schema, new) is not None and new.lower() != old.lower():
+        raise TableStatementError(
+            f"ALTER TABLE {name} RENAME COLUMN: `{new}` is already a column of the table"
+        )
+    fields = [
+        T.StructField(new, f.dataType, f.nullable, f.metadata) if f.name == field.name else f
+        for f in snapshot.schema.fields
+    ]
+    partitions = tuple(new if c == field.name else c for c in snapshot.partition_columns)
+    params = {"oldColumnPath": field.name, "newColumnPath": new}
+    return _commit_schema(snapshot, T.StructType(fields), partitions, "RENAME COLUMN", params)
+
+
+def drop_columns(
+    snapshot: Snapshot, columns: Sequence[str], if_exists: bool, name: str
+) -> WriteResult | None:
+    """``ALTER TABLE ... DROP COLUMN[S]``: the schema forgets them; their data stays in old files
+    (unread), and their physical names are never given again."""
+    _check_mapped(snapshot, name, "DROP COLUMN", "DELTA_UNSUPPORTED_DROP_COLUMN")
+    found = [find_field(snapshot.schema, c) for c in columns]
+    missing = [c for c, f in zip(columns, found, strict=True) if f is None]
+    if missing and not if_exists:
+        raise TableStatementError(f"ALTER TABLE {name} DROP COLUMNS: {missing} are not columns of the table")
+    dropped = {f.name for f in found if f is not None}
+    partitions = [c for c in snapshot.partition_columns if c in dropped]
+    if partitions:
+        raise TableStatementError(
+            f"ALTER TABLE {name}: Dropping partition columns ({', '.join(partitions)}) is not allowed."
+        )
+    kept = [f for f in snapshot.schema.fields if f.name not in dropped]
+    if not dropped:
+        return None
+    if len(kept) == len(snapshot.partition_columns):
+        raise TableStatementError(f"ALTER TABLE {name} DROP COLUMNS: a Delta table needs one data column")
+    params = {"columns": sorted(dropped)}
+    return _commit_schema(snapshot, T.StructType(kept), snapshot.partition_columns, "DROP COLUMNS", params)
+
+
+def _commit_schema(
+    snapshot: Snapshot,
+    schema: T.StructType,
+    partitions: Sequence[str],
+    operation: str,
+    params: dict[str, object],
+) -> WriteResult:
+    metadata = replace(
+        snapshot.metadata, schema_string=schema_to_json(schema), partition_columns=tuple(partitions)
+    )
+    info = CommitInfo(operation, params, {})
+    leading = [metadata.to_action()]
     return commit_files(snapshot.table_path, snapshot, info, leading, [], [], snapshot.metadata.configuration)

@@ -5,7 +5,7 @@ which: an ``INSERT`` gives its target, column list, static partitions, ``BY NAME
 ``OVERWRITE`` flags and the exact text of its query (cut from the statement by token
 offsets, so Spark runs the user's query as written); ``UPDATE``, ``DELETE``, ``MERGE``,
 ``TRUNCATE`` are parsed by ``parse_dml``, ``CREATE TABLE ... USING delta`` and ``ALTER TABLE ...
-ADD COLUMNS`` by ``parse_ddl``. Anything else is not a table write.
+ADD COLUMNS`` (and RENAME / DROP COLUMN) by ``parse_ddl``. Anything else is not a table write.
 """
 
 from __future__ import annotations

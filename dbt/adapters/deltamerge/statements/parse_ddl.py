@@ -57,7 +57,25 @@ class AddColumnsStatement:
     columns: tuple[ColumnDefinition, ...]
 
 
-DdlStatement = CreateTableStatement | AddColumnsStatement
+@dataclass(frozen=True)
+class RenameColumnStatement:
+    """``ALTER TABLE name RENAME COLUMN old TO new`` (a table with column mapping)."""
+
+    parts: tuple[str, ...]
+    old: str
+    new: str
+
+
+@dataclass(frozen=True)
+class DropColumnsStatement:
+    """``ALTER TABLE name DROP COLUMN[S] [IF EXISTS] (a, b)`` (a table with column mapping)."""
+
+    parts: tuple[str, ...]
+    columns: tuple[str, ...]
+    if_exists: bool
+
+
+DdlStatement = CreateTableStatement | AddColumnsStatement | RenameColumnStatement | DropColumnsStatement
 
 
 def parse_ddl(sql: str, tree: exp.Expr | None = None) -> DdlStatement | None:
@@ -77,6 +95,33 @@ def parse_ddl(sql: str, tree: exp.Expr | None = None) -> DdlStatement | None:
         return _create(tree, sql)
     if isinstance(tree, exp.Alter) and tree.actions and all(_is_column_def(a) for a in tree.actions):
         return AddColumnsStatement(table_parts(tree.this), tuple(_added_columns(tree.actions)))
+    if isinstance(tree, exp.Alter) and len(tree.actions) == 1:
+        return _rename_or_drop(table_parts(tree.this), tree.actions[0])
+    return None
+
+
+def _rename_or_drop(parts: tuple[str, ...], action: exp.Expr) -> DdlStatement | None:
+    """``RENAME COLUMN`` / ``DROP COLUMN[S]`` of top-level columns, or None (Spark's own ALTERs).
+
+    >>> parse_ddl("alter table t rename column a to `b c`")
+    RenameColumnStatement(parts=('t',), old='a', new='b c')
+    >>> parse_ddl("alter table t drop columns (a, b)")
+    DropColumnsStatement(parts=('t',), columns=('a', 'b'), if_exists=False)
+    """
+    if isinstance(action, exp.RenameColumn):
+        old, new = action.this, action.args.get("to")
+        if isinstance(old, exp.Column) and isinstance(new, exp.Column) and not old.table and not new.table:
+            return RenameColumnStatement(parts, old.name, new.name)
+    if isinstance(action, exp.Drop) and str(action.args.get("kind", "")).upper() in ("COLUMN", "COLUMNS"):
+        names: list[str] = []
+        for node in action.args.get("tables") or []:
+            for item in node.expressions if isinstance(node, exp.Schema) else [node]:
+                if not isinstance(item, (exp.Column, exp.Identifier)) or (
+                    isinstance(item, exp.Column) and item.table
+                ):
+                    return None
+                names.append(item.name)
+        return DropColumnsStatement(parts, tuple(names), bool(action.args.get("exists")))
     return None
 
 

@@ -29,14 +29,19 @@ from dbt.adapters.deltamerge.merge.pipeline import merge_into
 from dbt.adapters.deltamerge.merge.resolve import evolved_by_merge
 from dbt.adapters.deltamerge.merge.spec import MergeSpec
 from dbt.adapters.deltamerge.statements import dml
-from dbt.adapters.deltamerge.statements.ddl import add_columns, create_table
+from dbt.adapters.deltamerge.statements.ddl import add_columns, create_table, drop_columns, rename_column
 from dbt.adapters.deltamerge.statements.insert import insert_into
 from dbt.adapters.deltamerge.statements.parse import (
     RefusedStatement,
     StatementParseError,
     parse_write_statement,
 )
-from dbt.adapters.deltamerge.statements.parse_ddl import AddColumnsStatement, CreateTableStatement
+from dbt.adapters.deltamerge.statements.parse_ddl import (
+    AddColumnsStatement,
+    CreateTableStatement,
+    DropColumnsStatement,
+    RenameColumnStatement,
+)
 from dbt.adapters.deltamerge.statements.parse_dml import (
     DeleteStatement,
     MergeStatement,
@@ -110,6 +115,13 @@ def run_on_delta(spark: SparkSession, sql: str) -> StatementResult | None:
         result = _merge(spark, parsed, snapshot, name)
     elif isinstance(parsed, AddColumnsStatement):
         result = add_columns(spark, snapshot, parsed.columns, name)
+    elif isinstance(parsed, RenameColumnStatement):
+        result = rename_column(snapshot, parsed.old, parsed.new, name)
+    elif isinstance(parsed, DropColumnsStatement):
+        dropped = drop_columns(snapshot, parsed.columns, parsed.if_exists, name)
+        if dropped is None:
+            return None
+        result = dropped
     else:
         result = insert_into(spark, parsed, snapshot, name)
     return _done(spark, schema, identifier, result)
