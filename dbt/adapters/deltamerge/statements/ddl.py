@@ -224,7 +224,7 @@ def rename_column(snapshot: Snapshot, old: str, new: str, name: str) -> WriteRes
         for f in snapshot.schema.fields
     ]
     partitions = tuple(new if c == field.name else c for c in snapshot.partition_columns)
-    params = {"oldColumnPath": field.name, "newColumnPath": new}
+    params: dict[str, object] = {"oldColumnPath": field.name, "newColumnPath": new}
     return _commit_schema(snapshot, T.StructType(fields), partitions, "RENAME COLUMN", params)
 
 
@@ -249,7 +249,7 @@ def drop_columns(
         return None
     if len(kept) == len(snapshot.partition_columns):
         raise TableStatementError(f"ALTER TABLE {name} DROP COLUMNS: a Delta table needs one data column")
-    params = {"columns": sorted(dropped)}
+    params: dict[str, object] = {"columns": sorted(dropped)}
     return _commit_schema(snapshot, T.StructType(kept), snapshot.partition_columns, "DROP COLUMNS", params)
 
 
