@@ -3,10 +3,16 @@
 Replays the raw log (not our engine's code) and compares with delta-rs at every version:
 versions are contiguous from 0, every live file exists with the size its ``add``
 recorded, no file is live and removed at once, and delta-rs lists the same live files.
+The writer requirements of the table's features hold at every version (``_feature_problems``):
+a remove repeats the deletion vector and row id fields of the add it removes; with row tracking
+every add has row ids, fresh ones above the high-water mark of the versions before, unique in
+the version and at most the mark; with in-commit timestamps ``commitInfo`` comes first, its
+timestamp above the previous commit's.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 from urllib.parse import unquote
@@ -22,15 +28,24 @@ def problems(path: str) -> list[str]:
     if versions != list(range(len(versions))):
         found.append(f"versions are not contiguous from 0: {versions}")
     live: dict[str, int] = {}
+    state = _FeatureState()
     for version in versions:
         with open(os.path.join(log, f"{version:020d}.json")) as handle:
             actions = [json.loads(line) for line in handle if line.strip()]
+        found.extend(state.problems(version, actions))
         removed = {a["remove"]["path"] for a in actions if "remove" in a}
         added = {a["add"]["path"]: int(a["add"]["size"]) for a in actions if "add" in a}
         for path_ in removed:
             live.pop(path_, None)
         live.update(added)
-        both = set(added) & removed
+        # A path removed and added with two deletion vectors is two logical files: no clash.
+        vector = {
+            (k, a[k]["path"]): a[k].get("deletionVector")
+            for a in actions
+            for k in ("add", "remove")
+            if k in a
+        }
+        both = {p for p in set(added) & removed if vector[("add", p)] == vector[("remove", p)]}
         if both:
             found.append(f"v{version}: files both added and removed: {sorted(both)}")
         for relative, size in live.items():
@@ -49,3 +64,74 @@ def problems(path: str) -> list[str]:
         except Exception as exc:  # delta-rs cannot open this version
             found.append(f"v{version}: delta-rs cannot read it: {exc}")
     return sorted(set(found))
+
+
+class _FeatureState:
+    """The replayed protocol, properties, live adds and row id high-water mark, version by version."""
+
+    def __init__(self) -> None:
+        self.writer_features: set[str] = set()
+        self.configuration: dict[str, str] = {}
+        self.adds: dict[str, dict] = {}
+        self.mark = -1
+        self.in_commit: int | None = None
+
+    def problems(self, version: int, actions: list[dict]) -> list[str]:
+        found: list[str] = []
+        for action in actions:
+            if "protocol" in action:
+                self.writer_features = set(action["protocol"].get("writerFeatures") or [])
+            if "metaData" in action:
+                self.configuration = dict(action["metaData"].get("configuration") or {})
+        found += self._in_commit_timestamps(version, actions)
+        adds = {a["add"]["path"]: a["add"] for a in actions if "add" in a}
+        for remove in (a["remove"] for a in actions if "remove" in a):
+            before = self.adds.pop(remove["path"], None)
+            for key in ("deletionVector", "baseRowId", "defaultRowCommitVersion"):
+                if before is not None and before.get(key) != remove.get(key):
+                    found.append(f"v{version}: remove of {remove['path']} lacks its add's {key}")
+        if (
+            "rowTracking" in self.writer_features
+            and self.configuration.get("delta.rowTrackingSuspended") != "true"
+        ):
+            found += self._row_ids(version, actions, adds)
+        self.adds.update(adds)
+        return found
+
+    def _in_commit_timestamps(self, version: int, actions: list[dict]) -> list[str]:
+        if self.configuration.get("delta.enableInCommitTimestamps") != "true":
+            return []
+        stamp = actions[0].get("commitInfo", {}).get("inCommitTimestamp") if actions else None
+        if stamp is None:
+            return [f"v{version}: in-commit timestamps on, but commitInfo is not first or has none"]
+        previous, self.in_commit = self.in_commit, int(stamp)
+        return (
+            [] if previous is None or stamp > previous else [f"v{version}: inCommitTimestamp not increasing"]
+        )
+
+    def _row_ids(self, version: int, actions: list[dict], adds: dict[str, dict]) -> list[str]:
+        found = []
+        marks = [
+            json.loads(a["domainMetadata"]["configuration"])["rowIdHighWaterMark"]
+            for a in actions
+            if "domainMetadata" in a and a["domainMetadata"]["domain"] == "delta.rowTracking"
+        ]
+        mark = max(marks, default=self.mark)
+        for path, add in adds.items():
+            if add.get("baseRowId") is None or add.get("defaultRowCommitVersion") is None:
+                found.append(f"v{version}: add of {path} has no row ids")
+            elif path not in self.adds and (
+                add["baseRowId"] <= self.mark or add["defaultRowCommitVersion"] != version
+            ):
+                found.append(f"v{version}: fresh row ids of {path} not above the mark or not of this version")
+        self.mark = mark
+        ranges = sorted(
+            (a["baseRowId"], a["baseRowId"] + json.loads(a.get("stats") or "{}").get("numRecords", 0))
+            for a in {**self.adds, **adds}.values()
+            if a.get("baseRowId") is not None
+        )
+        if any(a[1] > b[0] for a, b in itertools.pairwise(ranges)):
+            found.append(f"v{version}: two live files share row ids")
+        if ranges and ranges[-1][1] - 1 > mark:
+            found.append(f"v{version}: row ids above the high-water mark {mark}")
+        return found

@@ -6,6 +6,7 @@ Which features the engine reads and writes, and the checks that refuse the other
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -56,9 +57,15 @@ PROPERTY_FEATURES = {
 }
 # Properties a table may have (switched on by its writer) or be created with here: the protocol
 # then lists the feature (``table_features``). Deletion vectors are only ever read here; in-commit
-# timestamps from a new table's first version need no enablement version. Switching in-commit
-# timestamps or row tracking on for an existing table (which needs backfills) is refused.
-ENABLED_ON_CREATE = {"delta.enableDeletionVectors", "delta.enableInCommitTimestamps"}
+# timestamps and row ids from a new table's first version need no enablement version or
+# backfill. Switching in-commit timestamps or row tracking on for an existing table is refused.
+ENABLED_ON_CREATE = {
+    "delta.enableDeletionVectors",
+    "delta.enableInCommitTimestamps",
+    "delta.enableRowTracking",
+}
+ROW_ID_COLUMN = "delta.rowTracking.materializedRowIdColumnName"
+ROW_COMMIT_VERSION_COLUMN = "delta.rowTracking.materializedRowCommitVersionColumnName"
 CDF_PROPERTY = "delta.enableChangeDataFeed"
 # Features a legacy writer version implies (Delta protocol, "Table Features").
 _LEGACY_WRITER_FEATURES = {
@@ -89,7 +96,25 @@ def table_features(configuration: Mapping[str, str], schema_features: set[str]) 
     for key in ENABLED_ON_CREATE:
         if str(configuration.get(key, "false")).lower() == "true":
             features.add(PROPERTY_FEATURES[key])
+    if "rowTracking" in features:
+        features.add("domainMetadata")  # the high-water mark is a metadata domain
     return features
+
+
+def with_row_tracking_columns(
+    configuration: Mapping[str, str], existing: Mapping[str, str]
+) -> dict[str, str]:
+    """``configuration`` of a table switching row tracking on, with the names of its materialized
+    row id and row commit version columns (the existing table's, else fresh and unique)."""
+    found = dict(configuration)
+    if str(found.get("delta.enableRowTracking", "false")).lower() != "true":
+        return found
+    for key, prefix in (
+        (ROW_ID_COLUMN, "_row-id-col-"),
+        (ROW_COMMIT_VERSION_COLUMN, "_row-commit-version-col-"),
+    ):
+        found.setdefault(key, existing.get(key) or f"{prefix}{uuid.uuid4()}")
+    return found
 
 
 def protocol_for(features: set[str]) -> Protocol:

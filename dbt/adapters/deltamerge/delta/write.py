@@ -57,6 +57,7 @@ from dbt.adapters.deltamerge.delta.protocol import (
     change_data_feed_enabled,
     table_features,
     upgraded,
+    with_row_tracking_columns,
 )
 from dbt.adapters.deltamerge.delta.read import read_files
 from dbt.adapters.deltamerge.delta.schema import (
@@ -123,6 +124,9 @@ def _create_or_replace(df: DataFrame, request: WriteRequest, current: Snapshot |
         # Replacing keeps column mapping (the protocol keeps the feature); columns keep their ids.
         for key in (MAPPING_MODE, MAX_COLUMN_ID):
             configuration.setdefault(key, current.metadata.configuration.get(key, "0"))
+    configuration = with_row_tracking_columns(
+        configuration, current.metadata.configuration if current else {}
+    )
     mapped = mapping_mode(configuration) != "none"
     schema = to_delta_schema(df.schema, mapped=mapped)
     if mapped:
