@@ -6,7 +6,17 @@ import json
 import os
 from typing import Any
 
-from deltalake import DeltaTable
+import pyarrow as pa
+from deltalake import DeltaTable, QueryBuilder
+
+# Table properties switching on every writer feature a table of ours may be created with: the
+# reliability tests (kill harness, races) run on such tables too.
+FEATURE_PROPERTIES = {
+    "delta.enableRowTracking": "true",
+    "delta.enableInCommitTimestamps": "true",
+    "delta.enableDeletionVectors": "true",
+    "delta.columnMapping.mode": "name",
+}
 
 
 def table_path(project: Any, name: str) -> str:
@@ -21,6 +31,13 @@ def rows(path: str, version: int | None = None, order_by: str | None = None) -> 
     data = table.to_pylist()
     key = order_by or table.column_names[0]
     return sorted(data, key=lambda r: (r[key] is None, r[key]))
+
+
+def live_rows(path: str) -> list[dict[str, Any]]:
+    """Live rows as delta-rs's DataFusion reader gives them (deletion vectors and column mapping
+    applied, which ``to_pyarrow_table`` refuses or reads as NULL)."""
+    query = QueryBuilder().register("t", DeltaTable(path)).execute("select * from t")
+    return pa.table(query.read_all()).to_pylist()
 
 
 def operations(path: str) -> list[str]:

@@ -37,6 +37,7 @@ from deltalake import DeltaTable
 
 from tests.cluster import connect_profile
 from tests.conftest import ON_CONNECT
+from tests.functional.helpers import FEATURE_PROPERTIES, live_rows
 from tests.validator import problems
 
 pytestmark = pytest.mark.connect
@@ -69,9 +70,11 @@ FREE_RACES = int(os.environ.get("DELTAMERGE_FREE_RACES", "1"))
 
 
 def _config(location: Path) -> str:
+    # Every writer feature on: the second commit's row ids start above the winner's high-water
+    # mark, its in-commit timestamp above the winner's.
     return (
         "{{ config(materialized='incremental', incremental_strategy='delta_merge', "
-        f"unique_key='id', location_root='{location}') }}}}\n"
+        f"unique_key='id', location_root='{location}', tblproperties={FEATURE_PROPERTIES!r}) }}}}\n"
     )
 
 
@@ -133,7 +136,7 @@ def _responses(project: Path) -> dict[str, dict]:
 
 
 def _rows(path: Path) -> dict[int, str]:
-    return {r["id"]: r["v"] for r in DeltaTable(str(path)).to_pyarrow_table().to_pylist()}
+    return {r["id"]: r["v"] for r in live_rows(str(path))}
 
 
 @pytest.fixture(scope="module")

@@ -1,7 +1,8 @@
 """Crash safety: real `dbt run` processes SIGKILLed at every step of a merge, then recovered.
 
-One project has a model per table shape (unpartitioned, partitioned, change data feed
-on) and crash point, each with its own seeded data. Batch 1 is merged normally; batch
+One project has a model per table shape (unpartitioned, partitioned with every writer feature
+a table of ours may have: row tracking, in-commit timestamps, deletion vectors, column mapping;
+change data feed on) and crash point, each with its own seeded data. Batch 1 is merged normally; batch
 2 is run once per model with ``DELTAMERGE_CRASH_AT`` naming its point, so the process
 kills itself there. After every kill: delta-rs opens the table, its rows are exactly
 batch 1's or batch 2's expected rows, and the log validator finds every referenced file.
@@ -27,11 +28,11 @@ import zlib
 from pathlib import Path
 
 import pytest
-from deltalake import DeltaTable
 
 from dbt.adapters.deltamerge.delta.faults import POINTS
 from tests.cluster import connect_profile
 from tests.conftest import ON_CONNECT
+from tests.functional.helpers import FEATURE_PROPERTIES, live_rows
 from tests.validator import problems
 
 pytestmark = pytest.mark.connect
@@ -39,7 +40,7 @@ DBT = str(Path(sys.executable).with_name("dbt"))
 ROUNDS = int(os.environ.get("DELTAMERGE_KILL_ROUNDS", "1"))
 ALL_SHAPES = {
     "unpartitioned": {},
-    "partitioned": {"partition_by": ["p"]},
+    "partitioned": {"partition_by": ["p"], "tblproperties": FEATURE_PROPERTIES},
     "change_feed": {"change_data_feed": True},
 }
 SHAPES = {
@@ -130,7 +131,7 @@ def _dbt(project: Path, *args: str, crash: str | None = None) -> subprocess.Comp
 
 
 def _rows(path: str) -> dict[int, str]:
-    return {r["id"]: r["v"] for r in DeltaTable(path).to_pyarrow_table().to_pylist()}
+    return {r["id"]: r["v"] for r in live_rows(path)}
 
 
 @pytest.mark.parametrize("round_", range(ROUNDS))

@@ -24,9 +24,10 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet
 import pytest
-from dbt.tests.util import run_dbt, write_file
+from dbt.tests.util import run_dbt, run_dbt_and_capture, write_file
 from deltalake import DeltaTable, QueryBuilder
 
+from dbt.adapters.deltamerge.binding import registered_root
 from dbt.adapters.deltamerge.delta.change_feed import read_changes
 from dbt.adapters.deltamerge.delta.errors import UnsupportedTableFeature
 from dbt.adapters.deltamerge.delta.read import read_files
@@ -110,9 +111,8 @@ class TestRegisteredTablesOfOtherWriters:
         columns = ", ".join(f"`{f.name}`" for f in DeltaTable(path).schema().fields)
         rows = project.run_sql(f"select {columns} from {project.test_schema}.{ident}", fetch="all")
         assert _sorted(rows) == _reference(path)
-        assert DeltaTable(path).version() == DeltaTable(str(FIXTURES / name)).version()  # nothing committed
-        data = [f for f in _listing(path) if f.endswith(".parquet") and "_deltamerge_catalog" not in f]
-        assert sorted(data) == sorted(f for f in _listing(str(FIXTURES / name)) if f.endswith(".parquet"))
+        # Registering wrote nothing into the table: its link folders are under the warehouse.
+        assert _listing(path) == _listing(str(FIXTURES / name))
 
     @pytest.mark.parametrize("name", sorted(REFUSED))
     def test_a_table_a_read_would_get_wrong_is_refused_naming_the_feature(self, project, tables, name):
@@ -165,13 +165,16 @@ def test_vacuum_keeps_the_deletion_vector_files_retained_versions_use(tmp_path):
     assert _reference(path) == rows and len(rows) == 98  # the deleted rows stay deleted
 
 
-def test_the_binding_holds_a_copy_of_the_live_rows_of_each_file_with_a_deletion_vector(project, tmp_path):
+def test_the_binding_holds_a_copy_of_the_live_rows_of_each_file_with_a_deletion_vector(
+    project, spark, tmp_path
+):
     path = _copy("table-with-dv-small", tmp_path)
     name = f"{project.test_schema}.dv_copies"
     project.run_sql(f"create table {name} using delta location '{path}'")
     project.run_sql(f"drop table {name}")
     project.run_sql(f"create table {name} using delta location '{path}'")  # binds the version again
-    copies = [p for p in (Path(path) / "_deltamerge_catalog" / "live").iterdir() if p.suffix == ".parquet"]
+    assert _listing(path) == _listing(str(FIXTURES / "table-with-dv-small"))  # nothing written into it
+    copies = [p for p in (Path(registered_root(spark, path)) / "live").iterdir() if p.suffix == ".parquet"]
     assert len(copies) == 1 and os.stat(copies[0]).st_nlink == 2  # the copy and the version's link
     assert pa.parquet.read_table(copies[0]).num_rows == 8  # 10 rows, 2 deleted
     assert project.run_sql(f"select count(*) from {name}", fetch="one")[0] == 8
@@ -562,3 +565,46 @@ def test_renaming_and_dropping_columns_of_a_mapped_table_changes_only_its_schema
         project.run_sql(f"alter table {plain} rename column b to c")
     with pytest.raises(Exception, match="DELTA_UNSUPPORTED_DROP_COLUMN: DROP COLUMN is not supported"):
         project.run_sql(f"alter table {plain} drop column b")
+
+
+def test_convert_to_delta_registers_a_delta_folder_by_relation_name_writing_nothing_into_it(
+    project, tmp_path
+):
+    """The README's other way to bring a table in: a dbt `source` then reads its live rows."""
+    path = _copy("table-with-dv-small", tmp_path)
+    name = f"{project.test_schema}.lake_source"
+    args = json.dumps({"path": path, "relation_name": name})
+    _, out = run_dbt_and_capture(["run-operation", "convert_to_delta", "--args", args])
+    assert "already a delta table" in out
+    assert project.run_sql(f"select count(*) from {name}", fetch="one")[0] == 8  # deleted rows stay out
+    assert _listing(path) == _listing(str(FIXTURES / "table-with-dv-small"))
+
+
+def test_column_mapping_by_id_reads_files_by_field_id_whatever_their_names(spark, tmp_path):
+    from deltalake import write_deltalake
+
+    from dbt.adapters.deltamerge.statements.dml import delete_rows
+
+    path = str(tmp_path / "by_id")
+    data = pa.table({"id": [1, 2, 3], "name": ["a", "b", "c"]})
+    write_deltalake(path, data, configuration={"delta.columnMapping.mode": "id"})
+    # The schema's physical names no longer match the files': only field ids find the columns.
+    log = Path(path) / "_delta_log" / f"{0:020d}.json"
+    actions = [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
+    for action in actions:
+        if "metaData" in action:
+            schema = json.loads(action["metaData"]["schemaString"])
+            for field in schema["fields"]:
+                field["metadata"]["delta.columnMapping.physicalName"] = f"renamed-{field['name']}"
+            action["metaData"]["schemaString"] = json.dumps(schema)
+    log.write_text("".join(json.dumps(a) + "\n" for a in actions))
+    snapshot = load_snapshot(path)
+    assert snapshot is not None
+    rows = read_files(spark, snapshot, list(snapshot.files)).collect()
+    assert _sorted(rows) == [(1, "a"), (2, "b"), (3, "c")]
+    delete_rows(spark, snapshot, "id = 2")
+    after = load_snapshot(path)
+    assert after is not None
+    assert _sorted(read_files(spark, after, list(after.files)).collect()) == [(1, "a"), (3, "c")]
+    written = [a["add"] for a in _log(path, 1) if "add" in a]
+    assert written and all("renamed-" in json.dumps(a["stats"]) for a in written)  # stats by physical name

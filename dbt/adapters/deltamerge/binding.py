@@ -8,12 +8,21 @@ with partition pruning. Links cost no data copy; a file Spark cannot read as it 
 deletion vector deletes rows, or the table maps column names) is there as a copy of its live
 rows under the schema's names, made once per logical file. Where Delta's jars are on Spark's
 classpath the table is registered ``USING delta`` instead.
+
+Where the folders live (the binding root): inside the table, ``<table>/_deltamerge_catalog/``,
+for the tables this adapter writes; for an existing table registered by its location (``CREATE
+TABLE t USING delta LOCATION '...'``, ``convert_to_delta`` of a Delta folder), under the Spark
+warehouse, ``<warehouse>/_deltamerge_catalog/<hash of the table path>/``, so that nothing is
+written into a table the project only reads (when the warehouse is on another file system than
+the table, hard links cannot cross: the root is the table's own folder, as for our tables). The
+catalog entry records its root (``deltamerge.bindings``); later bindings keep it.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+import uuid
 from array import array
 from collections.abc import Iterable
 
@@ -25,7 +34,7 @@ from dbt.adapters.deltamerge.common.sql import column_definitions, quote_identif
 from dbt.adapters.deltamerge.delta import storage
 from dbt.adapters.deltamerge.delta.faults import crash_point
 from dbt.adapters.deltamerge.delta.mapping import mapping_mode
-from dbt.adapters.deltamerge.delta.paths import local_path, partition_folder
+from dbt.adapters.deltamerge.delta.paths import local_path, partition_folder, table_path_of
 from dbt.adapters.deltamerge.delta.read import read_files
 from dbt.adapters.deltamerge.delta.schema import schema_from_json
 from dbt.adapters.deltamerge.delta.snapshot import AddFile, Snapshot
@@ -35,6 +44,7 @@ BINDINGS_DIR = "_deltamerge_catalog"
 COPIES_DIR = "live"
 LOCATION_PROPERTY = "deltamerge.location"
 VERSION_PROPERTY = "deltamerge.version"
+ROOT_PROPERTY = "deltamerge.bindings"
 # Versions whose link folders stay, so a query planned just before a rebind still reads.
 KEEP_BINDINGS = 2
 # The embedded (Derby) metastore's column sizes: longer descriptions stay whole in the Delta
@@ -90,22 +100,33 @@ def refresh(
     return True
 
 
-def bind(spark: SparkSession, *, schema: str, identifier: str, snapshot: Snapshot) -> None:
+def bind(
+    spark: SparkSession, *, schema: str, identifier: str, snapshot: Snapshot, registering: bool = False
+) -> None:
     """Point ``schema.identifier`` at ``snapshot``'s version, replacing an earlier binding.
 
-    Spark SQL then reads the version's files as they are: a table whose reader features that
-    read does not implement (deletion vectors in use, column mapping) is refused naming them.
+    ``registering``: an existing table is brought in by its location; its link folders go under
+    the warehouse (nothing is written into it). Spark SQL then reads the version's files: a
+    table with reader features no read here implements is refused naming them, before any read.
     """
     snapshot.check_readable()
     crash_point("before_catalog_bind")
     name = table_name(schema, identifier)
+    root = _root(spark, schema, identifier, snapshot.table_path, registering)
+    # Links first: the entry is missing only for the two statements that replace it.
+    folder = None if delta_jars_available(spark) else link_version(spark, snapshot, root)
+    if folder is not None and not folder.startswith(root + os.sep):
+        root = bindings_root(snapshot.table_path)  # the warehouse is on another file system
     props = (
         f"TBLPROPERTIES ('{LOCATION_PROPERTY}' = {string_literal(snapshot.table_path)}, "
-        f"'{VERSION_PROPERTY}' = '{snapshot.version}')"
+        f"'{VERSION_PROPERTY}' = '{snapshot.version}'"
+        + (
+            f", '{ROOT_PROPERTY}' = {string_literal(root)})"
+            if root != bindings_root(snapshot.table_path)
+            else ")"
+        )
     )
-    # Links first: the entry is missing only for the two statements that replace it.
-    folder = None if delta_jars_available(spark) else link_version(spark, snapshot)
-    marker = rebinding_marker(snapshot.table_path)
+    marker = rebinding_marker(snapshot.table_path, root)
     storage.make_dirs(os.path.dirname(marker))
     storage.delete_file(marker, missing_ok=True)  # left by an interrupted bind
     storage.write_durably(marker, f"{schema}.{identifier}".encode())
@@ -130,16 +151,45 @@ def bind(spark: SparkSession, *, schema: str, identifier: str, snapshot: Snapsho
     if snapshot.partition_columns:
         spark.sql(f"ALTER TABLE {name} RECOVER PARTITIONS")
     storage.delete_file(marker, missing_ok=True)
-    prune_bindings(snapshot.table_path, keep=KEEP_BINDINGS)
+    prune_bindings(root, keep=KEEP_BINDINGS)
 
 
-def rebinding_marker(table_path: str) -> str:
+def bindings_root(table_path: str) -> str:
+    """The binding root inside a table (the tables this adapter writes)."""
+    return os.path.join(table_path, BINDINGS_DIR)
+
+
+def registered_root(spark: SparkSession, table_path: str) -> str:
+    """The binding root under the warehouse of a table registered by its location."""
+    warehouse = table_path_of(spark.conf.get("spark.sql.warehouse.dir") or "spark-warehouse")
+    digest = hashlib.sha256(os.path.normpath(table_path).encode()).hexdigest()[:24]
+    return os.path.join(warehouse, BINDINGS_DIR, digest)
+
+
+def _root(spark: SparkSession, schema: str, identifier: str, table_path: str, registering: bool) -> str:
+    """Where ``schema.identifier``'s link folders go: kept from its current entry, else as a
+    registration or a table of ours (``bindings_root``)."""
+    if registering:
+        return registered_root(spark, table_path)
+    try:
+        rows = spark.sql(f"SHOW TBLPROPERTIES {table_name(schema, identifier)}").collect()
+    except AnalysisException as error:
+        if _is_missing(error):
+            return bindings_root(table_path)
+        raise
+    props = {r[0]: r[1] for r in rows}
+    if props.get(LOCATION_PROPERTY) == table_path and props.get(ROOT_PROPERTY):
+        return str(props[ROOT_PROPERTY])
+    return bindings_root(table_path)
+
+
+def rebinding_marker(table_path: str, root: str | None = None) -> str:
     """The file that exists while ``bind`` replaces a catalog entry (its name inside).
 
     A process killed between dropping and re-creating the entry leaves it: the next statement
     on that name binds the table again, where a table the user dropped stays dropped.
     """
-    return os.path.join(table_path, BINDINGS_DIR, ".rebinding")
+    return os.path.join(root or bindings_root(table_path), ".rebinding")
 
 
 def interrupted_binding(table_path: str, schema: str, identifier: str) -> bool:
@@ -168,43 +218,55 @@ def _catalog_schema(schema: T.StructType) -> T.StructType:
     )
 
 
-def link_version(spark: SparkSession, snapshot: Snapshot) -> str:
-    """Build (once) the folder of ``snapshot``'s live files; return its path.
+def link_version(spark: SparkSession, snapshot: Snapshot, root: str | None = None) -> str:
+    """Build (once) the folder of ``snapshot``'s live files under ``root``; return its path.
 
     A file is a hard link to the data file, or, when Spark's parquet reader cannot read it as
     it is (its deletion vector deletes rows; the table maps column names), a hard link to a
     copy of its live rows under the schema's names. Copies are made once per logical file,
-    in ``COPIES_DIR``, and dropped with the last version folder that links them.
+    in ``COPIES_DIR``, and dropped with the last version folder that links them. A root the
+    table's files cannot be linked into (another file system) gives way to the table's own.
     """
-    root = os.path.join(snapshot.table_path, BINDINGS_DIR)
+    root = root or bindings_root(snapshot.table_path)
     folder = os.path.join(root, f"v{snapshot.version:020d}")
     if storage.is_dir(folder):
         return folder
-    building = folder + ".building"
-    storage.delete_tree(building)
+    # Its own staging folder: two runs may bind one version at once (the first rename wins).
+    building = f"{folder}.{uuid.uuid4().hex}.building"
     storage.make_new_dir(building)
     mapped = mapping_mode(snapshot.metadata.configuration) != "none"
     for target, source, file in _links(snapshot):
         storage.make_dirs(os.path.dirname(os.path.join(building, target)))
         if file.deleted_rows or mapped:
-            source = _live_copy(spark, snapshot, file)
-        storage.link(source, os.path.join(building, target))
-    storage.rename(building, folder)
+            source = _live_copy(spark, snapshot, file, root)
+        try:
+            storage.link(source, os.path.join(building, target))
+        except storage.CrossDeviceLink:
+            storage.delete_tree(building)
+            return link_version(spark, snapshot, bindings_root(snapshot.table_path))
+    try:
+        storage.rename(building, folder)
+    except storage.StorageError:
+        if not storage.is_dir(folder):
+            raise
+        storage.delete_tree(building)  # another run built the same folder first
     return folder
 
 
-def _live_copy(spark: SparkSession, snapshot: Snapshot, file: AddFile) -> str:
+def _live_copy(spark: SparkSession, snapshot: Snapshot, file: AddFile, root: str) -> str:
     """The path of a parquet file of ``file``'s live rows, data columns under the schema's names."""
     # One copy per logical file: its path, the rows its deletion vector deletes, the schema.
     key = hashlib.sha256(f"{file.path}|{snapshot.metadata.schema_string}|".encode())
     key.update(array("q", file.deleted_rows).tobytes())  # no text of a million row indexes
-    copies = os.path.join(snapshot.table_path, BINDINGS_DIR, COPIES_DIR)
+    copies = os.path.join(root, COPIES_DIR)
     copy = os.path.join(copies, key.hexdigest() + ".parquet")
     if storage.is_file(copy):
         return copy
     partitions = {c.lower() for c in snapshot.partition_columns}
     columns = [quote_identifier(f.name) for f in snapshot.schema.fields if f.name.lower() not in partitions]
-    staging = os.path.join(copies, f".{os.path.basename(copy)}.building")
+    # Two runs binding versions that share a file may build its copy at once: each in its own
+    # staging folder, the rename of either giving the same rows.
+    staging = os.path.join(copies, f".{os.path.basename(copy)}.{uuid.uuid4().hex}.building")
     read_files(spark, snapshot, [file]).select(*columns).coalesce(1).write.mode("overwrite").parquet(staging)
     (written,) = [n for n in storage.list_names(staging) if n.endswith(".parquet")]
     storage.rename(os.path.join(staging, written), copy)
@@ -225,13 +287,18 @@ def _links(snapshot: Snapshot) -> Iterable[tuple[str, str, AddFile]]:
         yield target, source, file
 
 
-def prune_bindings(table_path: str, *, keep: int) -> None:
-    """Remove all but the newest ``keep`` link folders (links only; data files stay), and the
-    live copies no remaining folder links (a copy's only name left is its own)."""
-    root = os.path.join(table_path, BINDINGS_DIR)
-    folders = sorted(n for n in storage.list_names(root) if n.startswith("v") and "." not in n)
+def prune_bindings(root: str, *, keep: int) -> None:
+    """Remove all but the newest ``keep`` link folders of a binding root (links only; data files
+    stay), staging folders of older versions (left by killed runs), and the live copies no
+    remaining folder links (a copy's only name left is its own)."""
+    names = storage.list_names(root)
+    folders = sorted(n for n in names if n.startswith("v") and "." not in n)
     for name in folders[:-keep]:
         storage.delete_tree(os.path.join(root, name))
+    oldest_kept = folders[-keep:][0] if folders else ""
+    for name in names:
+        if name.startswith("v") and name.endswith(".building") and name.split(".")[0] < oldest_kept:
+            storage.delete_tree(os.path.join(root, name))
     copies = os.path.join(root, COPIES_DIR)
     for name in storage.list_names(copies):
         path = os.path.join(copies, name)

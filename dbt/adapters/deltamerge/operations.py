@@ -168,8 +168,9 @@ def convert(
     if target is not None:
         _check_free(spark, *target, path)
     result = convert_to_delta(spark, path, partition_schema=partitions, statistics=statistics)
-    if target is not None and result.version is not None:
-        _bind(spark, target[0], target[1], result.table_path)
+    if target is not None:
+        # A folder that already was a Delta table is registered: nothing is written into it.
+        _bind(spark, target[0], target[1], result.table_path, registering=result.version is None)
     return result
 
 
@@ -279,9 +280,11 @@ def _check_free(spark: SparkSession, schema: str, identifier: str, path: str) ->
         )
 
 
-def _bind(spark: SparkSession, schema: str, identifier: str, table_path: str) -> None:
+def _bind(
+    spark: SparkSession, schema: str, identifier: str, table_path: str, *, registering: bool = False
+) -> None:
     snapshot = load_snapshot(table_path)
     if snapshot is None:
         raise ConvertError(f"convert_to_delta: no Delta table at {table_path} after converting")
     spark.sql(f"CREATE SCHEMA IF NOT EXISTS {quote_identifier(schema)}")
-    binding.bind(spark, schema=schema, identifier=identifier, snapshot=snapshot)
+    binding.bind(spark, schema=schema, identifier=identifier, snapshot=snapshot, registering=registering)

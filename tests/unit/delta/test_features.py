@@ -32,7 +32,7 @@ def test_plain_tables_are_writable():
         (Protocol(1, 7, None, ("icebergCompatV2",)), {}, "", "icebergCompatV2"),
         (Protocol(3, 7, ("typeWidening",), ("typeWidening",)), {}, "", "typeWidening"),
         (Protocol(1, 7, None, ("madeUpFeature",)), {}, "", "madeUpFeature"),
-        (Protocol(2, 5), {"delta.columnMapping.mode": "id"}, "", "columnMapping"),
+        (Protocol(2, 5), {"delta.columnMapping.mode": "byMagic"}, "", "columnMapping"),
         (Protocol(1, 3), {"delta.constraints.positive": "x > 0"}, "", "positive"),
         (Protocol(1, 4), {"delta.enableTypeWidening": "true"}, "", "typeWidening"),
         (

@@ -22,7 +22,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from pyspark.sql import types as T
+
 from dbt.adapters.deltamerge.delta.errors import ConcurrentModification
+from dbt.adapters.deltamerge.delta.mapping import logical_stats, physical_name
 from dbt.adapters.deltamerge.delta.snapshot import AddFile
 
 
@@ -62,6 +65,8 @@ class ReadSet:
     removed: frozenset[str] = frozenset()
     reads: Callable[[Sequence[AddFile]], bool] = field(default=_reads_everything)
     app_ids: frozenset[str] = frozenset()
+    # The table's schema when it maps column names: winners' statistics are by physical name.
+    mapped_schema: T.StructType | None = None
 
 
 def check_winner(
@@ -101,22 +106,35 @@ def check_winner(
         raise conflict(ConcurrentDeleteDelete, f"files this {operation} removes were removed")
     if info.get("isBlindAppend", False):
         return
-    added = [add_file(a["add"]) for a in winner if "add" in a and a["add"].get("dataChange", True)]
+    added = [
+        add_file(a["add"], read.mapped_schema)
+        for a in winner
+        if "add" in a and a["add"].get("dataChange", True)
+    ]
     if added and read.reads(added):
         raise conflict(ConcurrentAppend, f"files were added that this {operation} would have read")
 
 
-def add_file(add: dict[str, Any]) -> AddFile:
-    """An ``add`` action as an ``AddFile``; statistics stay as the log's JSON values."""
+def add_file(add: dict[str, Any], mapped_schema: T.StructType | None = None) -> AddFile:
+    """An ``add`` action as an ``AddFile``; statistics stay as the log's JSON values (keyed by the
+    schema's names; with column mapping, ``mapped_schema`` translates the log's physical names)."""
     stats = json.loads(add["stats"]) if add.get("stats") else {}
+    values = dict(add.get("partitionValues") or {})
+
+    def named(found: dict[str, Any]) -> dict[str, Any]:
+        return found if mapped_schema is None else logical_stats(found, mapped_schema)
+
+    if mapped_schema is not None:
+        physical = {physical_name(f): f.name for f in mapped_schema.fields}
+        values = {physical.get(k, k): v for k, v in values.items()}
     return AddFile(
         path=add["path"],
         size=int(add.get("size", 0)),
-        partition_values=dict(add.get("partitionValues") or {}),
+        partition_values=values,
         num_records=stats.get("numRecords"),
-        min_values=_typed_bounds(stats.get("minValues") or {}),
-        max_values=_typed_bounds(stats.get("maxValues") or {}),
-        null_counts=stats.get("nullCount") or {},
+        min_values=_typed_bounds(named(stats.get("minValues") or {})),
+        max_values=_typed_bounds(named(stats.get("maxValues") or {})),
+        null_counts=named(stats.get("nullCount") or {}),
     )
 
 

@@ -123,7 +123,9 @@ def reader_problems(protocol: Protocol, configuration: Mapping[str, str]) -> lis
     >>> reader_problems(Protocol(3, 7, ("deletionVectors", "blahabl"), ()), {})
     ["reader feature 'blahabl'"]
     >>> reader_problems(Protocol(2, 5), {"delta.columnMapping.mode": "id"})
-    ["reader feature 'columnMapping' (delta.columnMapping.mode=id)"]
+    []
+    >>> reader_problems(Protocol(2, 5), {"delta.columnMapping.mode": "byMagic"})
+    ["reader feature 'columnMapping' (delta.columnMapping.mode=bymagic)"]
     """
     problems: list[str] = []
     if protocol.min_reader_version > 3:
@@ -133,7 +135,7 @@ def reader_problems(protocol: Protocol, configuration: Mapping[str, str]) -> lis
         features.add("columnMapping")  # reader version 2 is column mapping (PROTOCOL.md)
     mapping = str(configuration.get("delta.columnMapping.mode", "none")).lower()
     for name in sorted(features - _READABLE_FEATURES):
-        if name == "columnMapping" and mapping not in ("none", "name"):
+        if name == "columnMapping" and mapping not in ("none", "name", "id"):
             problems.append(f"reader feature 'columnMapping' (delta.columnMapping.mode={mapping})")
         elif name != "columnMapping":
             problems.append(f"reader feature '{name}'")
@@ -171,8 +173,8 @@ def configuration_problems(configuration: Mapping[str, str], existing: Mapping[s
             problems.append(f"table property {key}=true ({feature})")
     mode = str(configuration.get("delta.columnMapping.mode", "none")).lower()
     mode_before = str((existing or {}).get("delta.columnMapping.mode", "none")).lower()
-    if mode not in ("none", "name") or (mode == "none" and mode_before != "none"):
-        # id mode is not read here; dropping mapping would need every file rewritten.
+    if mode not in ("none", "name", "id") or (mode != mode_before and mode_before != "none"):
+        # Dropping mapping, or changing its mode, would need every file rewritten.
         problems.append(f"table property delta.columnMapping.mode={mode} (columnMapping)")
     problems.extend(
         f"CHECK constraint {key[len('delta.constraints.') :]!r} (checkConstraints)"

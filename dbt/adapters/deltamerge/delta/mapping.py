@@ -3,8 +3,9 @@
 A table with ``delta.columnMapping.mode = name`` keeps each column's (and nested field's) name in
 its data files under ``delta.columnMapping.physicalName``; readers resolve the files' columns by
 those names and return them under the schema's (logical) names. Partition values are the log's
-(such tables need not keep Hive-style folders). ``id`` mode resolves by parquet field ids: not
-read by this version (refused by name, ``protocol.reader_problems``).
+(such tables need not keep Hive-style folders). ``id`` mode resolves the files' columns by
+their parquet field ids (the schema's ``delta.columnMapping.id``), whatever their names; a file
+without field ids is refused by Spark's reader, as the protocol asks.
 
 Writers (PROTOCOL.md, "Writer Requirements for Column Mapping") write data files under the
 physical names with each column's id as the parquet ``field_id``, key partition values and
@@ -37,8 +38,9 @@ def mapping_mode(configuration: Mapping[str, str]) -> str:
     return str(configuration.get(MAPPING_MODE, "none")).lower()
 
 
-def physical_type(data_type: T.DataType) -> T.DataType:
-    """``data_type`` with every struct field named by its physical name (nested ones too).
+def physical_type(data_type: T.DataType, *, ids: bool = False) -> T.DataType:
+    """``data_type`` with every struct field named by its physical name (nested ones too); with
+    ``ids``, each carrying its column id as the parquet field id (writes, and reads in mode ``id``).
 
     >>> inner = T.StructType([T.StructField("d", T.IntegerType(), True, {PHYSICAL_NAME: "col-d"})])
     >>> physical_type(T.ArrayType(inner)).simpleString()
@@ -47,14 +49,19 @@ def physical_type(data_type: T.DataType) -> T.DataType:
     if isinstance(data_type, T.StructType):
         return T.StructType(
             [
-                T.StructField(physical_name(f), physical_type(f.dataType), f.nullable, _field_id(f))
+                T.StructField(
+                    physical_name(f),
+                    physical_type(f.dataType, ids=ids),
+                    f.nullable,
+                    field_id(f) if ids else {},
+                )
                 for f in data_type.fields
             ]
         )
     if isinstance(data_type, T.ArrayType):
-        return T.ArrayType(physical_type(data_type.elementType), data_type.containsNull)
+        return T.ArrayType(physical_type(data_type.elementType, ids=ids), data_type.containsNull)
     if isinstance(data_type, T.MapType):
-        key, value = physical_type(data_type.keyType), physical_type(data_type.valueType)
+        key, value = physical_type(data_type.keyType, ids=ids), physical_type(data_type.valueType, ids=ids)
         return T.MapType(key, value, data_type.valueContainsNull)
     return data_type
 
@@ -64,7 +71,12 @@ def physical_name(field: T.StructField) -> str:
     return str(field.metadata.get(PHYSICAL_NAME, field.name))
 
 
-def _field_id(field: T.StructField) -> dict[str, int]:
+def _ids(field: T.StructField, ids: bool) -> dict[str, int]:
+    return field_id(field) if ids else {}
+
+
+def field_id(field: T.StructField) -> dict[str, int]:
+    """The StructField metadata giving ``field``'s column id as its parquet field id (none without one)."""
     return {FIELD_ID: int(field.metadata[COLUMN_ID])} if COLUMN_ID in field.metadata else {}
 
 
@@ -73,8 +85,8 @@ def physical_columns(schema: T.StructType) -> list[Column]:
     nested fields renamed too, each with its column id as the parquet field id."""
     return [
         F.col(quote_identifier(f.name))
-        .cast(physical_type(f.dataType))
-        .alias(physical_name(f), metadata=_field_id(f))
+        .cast(physical_type(f.dataType, ids=True))
+        .alias(physical_name(f), metadata=field_id(f))
         for f in schema.fields
     ]
 
@@ -137,3 +149,22 @@ def _mapped_field(field: T.StructField, previous: T.StructField | None, counter:
     counter[0] = max(counter[0], int(metadata[COLUMN_ID]))
     inner = _mapped_type(field.dataType, previous.dataType if previous else None, counter)
     return T.StructField(field.name, inner, field.nullable, metadata)
+
+
+def logical_stats(values: Mapping[str, object], schema: T.StructType) -> dict[str, object]:
+    """Statistics keyed by physical names (as the log keeps them) keyed by the schema's names,
+    nested ones too; a key no column has (a dropped column's) is left out.
+
+    >>> field = T.StructField("a b", T.IntegerType(), True, {PHYSICAL_NAME: "col-1"})
+    >>> logical_stats({"col-1": 3, "col-9": 1}, T.StructType([field]))
+    {'a b': 3}
+    """
+    found: dict[str, object] = {}
+    for field in schema.fields:
+        value = values.get(physical_name(field))
+        if value is None:
+            continue
+        if isinstance(value, Mapping) and isinstance(field.dataType, T.StructType):
+            value = logical_stats(value, field.dataType)
+        found[field.name] = value
+    return found

@@ -15,7 +15,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from dbt.adapters.deltamerge.common.sql import quote_identifier
-from dbt.adapters.deltamerge.delta.mapping import mapping_mode, physical_name, physical_type
+from dbt.adapters.deltamerge.delta.mapping import field_id, mapping_mode, physical_name, physical_type
 from dbt.adapters.deltamerge.delta.paths import local_path
 from dbt.adapters.deltamerge.delta.snapshot import AddFile, Snapshot
 
@@ -31,7 +31,7 @@ def read_files(spark: SparkSession, snapshot: Snapshot, files: Sequence[AddFile]
     schema = snapshot.schema
     if not files:
         return spark.createDataFrame([], schema)
-    if mapping_mode(snapshot.metadata.configuration) == "name":
+    if mapping_mode(snapshot.metadata.configuration) in ("name", "id"):
         return _read_mapped(spark, snapshot, files)
     reader = spark.read.schema(schema)
     if snapshot.partition_columns:
@@ -42,11 +42,28 @@ def read_files(spark: SparkSession, snapshot: Snapshot, files: Sequence[AddFile]
 
 
 def _read_mapped(spark: SparkSession, snapshot: Snapshot, files: Sequence[AddFile]) -> DataFrame:
-    """Column mapping by name: each group of files with one partition's values read by physical
-    names, returned under the schema's names with the log's partition values."""
+    """Column mapping: each group of files with one partition's values read by physical names
+    (mode ``name``) or parquet field ids (mode ``id``), returned under the schema's names with
+    the log's partition values.
+
+    Spark resolves columns by field id only when the read schema carries ids and
+    ``spark.sql.parquet.fieldId.read.enabled`` is on; a read schema without ids (every other
+    read) still resolves by name, so the setting stays on for the session once an id-mode
+    table was read.
+    """
     schema, partitions = snapshot.schema, set(snapshot.partition_columns)
     data = [f for f in schema.fields if f.name not in partitions]
-    physical = T.StructType([T.StructField(physical_name(f), physical_type(f.dataType)) for f in data])
+    by_id = mapping_mode(snapshot.metadata.configuration) == "id"
+    if by_id:
+        spark.conf.set("spark.sql.parquet.fieldId.read.enabled", "true")
+    physical = T.StructType(
+        [
+            T.StructField(
+                physical_name(f), physical_type(f.dataType, ids=by_id), True, field_id(f) if by_id else {}
+            )
+            for f in data
+        ]
+    )
     groups: dict[tuple[tuple[str, str | None], ...], list[AddFile]] = {}
     for file in files:
         groups.setdefault(tuple(sorted(file.partition_values.items())), []).append(file)

@@ -28,6 +28,7 @@ from dbt.adapters.deltamerge.delta.features import (
     reader_problems,
 )
 from dbt.adapters.deltamerge.delta.log_replay import log_state
+from dbt.adapters.deltamerge.delta.mapping import logical_stats, mapping_mode
 from dbt.adapters.deltamerge.delta.paths import local_path
 from dbt.adapters.deltamerge.delta.protocol import Protocol, TableMetadata
 from dbt.adapters.deltamerge.delta.schema import schema_from_json
@@ -218,12 +219,24 @@ def _snapshot_of(table: DeltaTable, table_path: str) -> Snapshot:
     vectors = "deletionVectors" in (protocol.reader_features or ())
     deleted = _deleted_rows(table, table_path) if vectors else {}
     files = _files_of(table, table_path, deleted)
+    if mapping_mode(metadata.configuration) != "none":
+        files = tuple(_logical(f, schema_from_json(metadata.schema_string)) for f in files)
     if not set(protocol.writer_features or ()) & _LOGGED_DETAILS:
         return Snapshot(table_path, table.version(), protocol, metadata, files)
     state = log_state(table_path, table.version())
     detailed = tuple(_with_log_details(f, state.adds, table_path) for f in files)
     domains = {name: dict(action) for name, action in state.domains.items()}
     return Snapshot(table_path, table.version(), protocol, metadata, detailed, domains)
+
+
+def _logical(file: AddFile, schema: T.StructType) -> AddFile:
+    """``file`` with statistics by the schema's names (deltalake hands them by physical name)."""
+    return replace(
+        file,
+        min_values=logical_stats(file.min_values, schema),
+        max_values=logical_stats(file.max_values, schema),
+        null_counts=logical_stats(file.null_counts, schema),
+    )
 
 
 # Writer features whose writers need what only the log records of each file, or its domains.

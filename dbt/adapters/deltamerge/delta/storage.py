@@ -12,6 +12,7 @@ which needs Delta's jars on the cluster).
 
 from __future__ import annotations
 
+import errno
 import os
 import shutil
 import uuid
@@ -168,10 +169,23 @@ def rename(source: str, target: str) -> None:
         os.rename(source, target)
 
 
+class CrossDeviceLink(StorageError):
+    """A hard link was asked across two file systems."""
+
+
 def link(source: str, target: str) -> None:
-    """A hard link ``target`` to the file ``source`` (no data copied)."""
-    with _naming("link", f"{source} as {target}"):
+    """A hard link ``target`` to the file ``source`` (no data copied).
+
+    Raises:
+        CrossDeviceLink: ``source`` and ``target`` are on two file systems.
+    """
+    try:
         os.link(source, target)
+    except OSError as error:
+        if error.errno == errno.EXDEV:
+            raise CrossDeviceLink(f"cannot link {source} as {target}: another file system") from error
+        with _naming("link", f"{source} as {target}"):
+            raise error
 
 
 def delete_file(path: str, *, missing_ok: bool = False) -> None:

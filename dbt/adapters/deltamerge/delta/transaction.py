@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from dbt.adapters.deltamerge.delta.commit import (
@@ -144,6 +144,8 @@ def commit_files(
         read = ReadSet(
             files_read=frozenset(f.path for f in current.files), removed=frozenset(f.path for f in removed)
         )
+    if read is not None and current is not None and mapping_mode(current.metadata.configuration) != "none":
+        read = replace(read, mapped_schema=current.schema)
     version = commit(
         table_path,
         read_version=current.version if current else -1,

@@ -73,7 +73,8 @@ def create_table(
     if current is not None and not (
         statement.replace or statement.query or statement.columns or statement.like
     ):
-        binding.bind(spark, schema=schema, identifier=identifier, snapshot=current)
+        # Registering an existing table: its link folders go under the warehouse, not into it.
+        binding.bind(spark, schema=schema, identifier=identifier, snapshot=current, registering=True)
         return WriteResult(None, "CREATE TABLE", {}, current)
     # A managed location keeps a dropped table's Delta folder (the catalog entry is all DROP
     # TABLE removes): a new table there is its next version, history kept for time travel.
