@@ -189,8 +189,10 @@ class TestRefusals:
         return {"dv.sql": "select 1 as id", "occupied.sql": "select 1 as id", "voids.sql": "select 1 as id"}
 
     def test_unsupported_feature_is_refused_before_writing(self, project, tmp_path):
+        # A CHECK constraint another writer added (constraints are enforced by a later version).
         path = str(tmp_path / "dv")
-        write_deltalake(path, pa.table({"id": [1]}), configuration={"delta.enableDeletionVectors": "true"})
+        write_deltalake(path, pa.table({"id": [1]}))
+        DeltaTable(path).alter.add_constraint({"positive": "id > 0"})
         before = sorted(os.listdir(path))
         write_file(
             model("select 2 as id", materialized="table", location_root=str(tmp_path)),
@@ -199,9 +201,9 @@ class TestRefusals:
             "dv.sql",
         )
         _, out = run_dbt_and_capture(["run", "--select", "dv"], expect_pass=False)
-        assert "deletionVectors" in out and "Model 'dv'" in out
+        assert "CHECK constraint 'positive' (checkConstraints)" in out and "Model 'dv'" in out
         assert sorted(os.listdir(path)) == before
-        assert DeltaTable(path).version() == 0
+        assert DeltaTable(path).version() == 1
 
     def test_files_without_log_are_not_overwritten(self, project, tmp_path):
         folder = tmp_path / "occupied"
