@@ -688,3 +688,63 @@ def test_type_widening_reads_old_files_as_the_wider_type_and_refuses_what_it_doe
     unsupported = _widened(tmp_path, ("string", "long"))
     with pytest.raises(UnsupportedTableFeature, match=r"type change of `id` from string to long"):
         read_files(spark, load_snapshot(unsupported), [])  # type: ignore[arg-type]
+
+
+def _stable_row_ids(path: str) -> dict[int, tuple[int, int]]:
+    """Each live row's (stable row id, stable row commit version) by its `id`, read independently:
+    the raw log's adds and each file's materialized columns, as PROTOCOL.md reconstructs them."""
+    live: dict[str, dict[str, Any]] = {}
+    log = sorted((Path(path) / "_delta_log").glob("*.json"))
+    for name in log:
+        for action in _log(path, int(name.name[:20])):
+            if "remove" in action:
+                live.pop(action["remove"]["path"], None)
+            if "add" in action:
+                live[action["add"]["path"]] = action["add"]
+    configuration = DeltaTable(path).metadata().configuration
+    id_column = configuration["delta.rowTracking.materializedRowIdColumnName"]
+    version_column = configuration["delta.rowTracking.materializedRowCommitVersionColumnName"]
+    found: dict[int, tuple[int, int]] = {}
+    for add in live.values():
+        data = pa.parquet.read_table(Path(path) / add["path"]).to_pylist()
+        for index, row in enumerate(data):
+            row_id = row.get(id_column)
+            version = row.get(version_column)
+            found[row["id"]] = (
+                add["baseRowId"] + index if row_id is None else row_id,
+                add["defaultRowCommitVersion"] if version is None else version,
+            )
+    return found
+
+
+def test_rows_a_rewrite_copies_or_updates_keep_their_stable_row_ids(project):
+    name = f"{project.test_schema}.tracked"
+    tracking = "tblproperties ('delta.enableRowTracking' = 'true')"
+    project.run_sql(f"create table {name} (id int, v string) using delta {tracking}")
+    project.run_sql(f"insert into {name} select cast(id as int), 'a' from range(0, 6)")
+    project.run_sql(f"insert into {name} select cast(id as int), 'b' from range(6, 12)")
+    path = table_path(project, "tracked")
+    before = _stable_row_ids(path)
+    assert len({r for r, _ in before.values()}) == 12  # unique
+    statements = {
+        f"update {name} set v = 'u' where id % 3 = 0": {0, 3, 6, 9},
+        f"merge into {name} t using (select 1 as id, 'm' as v union all select 100, 'new') s on t.id = s.id "
+        "when matched then update set v = s.v when not matched then insert *": {1},
+        f"delete from {name} where id = 4": set(),
+    }
+    for statement, updated in statements.items():
+        version = DeltaTable(path).version() + 1
+        project.run_sql(statement)
+        after = _stable_row_ids(path)
+        for key, (row_id, commit) in before.items():
+            if key not in after:
+                continue
+            assert after[key][0] == row_id, (statement, key)  # every row keeps its id
+            assert after[key][1] == (version if key in updated else commit), (statement, key)
+        new = set(after) - set(before)
+        assert all(after[k][1] == version and after[k][0] not in {r for r, _ in before.values()} for k in new)
+        info = _log(path, version)[0]["commitInfo"]
+        assert info["tags"]["delta.rowTracking.preserved"] == "true"
+        before = after
+    assert sorted(before) == [0, 1, 2, 3, 5, 6, 7, 8, 9, 10, 11, 100]
+    assert problems(path) == []
