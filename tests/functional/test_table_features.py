@@ -748,3 +748,16 @@ def test_rows_a_rewrite_copies_or_updates_keep_their_stable_row_ids(project):
         before = after
     assert sorted(before) == [0, 1, 2, 3, 5, 6, 7, 8, 9, 10, 11, 100]
     assert problems(path) == []
+
+
+def test_the_change_feed_of_a_table_with_deletion_vectors_reads_versions_with_change_files(spark, tmp_path):
+    """Databricks's deletes by deletion vector record no change files: those versions are refused,
+    naming them; appends and its merges and updates (change files) read as delta-rs reads them."""
+    path = _copy("cdf-table-with-cdc-and-dvs", tmp_path)
+    with pytest.raises(UnsupportedTableFeature, match=r"version 2 changed rows with deletion vectors"):
+        read_changes(spark, path, 0).collect()
+    for start, end in ((14, 15), (18, 18), (20, 22)):
+        ours = read_changes(spark, path, start, end).drop("_commit_timestamp").collect()
+        reference = pa.table(DeltaTable(path).load_cdf(starting_version=start, ending_version=end).read_all())
+        theirs = reference.drop_columns(["_commit_timestamp"]).to_pylist()
+        assert _sorted(ours) == _sorted(tuple(r.values()) for r in theirs), (start, end)
