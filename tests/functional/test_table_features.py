@@ -26,6 +26,8 @@ import pyarrow.parquet
 import pytest
 from dbt.tests.util import run_dbt, run_dbt_and_capture, write_file
 from deltalake import DeltaTable, QueryBuilder
+from pyspark.sql import Row
+from pyspark.sql.types import VariantVal
 
 from dbt.adapters.deltamerge.binding import registered_root
 from dbt.adapters.deltamerge.delta.change_feed import read_changes
@@ -49,12 +51,10 @@ READABLE = (
     "table_with_liquid_clustering",
     "checkpoint-v2-table",
     "cdc_ict_table",
+    "spark-variant-checkpoint",
 )
 # Tables a read would get wrong, and the feature each refusal names.
-REFUSED = {
-    "spark-variant-checkpoint": "reader feature 'variantType-preview'",
-    "simple_table_features": "reader feature 'blahabl'",
-}
+REFUSED = {"simple_table_features": "reader feature 'blahabl'"}
 ENGINE_READS = (
     "table-with-dv-small",
     "table_with_deletion_logs",
@@ -86,11 +86,28 @@ def _reference(path: str) -> list[tuple]:
 
 
 def _sorted(rows: Iterable[Sequence[Any]]) -> list[tuple]:
-    """Rows comparable across readers: timestamps as naive UTC (Spark's are in the session's zone)."""
+    """Rows comparable across readers: timestamps as naive UTC (Spark's are in the session's zone);
+    a struct (Spark's Row, pyarrow's dict), a map (Spark's dict, pyarrow's pairs) and a variant
+    (Spark's VariantVal, delta-rs's two binaries) each as its sorted (name, value) pairs."""
+
+    def pairs(items: Iterable[tuple[Any, Any]]) -> list[tuple[Any, Any]]:
+        return sorted(((k, plain(v)) for k, v in items), key=repr)
 
     def plain(value: Any) -> Any:
         if isinstance(value, dt.datetime):
             return value.astimezone(dt.timezone.utc).replace(tzinfo=None)
+        if isinstance(value, VariantVal):
+            return pairs([("metadata", bytes(value.metadata)), ("value", bytes(value.value))])
+        if isinstance(value, Row):
+            return pairs(value.asDict().items())
+        if isinstance(value, dict):
+            return pairs(value.items())
+        if isinstance(value, list) and value and all(isinstance(v, tuple) and len(v) == 2 for v in value):
+            return pairs(value)
+        if isinstance(value, list):
+            return [plain(v) for v in value]
+        if isinstance(value, (bytes, bytearray, memoryview)):
+            return bytes(value)
         return value
 
     return sorted((tuple(plain(v) for v in row) for row in rows), key=repr)
@@ -608,3 +625,139 @@ def test_column_mapping_by_id_reads_files_by_field_id_whatever_their_names(spark
     assert _sorted(read_files(spark, after, list(after.files)).collect()) == [(1, "a"), (3, "c")]
     written = [a["add"] for a in _log(path, 1) if "add" in a]
     assert written and all("renamed-" in json.dumps(a["stats"]) for a in written)  # stats by physical name
+
+
+def _widened(root: Path, change: tuple[str, str] = ("integer", "long")) -> str:
+    """A table delta-rs wrote with an int and a float column, then widened (as Delta's ALTER
+    COLUMN TYPE commits it: the protocol's feature, the schema's type changes)."""
+    from deltalake import write_deltalake
+
+    path = str(root / f"widened_{change[0]}")
+    write_deltalake(
+        path, pa.table({"id": pa.array([1, 2], pa.int32()), "d": pa.array([1.5, 2.5], pa.float32())})
+    )
+    changes = {
+        "id": [{"fromType": change[0], "toType": change[1]}],
+        "d": [{"fromType": "float", "toType": "double"}],
+    }
+    schema = {
+        "type": "struct",
+        "fields": [
+            {"name": c, "type": t, "nullable": True, "metadata": {"delta.typeChanges": changes[c]}}
+            for c, t in (("id", change[1]), ("d", "double"))
+        ],
+    }
+    first = [
+        json.loads(line) for line in (Path(path) / "_delta_log" / f"{0:020d}.json").read_text().splitlines()
+    ]
+    metadata = next(a["metaData"] for a in first if "metaData" in a)
+    metadata.update(schemaString=json.dumps(schema), configuration={"delta.enableTypeWidening": "true"})
+    features = ["typeWidening"]
+    protocol = {
+        "minReaderVersion": 3,
+        "minWriterVersion": 7,
+        "readerFeatures": features,
+        "writerFeatures": features,
+    }
+    actions = [
+        {"commitInfo": {"timestamp": 1, "operation": "CHANGE COLUMN"}},
+        {"protocol": protocol},
+        {"metaData": metadata},
+    ]
+    (Path(path) / "_delta_log" / f"{1:020d}.json").write_text("".join(json.dumps(a) + "\n" for a in actions))
+    return path
+
+
+def test_type_widening_reads_old_files_as_the_wider_type_and_refuses_what_it_does_not_list(
+    project, spark, tmp_path
+):
+    path = _widened(tmp_path)
+    snapshot = load_snapshot(path)
+    assert snapshot is not None
+    rows = read_files(spark, snapshot, list(snapshot.files))
+    assert [f.dataType.simpleString() for f in rows.schema.fields] == ["bigint", "double"]
+    assert _sorted(rows.collect()) == [(1, 1.5), (2, 2.5)]
+    name = f"{project.test_schema}.widened"
+    project.run_sql(f"create table {name} using delta location '{path}'")
+    assert _sorted(project.run_sql(f"select id + 4294967296, d from {name}", fetch="all")) == [
+        (4294967297, 1.5),
+        (4294967298, 2.5),
+    ]
+    with pytest.raises(Exception, match=r"writer feature 'typeWidening'"):
+        project.run_sql(f"delete from {name} where id = 1")  # reads only
+    unsupported = _widened(tmp_path, ("string", "long"))
+    with pytest.raises(UnsupportedTableFeature, match=r"type change of `id` from string to long"):
+        read_files(spark, load_snapshot(unsupported), [])  # type: ignore[arg-type]
+
+
+def _stable_row_ids(path: str) -> dict[int, tuple[int, int]]:
+    """Each live row's (stable row id, stable row commit version) by its `id`, read independently:
+    the raw log's adds and each file's materialized columns, as PROTOCOL.md reconstructs them."""
+    live: dict[str, dict[str, Any]] = {}
+    log = sorted((Path(path) / "_delta_log").glob("*.json"))
+    for name in log:
+        for action in _log(path, int(name.name[:20])):
+            if "remove" in action:
+                live.pop(action["remove"]["path"], None)
+            if "add" in action:
+                live[action["add"]["path"]] = action["add"]
+    configuration = DeltaTable(path).metadata().configuration
+    id_column = configuration["delta.rowTracking.materializedRowIdColumnName"]
+    version_column = configuration["delta.rowTracking.materializedRowCommitVersionColumnName"]
+    found: dict[int, tuple[int, int]] = {}
+    for add in live.values():
+        data = pa.parquet.read_table(Path(path) / add["path"]).to_pylist()
+        for index, row in enumerate(data):
+            row_id = row.get(id_column)
+            version = row.get(version_column)
+            found[row["id"]] = (
+                add["baseRowId"] + index if row_id is None else row_id,
+                add["defaultRowCommitVersion"] if version is None else version,
+            )
+    return found
+
+
+def test_rows_a_rewrite_copies_or_updates_keep_their_stable_row_ids(project):
+    name = f"{project.test_schema}.tracked"
+    tracking = "tblproperties ('delta.enableRowTracking' = 'true')"
+    project.run_sql(f"create table {name} (id int, v string) using delta {tracking}")
+    project.run_sql(f"insert into {name} select cast(id as int), 'a' from range(0, 6)")
+    project.run_sql(f"insert into {name} select cast(id as int), 'b' from range(6, 12)")
+    path = table_path(project, "tracked")
+    before = _stable_row_ids(path)
+    assert len({r for r, _ in before.values()}) == 12  # unique
+    statements = {
+        f"update {name} set v = 'u' where id % 3 = 0": {0, 3, 6, 9},
+        f"merge into {name} t using (select 1 as id, 'm' as v union all select 100, 'new') s on t.id = s.id "
+        "when matched then update set v = s.v when not matched then insert *": {1},
+        f"delete from {name} where id = 4": set(),
+    }
+    for statement, updated in statements.items():
+        version = DeltaTable(path).version() + 1
+        project.run_sql(statement)
+        after = _stable_row_ids(path)
+        for key, (row_id, commit) in before.items():
+            if key not in after:
+                continue
+            assert after[key][0] == row_id, (statement, key)  # every row keeps its id
+            assert after[key][1] == (version if key in updated else commit), (statement, key)
+        new = set(after) - set(before)
+        assert all(after[k][1] == version and after[k][0] not in {r for r, _ in before.values()} for k in new)
+        info = _log(path, version)[0]["commitInfo"]
+        assert info["tags"]["delta.rowTracking.preserved"] == "true"
+        before = after
+    assert sorted(before) == [0, 1, 2, 3, 5, 6, 7, 8, 9, 10, 11, 100]
+    assert problems(path) == []
+
+
+def test_the_change_feed_of_a_table_with_deletion_vectors_reads_versions_with_change_files(spark, tmp_path):
+    """Databricks's deletes by deletion vector record no change files: those versions are refused,
+    naming them; appends and its merges and updates (change files) read as delta-rs reads them."""
+    path = _copy("cdf-table-with-cdc-and-dvs", tmp_path)
+    with pytest.raises(UnsupportedTableFeature, match=r"version 2 changed rows with deletion vectors"):
+        read_changes(spark, path, 0).collect()
+    for start, end in ((14, 15), (18, 18), (20, 22)):
+        ours = read_changes(spark, path, start, end).drop("_commit_timestamp").collect()
+        reference = pa.table(DeltaTable(path).load_cdf(starting_version=start, ending_version=end).read_all())
+        theirs = reference.drop_columns(["_commit_timestamp"]).to_pylist()
+        assert _sorted(ours) == _sorted(tuple(r.values()) for r in theirs), (start, end)

@@ -4,8 +4,12 @@ For each version in the range: if the commit has ``cdc`` actions, its changes ar
 exactly the rows of those ``_change_data/`` files; otherwise they are inferred from
 the commit's ``add`` (``insert``) and ``remove`` (``delete``) actions with
 ``dataChange``. Every row gets ``_change_type``, ``_commit_version`` and
-``_commit_timestamp``. Versions written while the feed was off are refused with
-Delta's error rather than answered with wrong rows.
+``_commit_timestamp`` (its in-commit timestamp where the table records them). Versions
+written while the feed was off are refused with Delta's error rather than answered with wrong
+rows; so is a version whose changes are only in deletion vectors (another writer's
+merge-on-read without change files: its changes are the vectors' differences, not computed
+here), naming the version. Tables with column mapping are refused (change files hold physical
+names).
 """
 
 from __future__ import annotations
@@ -45,20 +49,11 @@ def read_changes(spark: SparkSession, table_path: str, start: int, end: int | No
     if snapshot is None:
         raise DeltaError(f"No Delta table at {table_path}")
     snapshot.check_readable()
-    unread = [
-        feature
-        for feature, used in (
-            ("deletionVectors", "deletionVectors" in (snapshot.protocol.reader_features or ())),
-            ("columnMapping", mapping_mode(snapshot.metadata.configuration) != "none"),
-        )
-        if used
-    ]
-    if unread:
-        # Changes inferred from adds and removes need each file's deletion vector at its version,
-        # and change files hold physical column names: this reader reads neither yet.
+    if mapping_mode(snapshot.metadata.configuration) != "none":
+        # Change files hold physical column names: this reader does not map them yet.
         raise UnsupportedTableFeature(
             f"Delta table at {table_path}: the change data feed of a table with the reader feature "
-            f"{' and '.join(repr(f) for f in unread)} is not read by this version. Nothing was read."
+            "'columnMapping' is not read by this version. Nothing was read."
         )
     schema = _feed_schema(snapshot.schema)
     if start > latest:  # nothing committed since: an empty feed, not an error
@@ -100,6 +95,12 @@ def _changes_of(
 ) -> list[DataFrame]:
     stamp = _timestamp(snapshot.table_path, version, actions)
     cdc = [a["cdc"]["path"] for a in actions if "cdc" in a]
+    if not cdc and _changed_by_deletion_vectors(actions):
+        raise UnsupportedTableFeature(
+            f"Delta table at {snapshot.table_path}: version {version} changed rows with deletion vectors "
+            "and recorded no change files; its changes are the differences of the vectors, which this "
+            "version does not compute (reader feature 'deletionVectors'). Nothing was read."
+        )
     groups: list[tuple[list[str], str | None]]
     if cdc:
         groups = [(cdc, None)]
@@ -124,6 +125,16 @@ def _changes_of(
             )
         )
     return frames
+
+
+def _changed_by_deletion_vectors(actions: list[dict[str, Any]]) -> bool:
+    """Whether a commit's data changes are in its file actions' deletion vectors."""
+    return any(
+        a[kind].get("deletionVector") and a[kind].get("dataChange", True)
+        for a in actions
+        for kind in ("add", "remove")
+        if kind in a
+    )
 
 
 def _changed(actions: list[dict[str, Any]], kind: str) -> list[str]:

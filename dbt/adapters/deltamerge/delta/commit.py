@@ -72,6 +72,8 @@ class CommitInfo:
     is_blind_append: bool = False
     # (appId, version) of the application transaction (a dbt model's run) this commit completes.
     txn: tuple[str, int] | None = None
+    # The rows this commit copies or updates keep their stable row ids (``row_ids.py``).
+    row_ids_kept: bool = False
 
     def to_action(
         self,
@@ -218,7 +220,7 @@ def _attempt(
     timestamp = now_ms()
     tags: dict[str, str] = {}
     if stamps.row_tracking:
-        actions, tags = with_row_ids(actions, version, mark)
+        actions, tags = with_row_ids(actions, version, mark, kept=info.row_ids_kept)
     in_commit = (
         in_commit_timestamp(log_dir(table_path), version, timestamp) if stamps.in_commit_timestamps else None
     )

@@ -17,6 +17,7 @@ from dbt.adapters.deltamerge.delta.protocol import (
     PROPERTY_FEATURES,
     Protocol,
 )
+from dbt.adapters.deltamerge.delta.type_widening import type_change_problems
 
 # Features whose presence alone is fine for us, given the metadata checks below. Writers of
 # deletionVectors tables may rewrite files (never writing vectors): removes carry the files'
@@ -87,8 +88,21 @@ KNOWN_FEATURES = frozenset(
 # are replayed by deltalake, which gives every snapshot and each file's deletion vector.
 # Deletion vectors are applied by every read (``read.read_files`` filters the deleted rows; the
 # catalog binding holds the live rows of files that have them); column mapping is read in modes
-# `none` and `name` (``mapping``), not `id`.
-_READABLE_FEATURES = {"timestampNtz", "vacuumProtocolCheck", "v2Checkpoint", "deletionVectors"}
+# `none`, `name` and `id` (``mapping``). Variant columns are Spark 4's VARIANT, read from the
+# parquet layout the protocol gives (struct of `value` and `metadata` binaries) by Spark's own
+# reader; writing them is refused (a writer feature this engine does not list). Type widening:
+# Spark's parquet reader converts every widening the protocol lists (``type_widening``); a
+# recorded change it does not list is refused; writes to such tables are refused.
+_READABLE_FEATURES = {
+    "timestampNtz",
+    "vacuumProtocolCheck",
+    "v2Checkpoint",
+    "deletionVectors",
+    "variantType",
+    "variantType-preview",
+    "typeWidening",
+    "typeWidening-preview",
+}
 
 _ENABLED_BY_OTHERS = {
     "delta.enableDeletionVectors",
@@ -115,8 +129,11 @@ def feature_problems(protocol: Protocol, configuration: Mapping[str, str], schem
     return problems
 
 
-def reader_problems(protocol: Protocol, configuration: Mapping[str, str]) -> list[str]:
-    """Every feature a reader of this table must implement and this engine's reads do not.
+def reader_problems(
+    protocol: Protocol, configuration: Mapping[str, str], schema_string: str = ""
+) -> list[str]:
+    """Every feature a reader of this table must implement and this engine's reads do not (with
+    ``typeWidening``, each recorded type change of ``schema_string`` a read does not support).
 
     >>> reader_problems(Protocol(3, 7, ("deletionVectors",), ("deletionVectors",)), {})
     []
@@ -139,6 +156,8 @@ def reader_problems(protocol: Protocol, configuration: Mapping[str, str]) -> lis
             problems.append(f"reader feature 'columnMapping' (delta.columnMapping.mode={mapping})")
         elif name != "columnMapping":
             problems.append(f"reader feature '{name}'")
+    if features & {"typeWidening", "typeWidening-preview"}:
+        problems.extend(type_change_problems(schema_string))
     return problems
 
 

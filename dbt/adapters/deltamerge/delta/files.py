@@ -80,6 +80,7 @@ def write_data_and_changes(
     *,
     partition_columns: list[str],
     num_indexed_cols: int,
+    unindexed: frozenset[str] = frozenset(),
 ) -> tuple[list[WrittenFile], list[ChangeFile]]:
     """Write rows with a ``_change_type`` column in one Spark job, as Delta's writer does.
 
@@ -94,7 +95,7 @@ def write_data_and_changes(
         crash_point("before_data_files")
         writer.partitionBy(_CDC_PARTITION, *partition_columns).parquet(staging)
         crash_point("after_staging")
-        skip = {*partition_columns, CHANGE_TYPE, _CDC_PARTITION}
+        skip = {*partition_columns, CHANGE_TYPE, _CDC_PARTITION, *unindexed}
         data_schema = T.StructType([f for f in df.schema.fields if f.name not in skip])
         data: list[WrittenFile] = []
         changes: list[ChangeFile] = []
@@ -138,8 +139,10 @@ def write_data_files(
     *,
     partition_columns: list[str],
     num_indexed_cols: int,
+    unindexed: frozenset[str] = frozenset(),
 ) -> list[WrittenFile]:
-    """Write ``df`` (already in table column order and types) as parquet files of the table."""
+    """Write ``df`` (already in table column order and types) as parquet files of the table
+    (``unindexed``: columns not in the schema, such as materialized row ids: no statistics)."""
     staging = os.path.join(table_path, STAGING_DIR, uuid.uuid4().hex)
     writer = df.write.mode("error").option("compression", "snappy")
     if partition_columns:
@@ -148,7 +151,8 @@ def write_data_files(
         crash_point("before_data_files")
         writer.parquet(staging)
         crash_point("after_staging")
-        data_schema = T.StructType([f for f in df.schema.fields if f.name not in set(partition_columns)])
+        skip = {*partition_columns, *unindexed}
+        data_schema = T.StructType([f for f in df.schema.fields if f.name not in skip])
         placed = [
             _place(staging, table_path, rel, partition_columns, data_schema, num_indexed_cols)
             for rel in _staged_files(staging)

@@ -10,6 +10,8 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from dbt.adapters.deltamerge.delta.row_ids import ROW_COMMIT_VERSION_COLUMN, ROW_ID_COLUMN
+
 
 @dataclass(frozen=True)
 class Protocol:
@@ -64,8 +66,7 @@ ENABLED_ON_CREATE = {
     "delta.enableInCommitTimestamps",
     "delta.enableRowTracking",
 }
-ROW_ID_COLUMN = "delta.rowTracking.materializedRowIdColumnName"
-ROW_COMMIT_VERSION_COLUMN = "delta.rowTracking.materializedRowCommitVersionColumnName"
+
 CDF_PROPERTY = "delta.enableChangeDataFeed"
 # Features a legacy writer version implies (Delta protocol, "Table Features").
 _LEGACY_WRITER_FEATURES = {

@@ -17,31 +17,54 @@ from pyspark.sql import types as T
 from dbt.adapters.deltamerge.common.sql import quote_identifier
 from dbt.adapters.deltamerge.delta.mapping import field_id, mapping_mode, physical_name, physical_type
 from dbt.adapters.deltamerge.delta.paths import local_path
+from dbt.adapters.deltamerge.delta.row_ids import (
+    STABLE_COLUMNS,
+    materialized_columns,
+    materialized_fields,
+    stable_columns,
+)
 from dbt.adapters.deltamerge.delta.snapshot import AddFile, Snapshot
 
 
-def read_files(spark: SparkSession, snapshot: Snapshot, files: Sequence[AddFile]) -> DataFrame:
+def read_files(
+    spark: SparkSession, snapshot: Snapshot, files: Sequence[AddFile], *, row_ids: bool = False
+) -> DataFrame:
     """The rows of ``files`` (live files of ``snapshot``) in table column order.
 
     Every read of a table's data files comes here, after the table's reader features are
     checked (``Snapshot.check_readable``): a feature this read does not implement fails naming
-    it, before any row is read.
+    it, before any row is read. ``row_ids``: with each row's stable row id and row commit
+    version (``row_ids.STABLE_ROW_ID`` / ``STABLE_ROW_COMMIT_VERSION``) where the table preserves them.
     """
     snapshot.check_readable()
     schema = snapshot.schema
+    hidden = materialized_columns(snapshot.metadata.configuration) if row_ids else None
     if not files:
-        return spark.createDataFrame([], schema)
+        extra = [T.StructField(n, T.LongType()) for n in STABLE_COLUMNS] if hidden else []
+        return spark.createDataFrame([], T.StructType([*schema.fields, *extra]))
     if mapping_mode(snapshot.metadata.configuration) in ("name", "id"):
-        return _read_mapped(spark, snapshot, files)
-    reader = spark.read.schema(schema)
+        return _read_mapped(spark, snapshot, files, hidden)
+    fields = [*schema.fields, *(materialized_fields(hidden) if hidden else [])]
+    reader = spark.read.schema(T.StructType(fields))
     if snapshot.partition_columns:
         reader = reader.option("basePath", snapshot.table_path)
     paths = [local_path(snapshot.table_path, f.path) for f in files]
     rows = _live(reader.parquet(*paths), paths, files)
-    return rows.select(*[F.col(quote_identifier(f.name)) for f in schema.fields])
+    return rows.select(
+        *[F.col(quote_identifier(f.name)) for f in schema.fields], *_stable(hidden, paths, files)
+    )
 
 
-def _read_mapped(spark: SparkSession, snapshot: Snapshot, files: Sequence[AddFile]) -> DataFrame:
+def _stable(hidden: tuple[str, str] | None, paths: Sequence[str], files: Sequence[AddFile]) -> list[Column]:
+    if hidden is None:
+        return []
+    defaults = [(p, f.base_row_id, f.default_row_commit_version) for p, f in zip(paths, files, strict=True)]
+    return stable_columns(hidden, file_path(), defaults)
+
+
+def _read_mapped(
+    spark: SparkSession, snapshot: Snapshot, files: Sequence[AddFile], hidden: tuple[str, str] | None
+) -> DataFrame:
     """Column mapping: each group of files with one partition's values read by physical names
     (mode ``name``) or parquet field ids (mode ``id``), returned under the schema's names with
     the log's partition values.
@@ -58,10 +81,13 @@ def _read_mapped(spark: SparkSession, snapshot: Snapshot, files: Sequence[AddFil
         spark.conf.set("spark.sql.parquet.fieldId.read.enabled", "true")
     physical = T.StructType(
         [
-            T.StructField(
-                physical_name(f), physical_type(f.dataType, ids=by_id), True, field_id(f) if by_id else {}
-            )
-            for f in data
+            *[
+                T.StructField(
+                    physical_name(f), physical_type(f.dataType, ids=by_id), True, field_id(f) if by_id else {}
+                )
+                for f in data
+            ],
+            *(materialized_fields(hidden) if hidden else []),
         ]
     )
     groups: dict[tuple[tuple[str, str | None], ...], list[AddFile]] = {}
@@ -79,7 +105,8 @@ def _read_mapped(spark: SparkSession, snapshot: Snapshot, files: Sequence[AddFil
                     if f.name in partitions
                     else F.col(quote_identifier(physical_name(f))).cast(f.dataType).alias(f.name)
                     for f in schema.fields
-                ]
+                ],
+                *_stable(hidden, paths, group),
             )
         )
     return reduce(DataFrame.unionAll, frames)

@@ -112,7 +112,7 @@ class Snapshot:
         feed) before it reads: a reader must implement every feature in ``readerFeatures``.
         Deletion vectors are read (``AddFile.deleted_rows``); ``change_feed`` alone refuses them.
         """
-        problems = reader_problems(self.protocol, self.metadata.configuration)
+        problems = reader_problems(self.protocol, self.metadata.configuration, self.metadata.schema_string)
         check_readable(problems, table=self.table_path)
 
     @property

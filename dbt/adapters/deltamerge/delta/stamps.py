@@ -7,8 +7,9 @@ race moves it to the next free version), so ``commit`` applies them per attempt:
   not suspended: every new ``add`` gets ``baseRowId`` above the ``delta.rowTracking`` high-water
   mark (the newest, winners' included) and ``defaultRowCommitVersion`` = the version; the
   commit carries the mark's new ``domainMetadata``. Removes repeat the row id fields of the
-  files' adds (``AddFile.remove_action``). Rows a rewrite copies get fresh row ids (the protocol's
-  "should preserve" is not done: ``delta.rowTracking.preserved`` says so in the commit's tags).
+  files' adds (``AddFile.remove_action``). Rows a rewrite copies or updates keep their stable row
+  ids where the table names materialized columns for them (``row_ids.py``; the commit's tag
+  ``delta.rowTracking.preserved`` says whether they were kept).
 - **In-commit timestamps** (PROTOCOL.md, "In-Commit Timestamps"), when enabled: ``commitInfo``
   (always the first action here) records ``inCommitTimestamp``, the later of now and one
   millisecond after the previous commit's.
@@ -91,12 +92,13 @@ def winner_high_water_mark(actions: Sequence[Mapping[str, Any]]) -> int:
 
 
 def with_row_ids(
-    actions: Sequence[dict[str, Any]], version: int, high_water_mark: int
+    actions: Sequence[dict[str, Any]], version: int, high_water_mark: int, *, kept: bool = False
 ) -> tuple[list[dict[str, Any]], dict[str, str]]:
     """``actions`` with fresh row ids and commit versions on new adds, and the mark's domain action.
 
-    Returns the actions and the ``commitInfo`` tags: ``delta.rowTracking.preserved`` is true only
-    when no row was copied or updated (a commit that removes files and adds others rewrote rows).
+    Returns the actions and the ``commitInfo`` tags: ``delta.rowTracking.preserved`` is true when
+    no row was copied or updated (a commit that removes files and adds others rewrote rows), or
+    when the rewrite ``kept`` their stable row ids (materialized, ``row_ids.py``).
 
     >>> acts, tags = with_row_ids([{"add": {"path": "a", "stats": '{"numRecords": 3}'}}], 5, 9)
     >>> add, domain = acts[0]["add"], acts[1]["domainMetadata"]
@@ -128,7 +130,7 @@ def with_row_ids(
             }
         )
     rewrote = any("remove" in a for a in actions) and any("add" in a for a in actions)
-    return stamped, {PRESERVED_TAG: "false" if rewrote else "true"}
+    return stamped, {PRESERVED_TAG: "false" if rewrote and not kept else "true"}
 
 
 def in_commit_timestamp(log: str, version: int, now: int) -> int:

@@ -60,6 +60,10 @@ from dbt.adapters.deltamerge.delta.protocol import (
     with_row_tracking_columns,
 )
 from dbt.adapters.deltamerge.delta.read import read_files
+from dbt.adapters.deltamerge.delta.row_ids import (
+    STABLE_COLUMNS,
+    materialized_columns,
+)
 from dbt.adapters.deltamerge.delta.schema import (
     find_field,
     required_features,
@@ -265,8 +269,10 @@ def write_files(
     """``df`` (in the table's column order) as data files; ``schema`` (the table's, with column
     mapping metadata) is needed when the table maps columns: files hold physical names."""
     num_indexed = int(configuration.get("delta.dataSkippingNumIndexedCols", DEFAULT_NUM_INDEXED_COLS))
-    df, partition_columns = _as_stored(df, partition_columns, configuration, schema)
-    return write_data_files(df, table_path, partition_columns=partition_columns, num_indexed_cols=num_indexed)
+    df, partition_columns, unindexed = _as_stored(df, partition_columns, configuration, schema)
+    return write_data_files(
+        df, table_path, partition_columns=partition_columns, num_indexed_cols=num_indexed, unindexed=unindexed
+    )
 
 
 def write_files_and_changes(
@@ -278,23 +284,37 @@ def write_files_and_changes(
 ) -> tuple[list[WrittenFile], list[ChangeFile]]:
     """Rows with ``_change_type``: data files for null, change data files for the rest."""
     num_indexed = int(configuration.get("delta.dataSkippingNumIndexedCols", DEFAULT_NUM_INDEXED_COLS))
-    df, partition_columns = _as_stored(df, partition_columns, configuration, schema)
+    df, partition_columns, unindexed = _as_stored(df, partition_columns, configuration, schema)
     return write_data_and_changes(
-        df, table_path, partition_columns=partition_columns, num_indexed_cols=num_indexed
+        df, table_path, partition_columns=partition_columns, num_indexed_cols=num_indexed, unindexed=unindexed
     )
 
 
 def _as_stored(
     df: DataFrame, partition_columns: list[str], configuration: Mapping[str, str], schema: T.StructType | None
-) -> tuple[DataFrame, list[str]]:
-    """``df`` and the partition columns as data files hold them: physical names with column mapping."""
+) -> tuple[DataFrame, list[str], frozenset[str]]:
+    """``df`` and the partition columns as data files hold them, and the columns without
+    statistics: physical names with column mapping; stable row ids (``STABLE_ROW_ID``, ...) in the
+    materialized columns of a table that preserves them, dropped otherwise."""
+    hidden = materialized_columns(configuration)
+    stable = [
+        F.col(internal).alias(stored)
+        for internal, stored in zip(STABLE_COLUMNS, hidden or (), strict=False)
+        if internal in df.columns
+    ]
+    unindexed = frozenset(hidden or ())
     if mapping_mode(configuration) == "none":
-        return df, partition_columns
+        kept = [F.col(quote_identifier(c)) for c in df.columns if c not in STABLE_COLUMNS]
+        return df.select(*kept, *stable), partition_columns, unindexed
     if schema is None:
         raise DeltaError("a write to a table with column mapping needs the table's schema (a bug)")
     extra = [F.col(quote_identifier(c)) for c in df.columns if c == CHANGE_TYPE]
     names = physical_names(schema)
-    return df.select(*physical_columns(schema), *extra), [names[c] for c in partition_columns]
+    return (
+        df.select(*physical_columns(schema), *extra, *stable),
+        [names[c] for c in partition_columns],
+        unindexed,
+    )
 
 
 def _commit(

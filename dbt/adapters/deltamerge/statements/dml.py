@@ -31,6 +31,12 @@ from dbt.adapters.deltamerge.delta.metrics import dml_metrics, execution_time
 from dbt.adapters.deltamerge.delta.paths import local_path, table_path_of
 from dbt.adapters.deltamerge.delta.protocol import change_data_feed_enabled
 from dbt.adapters.deltamerge.delta.read import read_files
+from dbt.adapters.deltamerge.delta.row_ids import (
+    STABLE_COLUMNS,
+    STABLE_ROW_COMMIT_VERSION,
+    STABLE_ROW_ID,
+    materialized_columns,
+)
 from dbt.adapters.deltamerge.delta.schema import find_field
 from dbt.adapters.deltamerge.delta.snapshot import AddFile, Snapshot
 from dbt.adapters.deltamerge.delta.transaction import WriteResult, commit_files
@@ -78,13 +84,15 @@ def delete_rows(
     written: list[WrittenFile] = []
     changes: list[ChangeFile] = []
     if partial:
-        rows = _aliased(read_files(spark, snapshot, [c.file for c in partial]), alias)
+        rows = _aliased(read_files(spark, snapshot, [c.file for c in partial], row_ids=True), alias)
         hit = _holds(selected)
         if feed:
-            frame = rows.select(*_columns(snapshot), F.when(hit, F.lit("delete")).alias(CHANGE_TYPE))
+            change = F.when(hit, F.lit("delete")).alias(CHANGE_TYPE)
+            frame = rows.select(*_columns(snapshot), *_row_ids(rows), change)
             written, changes = write_files_and_changes(frame, *_layout(snapshot))
         else:
-            written = write_files(rows.where(~hit).select(*_columns(snapshot)), *_layout(snapshot))
+            kept = rows.where(~hit).select(*_columns(snapshot), *_row_ids(rows))
+            written = write_files(kept, *_layout(snapshot))
     removed = [c.file for c in counts]
     metrics = dml_metrics(
         removed=removed,
@@ -118,7 +126,7 @@ def update_rows(
     written: list[WrittenFile] = []
     changes: list[ChangeFile] = []
     if counts:
-        rows = _aliased(read_files(spark, snapshot, [c.file for c in counts]), alias)
+        rows = _aliased(read_files(spark, snapshot, [c.file for c in counts], row_ids=True), alias)
         hit = _holds(selected)
         new = [
             F.when(hit, store_assigned(values[f.name.lower()], f, table))
@@ -128,16 +136,18 @@ def update_rows(
             else F.col(quote_identifier(f.name))
             for f in snapshot.schema.fields
         ]
+        ids = _row_ids(rows, updated=hit)
         if change_data_feed_enabled(snapshot.metadata.configuration):
             flagged = rows.withColumn(_SELECTED, hit)
-            data = flagged.select(*new, F.lit(None).cast("string").alias(CHANGE_TYPE))
+            data = flagged.select(*new, *ids, F.lit(None).cast("string").alias(CHANGE_TYPE))
             updated = flagged.where(F.col(_SELECTED))
-            before = updated.select(*_columns(snapshot), F.lit("update_preimage").alias(CHANGE_TYPE))
-            after = updated.select(*new, F.lit("update_postimage").alias(CHANGE_TYPE))
+            none = _no_row_ids(ids)
+            before = updated.select(*_columns(snapshot), *none, F.lit("update_preimage").alias(CHANGE_TYPE))
+            after = updated.select(*new, *none, F.lit("update_postimage").alias(CHANGE_TYPE))
             frame = data.unionByName(before).unionByName(after)
             written, changes = write_files_and_changes(frame, *_layout(snapshot))
         else:
-            written = write_files(rows.select(*new), *_layout(snapshot))
+            written = write_files(rows.select(*new, *ids), *_layout(snapshot))
     removed = [c.file for c in counts]
     metrics = dml_metrics(
         removed=removed,
@@ -200,6 +210,22 @@ def _candidates(
     return counts, int((time.monotonic() - started) * 1000), read
 
 
+def _row_ids(rows: DataFrame, updated: Column | None = None) -> list[Column]:
+    """The stable row ids ``rows`` carry (``read_files(..., row_ids=True)`` of a table that keeps
+    them), kept; an updated row's commit version is the commit's own (null)."""
+    if STABLE_ROW_ID not in rows.columns:
+        return []
+    version = F.col(STABLE_ROW_COMMIT_VERSION)
+    if updated is not None:
+        version = F.when(updated, F.lit(None).cast("long")).otherwise(version)
+    return [F.col(STABLE_ROW_ID), version.alias(STABLE_ROW_COMMIT_VERSION)]
+
+
+def _no_row_ids(ids: list[Column]) -> list[Column]:
+    """Nulls in place of ``ids``, for change rows (the change feed has no row ids)."""
+    return [F.lit(None).cast("long").alias(n) for n in STABLE_COLUMNS] if ids else []
+
+
 def _aliased(df: DataFrame, alias: str | None) -> DataFrame:
     return df.alias(alias) if alias else df
 
@@ -237,7 +263,10 @@ def _commit(
     metrics.update(execution_time(int((time.monotonic() - started) * 1000)))
     if read is None:
         read = ReadSet(files_read=frozenset(f.path for f in snapshot.files))
-    info = CommitInfo(operation, {"predicate": [condition] if condition else []}, metrics)
+    preserved = materialized_columns(snapshot.metadata.configuration) is not None
+    info = CommitInfo(
+        operation, {"predicate": [condition] if condition else []}, metrics, row_ids_kept=preserved
+    )
     return commit_files(
         snapshot.table_path,
         snapshot,

@@ -32,29 +32,35 @@ def output_with_changes(
     schema: T.StructType,
     codes: dict[str, list[str]],
     what: str,
+    row_ids: Sequence[tuple[str, str]] = (),
 ) -> DataFrame:
-    """The table's new rows and the change rows, as one DataFrame with ``_change_type``."""
+    """The table's new rows and the change rows, as one DataFrame with ``_change_type``
+    (``row_ids``: the stable row ids the new rows keep; change rows have none)."""
     from dbt.adapters.deltamerge.common.sql import qualified
 
     flat = rows.where(F.col(ACTION) != DROP).select(
         F.col(ACTION),
         *[F.expr(sql).alias(column) for column, sql in outputs],
         *[F.col(qualified(target_alias, f.name)).alias(f"{_OLD}{i}") for i, f in enumerate(schema.fields)],
+        *[F.expr(sql).alias(column) for column, sql in row_ids],
     )
     new_values = aligned_columns(
         T.StructType(flat.schema.fields[1 : 1 + len(outputs)]), schema, what=what, store_assignment=True
     )
     old_values = [F.col(f"{_OLD}{i}").alias(f.name) for i, f in enumerate(schema.fields)]
+    ids = [F.col(column) for column, _ in row_ids]
+    none = [F.lit(None).cast("long").alias(column) for column, _ in row_ids]
     updates = codes["matched_updated"] + codes["not_matched_by_source_updated"]
     deletes = codes["matched_deleted"] + codes["not_matched_by_source_deleted"]
-    main = _image(new_values, None)
+    main = _image([*new_values, *ids], None)
+    pre, post = (
+        _image([*old_values, *none], "update_preimage"),
+        _image([*new_values, *none], "update_postimage"),
+    )
     entries = (
-        F.when(
-            _is(updates),
-            F.array(main, _image(old_values, "update_preimage"), _image(new_values, "update_postimage")),
-        )
-        .when(_is(deletes), F.array(_image(old_values, "delete")))
-        .when(_is(codes["inserted"]), F.array(main, _image(new_values, "insert")))
+        F.when(_is(updates), F.array(main, pre, post))
+        .when(_is(deletes), F.array(_image([*old_values, *none], "delete")))
+        .when(_is(codes["inserted"]), F.array(main, _image([*new_values, *none], "insert")))
         .otherwise(F.array(main))
     )
     return flat.select(F.explode(entries).alias("_row")).select("_row.*")

@@ -12,9 +12,12 @@ from dataclasses import dataclass, field
 
 from pyspark.sql import Column, DataFrame, Observation
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
 
-from dbt.adapters.deltamerge.delta.align import align_to_schema
+from dbt.adapters.deltamerge.common.sql import qualified, quote_identifier
+from dbt.adapters.deltamerge.delta.align import aligned_columns
 from dbt.adapters.deltamerge.delta.files import ChangeFile, WrittenFile
+from dbt.adapters.deltamerge.delta.row_ids import STABLE_ROW_COMMIT_VERSION, STABLE_ROW_ID
 from dbt.adapters.deltamerge.delta.snapshot import AddFile
 from dbt.adapters.deltamerge.delta.write import write_files, write_files_and_changes
 from dbt.adapters.deltamerge.merge.counts import MergeCounts
@@ -61,6 +64,16 @@ def counted_output_rows(run: MergeRun, rows: DataFrame) -> tuple[DataFrame, Merg
     return computed, MergeCounts.from_observed(counted)
 
 
+def row_id_outputs(target_alias: str) -> list[tuple[str, str]]:
+    """``(column, SQL)`` of the stable row ids a rewrite keeps (``row_ids.py``): every target row
+    keeps its id; a copied one its commit version too (an updated one gets the commit's, null)."""
+    version = qualified(target_alias, STABLE_ROW_COMMIT_VERSION)
+    return [
+        (STABLE_ROW_ID, qualified(target_alias, STABLE_ROW_ID)),
+        (STABLE_ROW_COMMIT_VERSION, f"CASE WHEN {quote_identifier(ACTION)} = '{COPY}' THEN {version} END"),
+    ]
+
+
 def _count_expressions(codes: dict[str, list[str]]) -> list[Column]:
     counts = [F.sum(F.col(ACTION).isin(*v).cast("long")).alias(k) for k, v in codes.items() if v]
     return [*counts, F.sum((F.col(ACTION) == COPY).cast("long")).alias("copied")]
@@ -78,6 +91,7 @@ def write_output_rows(
     observation = Observation("merge")
     observed = rows.observe(observation, *_count_expressions(codes))
     outputs = output_expressions(run.merge, run.spec.target_alias, copy=copy)
+    kept_ids = row_id_outputs(run.spec.target_alias) if copy and STABLE_ROW_ID in rows.columns else []
     what = f"merge of model '{run.spec.model}'"
     table = run.snapshot
     if changes and not dry_run:
@@ -88,15 +102,20 @@ def write_output_rows(
             schema=table.schema,
             codes=codes,
             what=what,
+            row_ids=kept_ids,
         )
         written, change_files = write_files_and_changes(
             frame, table.table_path, table.partition_columns, table.metadata.configuration, table.schema
         )
         return MergeOutput(written, change_files, MergeCounts.from_observed(observation.get))
     dropped = [DROP, *codes["matched_deleted"], *codes["not_matched_by_source_deleted"]]
-    kept = observed.where(~F.col(ACTION).isin(*dropped)).select(*[F.expr(sql).alias(c) for c, sql in outputs])
+    kept = observed.where(~F.col(ACTION).isin(*dropped)).select(
+        *[F.expr(sql).alias(c) for c, sql in [*outputs, *kept_ids]]
+    )
     # A clause's expression must fit its column's type, or the file would contradict the schema.
-    kept = align_to_schema(kept, table.schema, what=what, store_assignment=True)
+    values = T.StructType(kept.schema.fields[: len(outputs)])
+    aligned = aligned_columns(values, table.schema, what=what, store_assignment=True)
+    kept = kept.select(*aligned, *[F.col(c) for c, _ in kept_ids])
     if dry_run:
         kept.write.format("noop").mode("overwrite").save()
         return MergeOutput(counts=MergeCounts.from_observed(observation.get))
