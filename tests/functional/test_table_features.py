@@ -158,11 +158,10 @@ def test_the_engine_s_reads_apply_deletion_vectors_and_mapped_names(spark, tmp_p
     assert not any(all(v is None for v in row) for row in rows)  # a mapped column read by its name is null
 
 
-@pytest.mark.parametrize("name", ["table-with-dv-small", "table_with_column_mapping"])
-def test_the_change_feed_refuses_what_it_does_not_read(spark, tmp_path, name):
-    path = _copy(name, tmp_path)
+def test_the_change_feed_refuses_a_column_mapped_table(spark, tmp_path):
+    path = _copy("table_with_column_mapping", tmp_path)
     before = _listing(path)
-    with pytest.raises(UnsupportedTableFeature, match=r"change data feed .*(deletionVectors|columnMapping)"):
+    with pytest.raises(UnsupportedTableFeature, match=r"change data feed .*columnMapping"):
         read_changes(spark, path, 0)
     assert _listing(path) == before
 
@@ -683,7 +682,7 @@ def test_type_widening_reads_old_files_as_the_wider_type_and_refuses_what_it_doe
         (4294967297, 1.5),
         (4294967298, 2.5),
     ]
-    with pytest.raises(Exception, match=r"writer feature 'typeWidening'"):
+    with pytest.raises(Exception, match=r"cannot write yet: reader feature 'typeWidening'"):
         project.run_sql(f"delete from {name} where id = 1")  # reads only
     unsupported = _widened(tmp_path, ("string", "long"))
     with pytest.raises(UnsupportedTableFeature, match=r"type change of `id` from string to long"):

@@ -18,6 +18,7 @@ from dbt.adapters.deltamerge.delta.conflicts import ReadSet
 from dbt.adapters.deltamerge.delta.definition import definition_actions, with_transaction_retention
 from dbt.adapters.deltamerge.delta.metrics import merge_file_metrics, merge_metrics, timing_metrics
 from dbt.adapters.deltamerge.delta.paths import local_path
+from dbt.adapters.deltamerge.delta.row_ids import materialized_columns
 from dbt.adapters.deltamerge.delta.snapshot import Snapshot
 from dbt.adapters.deltamerge.delta.transaction import WriteResult, commit_files
 from dbt.adapters.deltamerge.merge.clauses import MergeClause
@@ -49,7 +50,13 @@ def commit_merge(
     return commit_files(
         target.table_path,
         target,
-        CommitInfo("MERGE", merge_parameters(plan.spec), dict(metrics), txn=txn),
+        CommitInfo(
+            "MERGE",
+            merge_parameters(plan.spec),
+            dict(metrics),
+            txn=txn,
+            row_ids_kept=materialized_columns(target.metadata.configuration) is not None,
+        ),
         leading,
         out.written,
         executed.removed,
