@@ -200,27 +200,19 @@ def test_the_binding_holds_a_copy_of_the_live_rows_of_each_file_with_a_deletion_
 # rows before (delta-rs's DataFusion SQL on the version before): `key` unique; a MERGE whose source
 # is the table itself, keys of rows where `shift` holds moved to `new_key` (inserted), others
 # matched: deleted where `gone` holds, else `column` set to `value`.
+SMALL = {
+    "key": "value",
+    "shift": "value % 4 = 1",
+    "new_key": "value + 1000",
+    "gone": "value % 3 = 0",
+    "column": "value",
+    "value": "value + 100",
+    "delete": "value < 2",
+    "update": "value > 6",
+}
 WRITES: dict[str, dict[str, str]] = {
-    "table-without-dv-small": {
-        "key": "value",
-        "shift": "value % 4 = 1",
-        "new_key": "value + 1000",
-        "gone": "value % 3 = 0",
-        "column": "value",
-        "value": "value + 100",
-        "delete": "value < 2",
-        "update": "value > 6",
-    },
-    "table-with-dv-small": {
-        "key": "value",
-        "shift": "value % 4 = 1",
-        "new_key": "value + 1000",
-        "gone": "value % 3 = 0",
-        "column": "value",
-        "value": "value + 100",
-        "delete": "value < 2",
-        "update": "value > 6",
-    },
+    "table-without-dv-small": SMALL,
+    "table-with-dv-small": SMALL,  # the same ten values, two of them deleted by a vector
     "table_with_deletion_logs": {
         "key": "id",
         "shift": "id % 7 = 0",
