@@ -77,7 +77,7 @@ def _step(spark, rng: random.Random, path: str, model: Model, op: str) -> None:
         model.rows.update({r["id"]: r for r in rows})
     elif op == "append":
         rows = _new_rows(rng, model, rng.randint(1, 5))
-        frame = spark.createDataFrame(_arrow(model, rows).to_pandas())
+        frame = spark.createDataFrame(_arrow(model, rows))  # arrow types kept (pandas makes ints float)
         write_dataframe(spark, frame, WriteRequest(path, "append"))
         model.rows.update({r["id"]: r for r in rows})
     elif op == "delete":
@@ -112,7 +112,7 @@ def test_delta_rs_and_this_engine_write_a_column_mapped_table_in_turn(spark, tmp
     if seed % 2:  # this engine creates it: with row tracking and in-commit timestamps too
         properties = {"delta.columnMapping.mode": mode, "delta.enableRowTracking": "true"}
         properties["delta.enableInCommitTimestamps"] = "true"
-        frame = spark.createDataFrame(_arrow(model, list(model.rows.values())).to_pandas())
+        frame = spark.createDataFrame(_arrow(model, list(model.rows.values())))
         write_dataframe(spark, frame, WriteRequest(path, "create_or_replace", properties=properties))
     else:
         rows = list(model.rows.values())

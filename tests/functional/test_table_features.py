@@ -200,27 +200,19 @@ def test_the_binding_holds_a_copy_of_the_live_rows_of_each_file_with_a_deletion_
 # rows before (delta-rs's DataFusion SQL on the version before): `key` unique; a MERGE whose source
 # is the table itself, keys of rows where `shift` holds moved to `new_key` (inserted), others
 # matched: deleted where `gone` holds, else `column` set to `value`.
+SMALL = {
+    "key": "value",
+    "shift": "value % 4 = 1",
+    "new_key": "value + 1000",
+    "gone": "value % 3 = 0",
+    "column": "value",
+    "value": "value + 100",
+    "delete": "value < 2",
+    "update": "value > 6",
+}
 WRITES: dict[str, dict[str, str]] = {
-    "table-without-dv-small": {
-        "key": "value",
-        "shift": "value % 4 = 1",
-        "new_key": "value + 1000",
-        "gone": "value % 3 = 0",
-        "column": "value",
-        "value": "value + 100",
-        "delete": "value < 2",
-        "update": "value > 6",
-    },
-    "table-with-dv-small": {
-        "key": "value",
-        "shift": "value % 4 = 1",
-        "new_key": "value + 1000",
-        "gone": "value % 3 = 0",
-        "column": "value",
-        "value": "value + 100",
-        "delete": "value < 2",
-        "update": "value > 6",
-    },
+    "table-without-dv-small": SMALL,
+    "table-with-dv-small": SMALL,  # the same ten values, two of them deleted by a vector
     "table_with_deletion_logs": {
         "key": "id",
         "shift": "id % 7 = 0",
@@ -760,3 +752,42 @@ def test_the_change_feed_of_a_table_with_deletion_vectors_reads_versions_with_ch
         reference = pa.table(DeltaTable(path).load_cdf(starting_version=start, ending_version=end).read_all())
         theirs = reference.drop_columns(["_commit_timestamp"]).to_pylist()
         assert _sorted(ours) == _sorted(tuple(r.values()) for r in theirs), (start, end)
+
+
+def test_a_table_with_variant_columns_takes_delete_update_and_merge_written_unshredded(project, tmp_path):
+    path = _copy("spark-variant-checkpoint", tmp_path)
+    name = f"{project.test_schema}.variants"
+    project.run_sql(f"create table {name} using delta location '{path}'")
+    protocol = DeltaTable(path).protocol()
+
+    def rows() -> list[dict[str, Any]]:
+        return pa.table(
+            QueryBuilder().register("t", DeltaTable(path)).execute("select * from t").read_all()
+        ).to_pylist()
+
+    expected = [r for r in rows() if r["id"] >= 10]
+    project.run_sql(f"delete from {name} where id < 10")
+    assert _reference(path) == _sorted(tuple(r.values()) for r in expected)
+    expected = [{**r, "id": r["id"] + 1000} if 20 <= r["id"] <= 30 else r for r in expected]
+    project.run_sql(f"update {name} set id = id + 1000 where id between 20 and 30")
+    assert _reference(path) == _sorted(tuple(r.values()) for r in expected)
+    source = "select 99999 as id, parse_json('{\"k\": 1}') as v"
+    project.run_sql(
+        f"merge into {name} t using ({source}) s on t.id = s.id "
+        "when not matched then insert (id, v) values (s.id, s.v)"
+    )
+    assert len(rows()) == len(expected) + 1
+    shown = project.run_sql(f"select to_json(v) from {name} where id = 99999", fetch="all")
+    assert [tuple(r) for r in shown] == [('{"k":1}',)]
+    assert DeltaTable(path).protocol() == protocol
+    # Without variantShredding, variants are written as the struct of `metadata` and `value`.
+    ours = [
+        a["add"]["path"]
+        for v in range(3, DeltaTable(path).version() + 1)
+        for a in _log(path, v)
+        if "add" in a
+    ]
+    assert ours
+    for file in ours:
+        variant = pa.parquet.read_schema(Path(path) / file).field("v").type
+        assert sorted(variant.field(i).name for i in range(variant.num_fields)) == ["metadata", "value"]

@@ -31,6 +31,8 @@ _READER_FEATURES_OK = {
     "deletionVectors",
     "v2Checkpoint",
     "columnMapping",
+    "variantType",
+    "variantType-preview",
 }
 _WRITER_FEATURES_OK = {
     "appendOnly",
@@ -49,6 +51,8 @@ _WRITER_FEATURES_OK = {
     "v2Checkpoint",
     "clustering",
     "liquid",
+    "variantType",
+    "variantType-preview",
 }
 # Every table feature of PROTOCOL.md (and its preview names): one a table lists outside this set
 # is made up or newer than this engine, and refused by name.
@@ -90,7 +94,7 @@ KNOWN_FEATURES = frozenset(
 # catalog binding holds the live rows of files that have them); column mapping is read in modes
 # `none`, `name` and `id` (``mapping``). Variant columns are Spark 4's VARIANT, read from the
 # parquet layout the protocol gives (struct of `value` and `metadata` binaries) by Spark's own
-# reader; writing them is refused (a writer feature this engine does not list). Type widening:
+# reader, and written unshredded as the protocol asks without ``variantShredding`` (``write``). Type widening:
 # Spark's parquet reader converts every widening the protocol lists (``type_widening``); a
 # recorded change it does not list is refused; writes to such tables are refused.
 _READABLE_FEATURES = {

@@ -47,7 +47,14 @@ class Protocol:
 
 
 # Features that are reader and writer features (the others are writer features only).
-_READER_WRITER = {"timestampNtz", "deletionVectors", "columnMapping", "v2Checkpoint", "vacuumProtocolCheck"}
+_READER_WRITER = {
+    "timestampNtz",
+    "deletionVectors",
+    "columnMapping",
+    "v2Checkpoint",
+    "vacuumProtocolCheck",
+    "variantType",
+}
 
 PROPERTY_FEATURES = {
     "delta.enableDeletionVectors": "deletionVectors",

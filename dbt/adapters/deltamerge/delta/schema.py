@@ -37,6 +37,7 @@ _ATOMIC = (
     T.TimestampNTZType,
     T.CharType,
     T.VarcharType,
+    T.VariantType,
 )
 
 
@@ -159,10 +160,16 @@ def schema_from_json(schema_string: str) -> T.StructType:
 
 
 def required_features(schema: T.StructType) -> set[str]:
-    """Delta table features a table with this schema must declare."""
-    if any(isinstance(t, T.TimestampNTZType) for _, t in iter_fields(schema)):
-        return {"timestampNtz"}
-    return set()
+    """Delta table features a table with this schema must declare.
+
+    >>> sorted(required_features(T.StructType([T.StructField("v", T.ArrayType(T.VariantType()))])))
+    ['variantType']
+    """
+    types = [t for _, t in iter_fields(schema)]
+    features = {"timestampNtz"} if any(isinstance(t, T.TimestampNTZType) for t in types) else set()
+    if any(isinstance(t, T.VariantType) for t in types):
+        features.add("variantType")
+    return features
 
 
 def find_field(schema: T.StructType, name: str) -> T.StructField | None:

@@ -30,7 +30,8 @@ _MAX_CHAR = 0x10FFFF
 def indexed_leaves(
     schema: T.StructType, num_indexed_cols: int = DEFAULT_NUM_INDEXED_COLS
 ) -> list[tuple[tuple[str, ...], T.DataType]]:
-    """Leaf columns that get statistics: structs are descended, arrays and maps are not.
+    """Leaf columns that get statistics: structs are descended, arrays, maps and variants are not
+    (a variant's min / max need variant shredding; its parquet leaves are not the column's values).
 
     >>> a = T.StructField("a", T.IntegerType())
     >>> b = T.StructField("b", T.ArrayType(T.IntegerType()))
@@ -40,7 +41,7 @@ def indexed_leaves(
     leaves = list(_leaves(schema, ()))
     if num_indexed_cols >= 0:
         leaves = leaves[:num_indexed_cols]
-    return [(path, t) for path, t in leaves if not isinstance(t, (T.ArrayType, T.MapType))]
+    return [(path, t) for path, t in leaves if not isinstance(t, (T.ArrayType, T.MapType, T.VariantType))]
 
 
 def _leaves(dtype: T.StructType, prefix: tuple[str, ...]) -> Iterator[tuple[tuple[str, ...], T.DataType]]:

@@ -66,6 +66,7 @@ from dbt.adapters.deltamerge.delta.row_ids import (
 )
 from dbt.adapters.deltamerge.delta.schema import (
     find_field,
+    iter_fields,
     required_features,
     schema_to_json,
     to_delta_schema,
@@ -270,6 +271,7 @@ def write_files(
     mapping metadata) is needed when the table maps columns: files hold physical names."""
     num_indexed = int(configuration.get("delta.dataSkippingNumIndexedCols", DEFAULT_NUM_INDEXED_COLS))
     df, partition_columns, unindexed = _as_stored(df, partition_columns, configuration, schema)
+    _unshredded_variants(df)
     return write_data_files(
         df, table_path, partition_columns=partition_columns, num_indexed_cols=num_indexed, unindexed=unindexed
     )
@@ -285,9 +287,17 @@ def write_files_and_changes(
     """Rows with ``_change_type``: data files for null, change data files for the rest."""
     num_indexed = int(configuration.get("delta.dataSkippingNumIndexedCols", DEFAULT_NUM_INDEXED_COLS))
     df, partition_columns, unindexed = _as_stored(df, partition_columns, configuration, schema)
+    _unshredded_variants(df)
     return write_data_and_changes(
         df, table_path, partition_columns=partition_columns, num_indexed_cols=num_indexed, unindexed=unindexed
     )
+
+
+def _unshredded_variants(df: DataFrame) -> None:
+    """Have Spark write variant columns unshredded (a struct of ``value`` and ``metadata``), as
+    PROTOCOL.md asks of a table without ``variantShredding`` (Spark 4.1+ shreds by default)."""
+    if any(isinstance(t, T.VariantType) for _, t in iter_fields(df.schema)):
+        df.sparkSession.conf.set("spark.sql.variant.writeShredding.enabled", "false")
 
 
 def _as_stored(
@@ -340,7 +350,7 @@ def _resolve_partition_columns(schema: T.StructType, requested: tuple[str, ...])
         found = find_field(schema, name)
         if found is None:
             problems.append(f"partition column `{name}` is not a column of the data")
-        elif isinstance(found.dataType, (T.StructType, T.ArrayType, T.MapType, T.BinaryType)):
+        elif isinstance(found.dataType, (T.StructType, T.ArrayType, T.MapType, T.BinaryType, T.VariantType)):
             problems.append(
                 f"partition column `{name}` has type {found.dataType.simpleString()}, which cannot partition"
             )
