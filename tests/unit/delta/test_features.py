@@ -28,7 +28,12 @@ def test_plain_tables_are_writable():
 @pytest.mark.parametrize(
     ("protocol", "configuration", "schema", "named"),
     [
-        (Protocol(3, 7, ("variantType",), ("variantType",)), {}, "", "variantType"),
+        (
+            Protocol(3, 7, ("variantShredding-preview",), ("variantShredding-preview",)),
+            {},
+            "",
+            "variantShredding",
+        ),
         (Protocol(1, 7, None, ("icebergCompatV2",)), {}, "", "icebergCompatV2"),
         (Protocol(3, 7, ("typeWidening",), ("typeWidening",)), {}, "", "typeWidening"),
         (Protocol(1, 7, None, ("madeUpFeature",)), {}, "", "madeUpFeature"),

@@ -71,3 +71,16 @@ def test_truncate():
 def test_unsupported_forms_say_what_is_not_supported():
     with pytest.raises(StatementParseError, match="PARTITION"):
         parse_dml("truncate table t partition (p = 1)")
+
+
+def test_spark_4_functions_sqlglot_s_spark_generator_drops_are_kept():
+    # sqlglot's Spark generator turns parse_json(x) into x: a string where the user made a VARIANT.
+    from dbt.adapters.deltamerge.statements.parse import parse_write_statement
+
+    statement = parse_write_statement(
+        "merge into t using (select 1 as id, parse_json('{\"k\": 1}') as v) s on t.id = s.id "
+        "when not matched then insert *"
+    )
+    assert "PARSE_JSON('{\"k\": 1}') AS v" in statement.source_query  # type: ignore[union-attr]
+    update = parse_write_statement("update t set v = parse_json(j) where id = 1")
+    assert update.assignments == (("v", "PARSE_JSON(j)"),)  # type: ignore[union-attr]

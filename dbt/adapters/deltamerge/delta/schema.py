@@ -160,16 +160,35 @@ def schema_from_json(schema_string: str) -> T.StructType:
 
 
 def required_features(schema: T.StructType) -> set[str]:
-    """Delta table features a table with this schema must declare.
+    """Delta table features a table with this schema must declare (nested types too).
 
     >>> sorted(required_features(T.StructType([T.StructField("v", T.ArrayType(T.VariantType()))])))
     ['variantType']
+    >>> ntz = T.MapType(T.StringType(), T.TimestampNTZType())
+    >>> sorted(required_features(T.StructType([T.StructField("m", ntz)])))
+    ['timestampNtz']
     """
-    types = [t for _, t in iter_fields(schema)]
-    features = {"timestampNtz"} if any(isinstance(t, T.TimestampNTZType) for t in types) else set()
-    if any(isinstance(t, T.VariantType) for t in types):
+    features = {"timestampNtz"} if contains_type(schema, T.TimestampNTZType) else set()
+    if contains_type(schema, T.VariantType):
         features.add("variantType")
     return features
+
+
+def contains_type(dtype: T.DataType, kind: type[T.DataType]) -> bool:
+    """Whether ``dtype`` is or holds (in a struct, array or map, at any depth) a ``kind``."""
+    return any(isinstance(t, kind) for t in _all_types(dtype))
+
+
+def _all_types(dtype: T.DataType) -> Iterator[T.DataType]:
+    yield dtype
+    if isinstance(dtype, T.StructType):
+        for field in dtype.fields:
+            yield from _all_types(field.dataType)
+    elif isinstance(dtype, T.ArrayType):
+        yield from _all_types(dtype.elementType)
+    elif isinstance(dtype, T.MapType):
+        yield from _all_types(dtype.keyType)
+        yield from _all_types(dtype.valueType)
 
 
 def find_field(schema: T.StructType, name: str) -> T.StructField | None:

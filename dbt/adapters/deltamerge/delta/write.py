@@ -65,8 +65,8 @@ from dbt.adapters.deltamerge.delta.row_ids import (
     materialized_columns,
 )
 from dbt.adapters.deltamerge.delta.schema import (
+    contains_type,
     find_field,
-    iter_fields,
     required_features,
     schema_to_json,
     to_delta_schema,
@@ -296,7 +296,7 @@ def write_files_and_changes(
 def _unshredded_variants(df: DataFrame) -> None:
     """Have Spark write variant columns unshredded (a struct of ``value`` and ``metadata``), as
     PROTOCOL.md asks of a table without ``variantShredding`` (Spark 4.1+ shreds by default)."""
-    if any(isinstance(t, T.VariantType) for _, t in iter_fields(df.schema)):
+    if contains_type(df.schema, T.VariantType):
         df.sparkSession.conf.set("spark.sql.variant.writeShredding.enabled", "false")
 
 

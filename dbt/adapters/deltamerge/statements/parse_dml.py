@@ -15,8 +15,22 @@ from typing import Any
 
 import sqlglot
 from sqlglot import exp
+from sqlglot.dialects.spark import Spark
+from sqlglot.generators.spark import SparkGenerator
 
-SPARK = sqlglot.Dialect.get_or_raise("spark")
+
+class _Spark4Generator(SparkGenerator):
+    # sqlglot's Spark generator drops `parse_json(x)` to `x` (a string, not a VARIANT).
+    PARSE_JSON_NAME = "PARSE_JSON"
+
+
+class Spark4(Spark):
+    """sqlglot's Spark dialect, regenerating what Spark 4 has that its generator drops."""
+
+    Generator = _Spark4Generator
+
+
+SPARK = Spark4()
 _EVOLUTION = re.compile(r"^(\s*merge)\s+with\s+schema\s+evolution(\s+into\b)", re.IGNORECASE)
 
 
