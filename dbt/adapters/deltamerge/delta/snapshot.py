@@ -188,13 +188,7 @@ def _newest_protocol(table_path: str) -> Protocol | None:
         for line in storage.read_bytes(os.path.join(log, name)).decode("utf-8").splitlines():
             action = json.loads(line) if line.strip() else {}
             if "protocol" in action:
-                found = action["protocol"]
-                return Protocol(
-                    int(found.get("minReaderVersion", 1)),
-                    int(found.get("minWriterVersion", 2)),
-                    tuple(found["readerFeatures"]) if found.get("readerFeatures") is not None else None,
-                    tuple(found["writerFeatures"]) if found.get("writerFeatures") is not None else None,
-                )
+                return Protocol.from_action(action["protocol"])
     return None
 
 
