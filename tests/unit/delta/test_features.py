@@ -38,14 +38,14 @@ def test_plain_tables_are_writable():
         (Protocol(3, 7, ("typeWidening",), ("typeWidening",)), {}, "", "typeWidening"),
         (Protocol(1, 7, None, ("madeUpFeature",)), {}, "", "madeUpFeature"),
         (Protocol(2, 5), {"delta.columnMapping.mode": "byMagic"}, "", "columnMapping"),
-        (Protocol(1, 3), {"delta.constraints.positive": "x > 0"}, "", "positive"),
         (Protocol(1, 4), {"delta.enableTypeWidening": "true"}, "", "typeWidening"),
         (
             Protocol(1, 4),
             {},
-            '{"type":"struct","fields":[{"name":"g","type":"long","nullable":true,'
-            '"metadata":{"delta.generationExpression":"1"}}]}',
-            "generated column `g`",
+            '{"type":"struct","fields":[{"name":"s","type":{"type":"struct","fields":[{"name":"g",'
+            '"type":"long","nullable":true,"metadata":{"delta.generationExpression":"1"}}]},'
+            '"nullable":true,"metadata":{}}]}',
+            "nested field `s.g`",
         ),
         (Protocol(4, 8), {}, "", "reader 4, writer 8"),
     ],
@@ -55,6 +55,18 @@ def test_unsupported_features_are_named(protocol, configuration, schema, named):
     assert any(named in p for p in problems), problems
     with pytest.raises(UnsupportedTableFeature, match="Nothing was written"):
         check_writable(protocol, configuration, schema, table="/t")
+
+
+def test_constraints_generated_identity_and_default_columns_are_written():
+    schema = (
+        '{"type":"struct","fields":[{"name":"g","type":"long","nullable":false,'
+        '"metadata":{"delta.generationExpression":"1"}},{"name":"i","type":"long","nullable":true,'
+        '"metadata":{"delta.identity.start":1,"delta.identity.step":1}},{"name":"d","type":"string",'
+        '"nullable":true,"metadata":{"CURRENT_DEFAULT":"\'x\'","delta.invariants":"{}"}}]}'
+    )
+    features = ("checkConstraints", "generatedColumns", "identityColumns", "invariants", "allowColumnDefaults")
+    protocol = Protocol(1, 7, None, features)
+    assert feature_problems(protocol, {"delta.constraints.positive": "g > 0"}, schema) == []
 
 
 def test_a_feature_is_switched_on_only_where_this_writer_keeps_it():

@@ -1,7 +1,8 @@
 """Fitting a DataFrame to a table's schema the way Delta's writers do.
 
 Columns are matched by name (case-insensitively, as Spark resolves them); a column the
-data lacks is written as null; a type is converted only where Delta's implicit
+data lacks gets what Delta's writers give it (its default, a new identity value, its generation
+expression, else null: ``column_values``); a type is converted only where Delta's implicit
 conversion allows it (widening numbers, dates to timestamps); anything else is an error
 naming the column and both types, never a silent null from a failed cast.
 """
@@ -13,7 +14,9 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from dbt.adapters.deltamerge.common.sql import quote_identifier
-from dbt.adapters.deltamerge.delta.errors import DeltaSchemaError
+from dbt.adapters.deltamerge.delta.column_values import filled
+from dbt.adapters.deltamerge.delta.errors import DeltaError, DeltaSchemaError
+from dbt.adapters.deltamerge.delta.identity import explicit_values_refused
 from dbt.adapters.deltamerge.delta.schema import find_field
 
 _INTEGRAL_ORDER = [T.ByteType, T.ShortType, T.IntegerType, T.LongType]
@@ -117,7 +120,11 @@ def align_to_schema(
         DeltaSchemaError: a column of ``df`` is not in the table, or its type cannot be
             written to the table's column. ``what`` names the write in the message.
     """
-    return df.select(*aligned_columns(df.schema, schema, what=what, store_assignment=store_assignment))
+    refused = explicit_values_refused(schema, [f.name for f in df.schema.fields], what)
+    if refused:
+        raise DeltaError("; ".join(refused) + " Nothing was written.")
+    aligned = df.select(*aligned_columns(df.schema, schema, what=what, store_assignment=store_assignment))
+    return filled(aligned, schema, [f.name for f in schema.fields if find_field(df.schema, f.name) is None])
 
 
 def aligned_columns(

@@ -64,9 +64,13 @@ def with_schema(current: Snapshot, schema: T.StructType) -> Snapshot:
     configuration = current.metadata.configuration
     if mapping_mode(configuration) == "none":
         return _with(
-            current, replace(current.metadata, schema_string=schema_to_json(to_delta_schema(schema)))
+            current,
+            replace(
+                current.metadata, schema_string=schema_to_json(to_delta_schema(schema, keep_nullability=True))
+            ),
         )
-    mapped, top = mapped_schema(to_delta_schema(schema, mapped=True), current.schema, configuration)
+    stored = to_delta_schema(schema, mapped=True, keep_nullability=True)
+    mapped, top = mapped_schema(stored, current.schema, configuration)
     if mapped == current.schema:
         return current
     configuration = {**configuration, MAX_COLUMN_ID: str(top)}
@@ -90,6 +94,12 @@ def definition_actions(original: Snapshot, changed: Snapshot) -> list[dict[str, 
     if changed.metadata != original.metadata:
         actions.append(changed.metadata.to_action())
     return actions
+
+
+def with_metadata(current: Snapshot, metadata: TableMetadata) -> Snapshot:
+    """``current`` with ``metadata`` (a new schema or properties), the protocol raised to declare
+    every feature they need (a CHECK constraint, a NOT NULL column, a column default, ...)."""
+    return _with(current, metadata)
 
 
 def _with(current: Snapshot, metadata: TableMetadata) -> Snapshot:

@@ -53,6 +53,7 @@ _WRITER_FEATURES_OK = {
     "liquid",
     "variantType",
     "variantType-preview",
+    "allowColumnDefaults",
 }
 # Every table feature of PROTOCOL.md (and its preview names): one a table lists outside this set
 # is made up or newer than this engine, and refused by name.
@@ -199,26 +200,25 @@ def configuration_problems(configuration: Mapping[str, str], existing: Mapping[s
     if mode not in ("none", "name", "id") or (mode != mode_before and mode_before != "none"):
         # Dropping mapping, or changing its mode, would need every file rewritten.
         problems.append(f"table property delta.columnMapping.mode={mode} (columnMapping)")
-    problems.extend(
-        f"CHECK constraint {key[len('delta.constraints.') :]!r} (checkConstraints)"
-        for key in configuration
-        if key.startswith("delta.constraints.")
-    )
     return problems
 
 
 def _schema_feature_problems(schema_string: str) -> list[str]:
+    """Column metadata of features this writer does not implement (none today: generated, identity,
+    default columns and invariants are written by ``constraints`` and ``column_values``)."""
     if not schema_string:
         return []
     problems = []
-    for name, metadata in _field_metadata(json.loads(schema_string)):
-        if "delta.generationExpression" in metadata:
-            problems.append(f"generated column `{name}` (generatedColumns)")
-        if any(k.startswith("delta.identity.") for k in metadata):
-            problems.append(f"identity column `{name}` (identityColumns)")
-        if "delta.invariants" in metadata:
-            problems.append(f"column invariant on `{name}` (invariants)")
+    for field in json.loads(schema_string).get("fields", []):
+        for name, metadata in _field_metadata(field["type"], f"{field['name']}."):
+            if any(k.startswith(_COLUMN_KEYS) for k in metadata):
+                problems.append(
+                    f"nested field `{name}` with {sorted(metadata)} (generated, identity or default)"
+                )
     return problems
+
+
+_COLUMN_KEYS = ("delta.generationExpression", "delta.identity.", "CURRENT_DEFAULT")
 
 
 def _field_metadata(node: object, prefix: str = "") -> list[tuple[str, dict[str, object]]]:

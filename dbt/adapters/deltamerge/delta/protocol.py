@@ -104,6 +104,8 @@ def table_features(configuration: Mapping[str, str], schema_features: set[str]) 
     for key in ENABLED_ON_CREATE:
         if str(configuration.get(key, "false")).lower() == "true":
             features.add(PROPERTY_FEATURES[key])
+    if any(key.startswith("delta.constraints.") for key in configuration):
+        features.add("checkConstraints")
     if "rowTracking" in features:
         features.add("domainMetadata")  # the high-water mark is a metadata domain
     return features
@@ -132,12 +134,18 @@ def protocol_for(features: set[str]) -> Protocol:
     Protocol(min_reader_version=1, min_writer_version=2, reader_features=None, writer_features=None)
     >>> protocol_for({"changeDataFeed"}).min_writer_version, protocol_for({"timestampNtz"}).min_writer_version
     (4, 7)
+    >>> protocol_for({"invariants", "checkConstraints"})
+    Protocol(min_reader_version=1, min_writer_version=3, reader_features=None, writer_features=None)
     """
     if not features:
         return Protocol()
-    if features <= {"changeDataFeed"}:
-        return Protocol(1, 4)
-    return Protocol(3, 7, tuple(sorted(features & _READER_WRITER)), tuple(sorted(features)))
+    legacy = [v for v in (2, 3, 4) if features <= _implied_by_legacy(v)]
+    if legacy:
+        return Protocol(1, legacy[0])
+    readers = tuple(sorted(features & _READER_WRITER))
+    if not readers:  # writer features alone: reader version 1 (readers need nothing)
+        return Protocol(1, 7, None, tuple(sorted(features)))
+    return Protocol(3, 7, readers, tuple(sorted(features)))
 
 
 def upgraded(current: Protocol | None, features: set[str]) -> Protocol:

@@ -118,30 +118,33 @@ def _child(dtype: T.DataType, step: str) -> T.DataType:
     raise KeyError(step)
 
 
-def to_delta_schema(schema: T.StructType, *, mapped: bool = False) -> T.StructType:
+def to_delta_schema(
+    schema: T.StructType, *, mapped: bool = False, keep_nullability: bool = False
+) -> T.StructType:
     """The schema as Delta stores it: CHAR/VARCHAR become STRING, everything nullable.
 
     Delta tables written by Spark are nullable unless a NOT NULL constraint is declared;
     a query's inferred nullability is not a constraint. ``mapped``: the table has column mapping.
+    ``keep_nullability``: ``schema`` is a table's (its NOT NULL fields are constraints, kept).
     """
     problems = schema_problems(schema, mapped=mapped)
     if problems:
         raise DeltaSchemaError(problems)
-    return T.StructType([_clean_field(f) for f in schema.fields])
+    return T.StructType([_clean_field(f, keep_nullability) for f in schema.fields])
 
 
-def _clean_field(field: T.StructField) -> T.StructField:
+def _clean_field(field: T.StructField, keep: bool = False) -> T.StructField:
     metadata = {k: v for k, v in (field.metadata or {}).items() if k != _CHAR_VARCHAR_KEY}
-    return T.StructField(field.name, _clean_type(field.dataType), True, metadata)
+    return T.StructField(field.name, _clean_type(field.dataType, keep), field.nullable or not keep, metadata)
 
 
-def _clean_type(dtype: T.DataType) -> T.DataType:
+def _clean_type(dtype: T.DataType, keep: bool = False) -> T.DataType:
     if isinstance(dtype, T.StructType):
-        return T.StructType([_clean_field(f) for f in dtype.fields])
+        return T.StructType([_clean_field(f, keep) for f in dtype.fields])
     if isinstance(dtype, T.ArrayType):
-        return T.ArrayType(_clean_type(dtype.elementType), True)
+        return T.ArrayType(_clean_type(dtype.elementType, keep), True)
     if isinstance(dtype, T.MapType):
-        return T.MapType(_clean_type(dtype.keyType), _clean_type(dtype.valueType), True)
+        return T.MapType(_clean_type(dtype.keyType, keep), _clean_type(dtype.valueType, keep), True)
     if isinstance(dtype, (T.CharType, T.VarcharType)):
         return T.StringType()
     return dtype
@@ -171,7 +174,23 @@ def required_features(schema: T.StructType) -> set[str]:
     features = {"timestampNtz"} if contains_type(schema, T.TimestampNTZType) else set()
     if contains_type(schema, T.VariantType):
         features.add("variantType")
+    for field in _all_fields(schema):
+        metadata = field.metadata or {}
+        if not field.nullable or "delta.invariants" in metadata:
+            features.add("invariants")  # Delta's NOT NULL is a column invariant
+        if "delta.generationExpression" in metadata:
+            features.add("generatedColumns")
+        if any(k.startswith("delta.identity.") for k in metadata):
+            features.add("identityColumns")
+        if "CURRENT_DEFAULT" in metadata:
+            features.add("allowColumnDefaults")
     return features
+
+
+def _all_fields(dtype: T.DataType) -> Iterator[T.StructField]:
+    for t in _all_types(dtype):
+        if isinstance(t, T.StructType):
+            yield from t.fields
 
 
 def contains_type(dtype: T.DataType, kind: type[T.DataType]) -> bool:

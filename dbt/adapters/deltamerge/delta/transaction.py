@@ -25,9 +25,11 @@ from dbt.adapters.deltamerge.delta.commit import (
 from dbt.adapters.deltamerge.delta.conflicts import ReadSet
 from dbt.adapters.deltamerge.delta.features import check_removable
 from dbt.adapters.deltamerge.delta.files import ChangeFile, WrittenFile, add_actions
+from dbt.adapters.deltamerge.delta.identity import advanced_schema
 from dbt.adapters.deltamerge.delta.mapping import mapping_mode, physical_names
 from dbt.adapters.deltamerge.delta.paths import local_path
 from dbt.adapters.deltamerge.delta.protocol import Protocol
+from dbt.adapters.deltamerge.delta.schema import schema_from_json, schema_to_json
 from dbt.adapters.deltamerge.delta.snapshot import AddFile, Snapshot, load_snapshot
 from dbt.adapters.deltamerge.delta.stamps import CommitStamps
 from dbt.adapters.deltamerge.delta.stats import stats_to_json
@@ -130,6 +132,9 @@ def commit_files(
 ) -> WriteResult:
     """Commit removes of ``removed``, adds of ``written`` and ``changes`` (after ``leading`` actions)."""
     stamp = now_ms()
+    leading = _with_identity_marks(table_path, current, leading, written)
+    if any("metaData" in a for a in leading) and info.is_blind_append:
+        info = replace(info, is_blind_append=False)
     protocol, properties, domains = _effective(current, leading)
     if removed:
         check_removable(properties, table=table_path)
@@ -173,6 +178,27 @@ def _effective(
         if "metaData" in action:
             properties = dict(action["metaData"].get("configuration") or {})
     return protocol, properties, current.domains if current else {}
+
+
+def _with_identity_marks(
+    table_path: str, current: Snapshot | None, leading: list[dict[str, Any]], written: list[WrittenFile]
+) -> list[dict[str, Any]]:
+    """``leading`` with the ``metaData`` recording the identity marks ``written`` advance (``identity``)."""
+    metadata = next((a["metaData"] for a in leading if "metaData" in a), None)
+    if metadata is None and current is None:
+        return leading
+    schema_string = metadata["schemaString"] if metadata is not None else current.metadata.schema_string  # type: ignore[union-attr]
+    schema = schema_from_json(schema_string)
+    paths = [local_path(table_path, f.path) for f in written]
+    advanced = advanced_schema(schema, paths, physical_names(schema))
+    if advanced is None:
+        return leading
+    if metadata is not None:
+        changed = {**metadata, "schemaString": schema_to_json(advanced)}
+        return [{"metaData": changed} if "metaData" in a else a for a in leading]
+    assert current is not None
+    new = replace(current.metadata, schema_string=schema_to_json(advanced))
+    return [*leading, new.to_action()]
 
 
 def _stored(remove: dict[str, Any], current: Snapshot | None) -> dict[str, Any]:

@@ -20,10 +20,12 @@ from pyspark.sql import types as T
 
 from dbt.adapters.deltamerge.common.sql import quote_identifier
 from dbt.adapters.deltamerge.delta.align import align_to_schema
+from dbt.adapters.deltamerge.delta.column_values import filled
 from dbt.adapters.deltamerge.delta.commit import (
     CommitInfo,
     now_ms,
 )
+from dbt.adapters.deltamerge.delta.constraints import Constraints, enforced
 from dbt.adapters.deltamerge.delta.definition import (
     DEFAULT_TXN_RETENTION,
     TXN_RETENTION_PROPERTY,
@@ -96,6 +98,10 @@ class WriteRequest:
     description: str | None = None
     # Metrics recorded beside Delta's (CDC apply's event counts).
     extra_metrics: Mapping[str, int] = field(default_factory=dict)
+    # The declared columns of a new table (CREATE TABLE's column list, a model's contract): their
+    # nullability (NOT NULL) and metadata (generation, default, identity) are the table's; declared
+    # columns the data lacks are computed (``column_values``).
+    definition: T.StructType | None = None
 
 
 def write_dataframe(spark: SparkSession, df: DataFrame, request: WriteRequest) -> WriteResult:
@@ -134,6 +140,8 @@ def _create_or_replace(df: DataFrame, request: WriteRequest, current: Snapshot |
     )
     mapped = mapping_mode(configuration) != "none"
     schema = to_delta_schema(df.schema, mapped=mapped)
+    if request.definition is not None:
+        df, schema = _declared(df, schema, request.definition)
     if mapped:
         previous = current.schema if current is not None else None
         schema, top = mapped_schema(schema, previous, configuration)
@@ -182,6 +190,24 @@ def _create_or_replace(df: DataFrame, request: WriteRequest, current: Snapshot |
         "isManaged": "false",
     }
     return _commit(request, current, operation, params, actions, written, removed, blind=False)
+
+
+def _declared(
+    df: DataFrame, schema: T.StructType, definition: T.StructType
+) -> tuple[DataFrame, T.StructType]:
+    """``df`` and the new table's schema with the ``definition``'s nullability and column metadata;
+    declared columns ``df`` lacks are added (computed, else null)."""
+    declared = {f.name.lower(): f for f in definition.fields}
+    fields = [
+        T.StructField(f.name, f.dataType, d.nullable, {**f.metadata, **d.metadata})
+        if (d := declared.get(f.name.lower())) is not None
+        else f
+        for f in schema.fields
+    ]
+    missing = [d for d in definition.fields if find_field(schema, d.name) is None]
+    table = T.StructType([*fields, *missing])
+    placeholders = {d.name: F.lit(None).cast(d.dataType) for d in missing}
+    return filled(df.withColumns(placeholders), table, [d.name for d in missing]), table
 
 
 def _append(df: DataFrame, request: WriteRequest, current: Snapshot, leading: list[Action]) -> WriteResult:
@@ -268,8 +294,10 @@ def write_files(
     schema: T.StructType | None = None,
 ) -> list[WrittenFile]:
     """``df`` (in the table's column order) as data files; ``schema`` (the table's, with column
-    mapping metadata) is needed when the table maps columns: files hold physical names."""
+    mapping metadata) is needed when the table maps columns: files hold physical names.
+    Every row is checked against the table's constraints in the same Spark job."""
     num_indexed = int(configuration.get("delta.dataSkippingNumIndexedCols", DEFAULT_NUM_INDEXED_COLS))
+    df = enforced(df, Constraints.of(schema or T.StructType(), configuration))
     df, partition_columns, unindexed = _as_stored(df, partition_columns, configuration, schema)
     _unshredded_variants(df)
     return write_data_files(
@@ -284,8 +312,11 @@ def write_files_and_changes(
     configuration: Mapping[str, str],
     schema: T.StructType | None = None,
 ) -> tuple[list[WrittenFile], list[ChangeFile]]:
-    """Rows with ``_change_type``: data files for null, change data files for the rest."""
+    """Rows with ``_change_type``: data files for null, change data files for the rest (the data
+    rows checked against the table's constraints in the same Spark job)."""
     num_indexed = int(configuration.get("delta.dataSkippingNumIndexedCols", DEFAULT_NUM_INDEXED_COLS))
+    constraints = Constraints.of(schema or T.StructType(), configuration)
+    df = enforced(df, constraints, rows=F.col(CHANGE_TYPE).isNull())
     df, partition_columns, unindexed = _as_stored(df, partition_columns, configuration, schema)
     _unshredded_variants(df)
     return write_data_and_changes(

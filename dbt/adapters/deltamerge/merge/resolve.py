@@ -3,8 +3,10 @@
 Every update or insert becomes one SQL expression per target column, as Delta's
 ``resolveReferencesAndSchema`` does: ``*`` takes each target column from the source
 column of the same name (names match case-insensitively, as Spark resolves them); an
-update keeps the target's value in columns it does not assign; an insert writes null
-there. Unknown, duplicate or missing columns are reported together, naming them.
+update keeps the target's value in columns it does not assign; an insert writes the column's
+default, a new identity value or null there, and a generated column neither assigns is computed
+from the row's new values (``_completed``). Unknown, duplicate or missing columns are reported
+together, naming them.
 """
 
 from __future__ import annotations
@@ -14,8 +16,11 @@ from dataclasses import dataclass
 from pyspark.sql import types as T
 
 from dbt.adapters.deltamerge.common.config_values import SpecError
-from dbt.adapters.deltamerge.common.sql import conjunction, qualified
+from dbt.adapters.deltamerge.common.sql import conjunction, qualified, quote_identifier
+from dbt.adapters.deltamerge.delta.column_values import computed_columns, default_value, substituted
+from dbt.adapters.deltamerge.delta.constraints import generated_columns
 from dbt.adapters.deltamerge.delta.evolution import evolved_schema
+from dbt.adapters.deltamerge.delta.identity import Identity, explicit_values_refused, identity_value_column
 from dbt.adapters.deltamerge.delta.snapshot import Snapshot
 from dbt.adapters.deltamerge.merge.clauses import ClauseKind, MergeClause
 from dbt.adapters.deltamerge.merge.spec import MergeSpec
@@ -60,7 +65,7 @@ def resolve(
         outputs = (
             ()
             if clause.action == "delete"
-            else _outputs(spec, clause, columns, source_names, where, problems, lenient_star)
+            else _outputs(spec, clause, target, source_names, where, problems, lenient_star)
         )
         unchanged = None
         if spec.update_only_if_changed and clause.kind == "matched" and clause.action == "update":
@@ -108,20 +113,27 @@ def unchanged_condition(target_alias: str, outputs: tuple[tuple[str, str], ...])
 def _outputs(
     spec: MergeSpec,
     clause: MergeClause,
-    columns: tuple[str, ...],
+    target: T.StructType,
     source_names: dict[str, str],
     where: str,
     problems: list[str],
     lenient_star: bool = False,
 ) -> tuple[tuple[str, str], ...]:
+    columns = tuple(f.name for f in target.fields)
     by_lower = {c.lower(): c for c in columns}
+    computed = computed_columns(target)
+    identities = {f.name: i for f in target.fields if (i := Identity.of(f)) is not None}
     assigned: dict[str, str] = {}
     if clause.assignments is None:
         excluded = {e.lower() for e in clause.exclude}
         unknown = sorted(e for e in clause.exclude if e.lower() not in by_lower)
         if unknown:
             problems.append(f"{where}: merge_exclude_columns {unknown} are not target columns")
-        missing = [c for c in columns if c.lower() not in source_names and c.lower() not in excluded]
+        missing = [
+            c
+            for c in columns
+            if c.lower() not in source_names and c.lower() not in excluded and c.lower() not in computed
+        ]
         if missing and not lenient_star:
             problems.append(
                 f"{where}: `*` needs every target column in the model's result; missing {missing} "
@@ -129,6 +141,8 @@ def _outputs(
                 "or sync_all_columns, or enable merge_with_schema_evolution)"
             )
         for column in columns:
+            if clause.action == "update" and column in identities:
+                continue  # an update keeps the row's identity value
             if column.lower() in source_names and column.lower() not in excluded:
                 assigned[column] = qualified(spec.source_alias, source_names[column.lower()])
     else:
@@ -140,13 +154,41 @@ def _outputs(
                 )
             elif name in assigned:
                 problems.append(f"{where}: `{name}` is assigned twice")
+            elif clause.action == "update" and name in identities:
+                problems.append(
+                    f"{where}: [DELTA_IDENTITY_COLUMNS_UPDATE_NOT_SUPPORTED] UPDATE on IDENTITY column "
+                    f"{name} is not supported."
+                )
             else:
                 assigned[name] = assignment.expression
+    if clause.action == "insert":
+        problems.extend(explicit_values_refused(target, assigned, where))
+    return _completed(spec, clause, target, assigned)
 
-    def unassigned(column: str) -> str:
-        return "NULL" if clause.action == "insert" else qualified(spec.target_alias, column)
 
-    return tuple((c, assigned[c] if c in assigned else unassigned(c)) for c in columns)
+def _completed(
+    spec: MergeSpec, clause: MergeClause, target: T.StructType, assigned: dict[str, str]
+) -> tuple[tuple[str, str], ...]:
+    """Every column's SQL: an update keeps the stored value of a column it does not assign, an
+    insert writes its default, a new identity value (``identity_value_column``) or null; a
+    generated column neither assigns is computed from the row's new values."""
+    outputs: dict[str, str] = {}
+    for field in target.fields:
+        if field.name in assigned:
+            outputs[field.name] = assigned[field.name]
+        elif clause.action != "insert":
+            outputs[field.name] = qualified(spec.target_alias, field.name)
+        elif Identity.of(field) is not None:
+            outputs[field.name] = quote_identifier(identity_value_column(field.name))
+        else:
+            outputs[field.name] = default_value(field)
+    for column, expression in generated_columns(target).items():
+        if column not in assigned:
+            others = {c: sql for c, sql in outputs.items() if c != column}
+            outputs[column] = (
+                f"CAST({substituted(expression, others)} AS {target[column].dataType.simpleString()})"
+            )
+    return tuple((f.name, outputs[f.name]) for f in target.fields)
 
 
 def _names(schema: T.StructType) -> list[str]:

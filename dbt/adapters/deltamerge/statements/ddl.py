@@ -32,6 +32,8 @@ from dbt.adapters.deltamerge.delta.schema import find_field, schema_to_json
 from dbt.adapters.deltamerge.delta.snapshot import Snapshot, load_snapshot
 from dbt.adapters.deltamerge.delta.transaction import WriteResult, commit_files
 from dbt.adapters.deltamerge.delta.write import WriteRequest, write_dataframe
+from dbt.adapters.deltamerge.statements.column_ddl import column_metadata, constraint_properties
+from dbt.adapters.deltamerge.statements.dml import update_rows
 from dbt.adapters.deltamerge.statements.parse_ddl import ColumnDefinition, CreateTableStatement
 
 
@@ -94,14 +96,16 @@ def create_table(
             description=like.description,
         )
         return write_dataframe(spark, rows, request)
+    rows = _rows(spark, statement, name)
     request = WriteRequest(
         table_path=path,
         mode="create_or_replace",
         partition_by=statement.partition_by,
-        properties=dict(statement.properties),
+        properties={**dict(statement.properties), **constraint_properties(statement.checks)},
         description=statement.comment,
+        definition=rows.schema if statement.columns else None,
     )
-    return write_dataframe(spark, _rows(spark, statement, name), request)
+    return write_dataframe(spark, rows, request)
 
 
 def _like(spark: SparkSession, parts: tuple[str, ...], name: str) -> _Definition | None:
@@ -173,14 +177,15 @@ def _rows(spark: SparkSession, statement: CreateTableStatement, name: str) -> Da
 
 
 def _fields(spark: SparkSession, columns: Sequence[ColumnDefinition]) -> list[T.StructField]:
-    """The columns as nullable Spark fields (types parsed by Spark), comments in their metadata.
+    """The columns as Spark fields (types parsed by Spark): comments, generation expressions,
+    defaults and identity in their metadata, NOT NULL as nullability.
 
     ``CHAR(n)`` / ``VARCHAR(n)`` become ``string``, as Spark reads them (no length check).
     """
     casts = [f"cast(null as {c.type_sql}) as {quote_identifier(c.name)}" for c in columns]
     parsed = spark.range(0).selectExpr(*casts).schema.fields
     return [
-        T.StructField(f.name, f.dataType, True, {"comment": c.comment} if c.comment else {})
+        T.StructField(f.name, f.dataType, not c.not_null, column_metadata(c, f.dataType))
         for f, c in zip(parsed, columns, strict=True)
     ]
 
@@ -198,7 +203,15 @@ def add_columns(
     changed = with_schema(snapshot, T.StructType([*snapshot.schema.fields, *added]))
     leading = definition_actions(snapshot, changed)
     info = CommitInfo("ADD COLUMNS", {"columns": [{"column": f.jsonValue()} for f in added]}, {})
-    return commit_files(snapshot.table_path, snapshot, info, leading, [], [], snapshot.metadata.configuration)
+    result = commit_files(
+        snapshot.table_path, snapshot, info, leading, [], [], snapshot.metadata.configuration
+    )
+    defaults = [(c.name, c.default) for c in columns if c.default is not None]
+    if not defaults or not snapshot.files:
+        return result
+    # Existing rows take the new column's default (SQL's rule; Delta has no "exists default"):
+    # the UPDATE that writes it is the next version.
+    return update_rows(spark, result.snapshot, defaults, None)
 
 
 def _check_mapped(snapshot: Snapshot, name: str, what: str, error: str) -> None:

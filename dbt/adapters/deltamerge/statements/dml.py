@@ -23,10 +23,12 @@ from pyspark.sql import types as T
 
 from dbt.adapters.deltamerge.common.sql import quote_identifier
 from dbt.adapters.deltamerge.delta.align import store_assigned
+from dbt.adapters.deltamerge.delta.column_values import regenerated
 from dbt.adapters.deltamerge.delta.commit import CommitInfo
 from dbt.adapters.deltamerge.delta.conflicts import ReadSet
 from dbt.adapters.deltamerge.delta.errors import DeltaError
 from dbt.adapters.deltamerge.delta.files import CHANGE_TYPE, ChangeFile, WrittenFile
+from dbt.adapters.deltamerge.delta.identity import Identity
 from dbt.adapters.deltamerge.delta.metrics import dml_metrics, execution_time
 from dbt.adapters.deltamerge.delta.paths import local_path, table_path_of
 from dbt.adapters.deltamerge.delta.protocol import change_data_feed_enabled
@@ -144,10 +146,13 @@ def update_rows(
             none = _no_row_ids(ids)
             before = updated.select(*_columns(snapshot), *none, F.lit("update_preimage").alias(CHANGE_TYPE))
             after = updated.select(*new, *none, F.lit("update_postimage").alias(CHANGE_TYPE))
+            data, after = (regenerated(f, snapshot.schema, values) for f in (data, after))
             frame = data.unionByName(before).unionByName(after)
             written, changes = write_files_and_changes(frame, *_layout(snapshot))
         else:
-            written = write_files(rows.select(*new, *ids), *_layout(snapshot))
+            written = write_files(
+                regenerated(rows.select(*new, *ids), snapshot.schema, values), *_layout(snapshot)
+            )
     removed = [c.file for c in counts]
     metrics = dml_metrics(
         removed=removed,
@@ -179,6 +184,11 @@ def _assigned_values(
             raise DeltaError(f"{what}: `{column}` is a partition column; an UPDATE cannot change it")
         if field.name.lower() in values:
             raise DeltaError(f"{what}: `{column}` is assigned twice")
+        if Identity.of(field) is not None:
+            raise DeltaError(
+                f"{what}: [DELTA_IDENTITY_COLUMNS_UPDATE_NOT_SUPPORTED] UPDATE on IDENTITY column "
+                f"{field.name} is not supported."
+            )
         values[field.name.lower()] = F.expr(expression)
     return values
 

@@ -13,6 +13,7 @@ from pyspark.sql import functions as F
 
 from dbt.adapters.deltamerge.common.sql import quote_identifier
 from dbt.adapters.deltamerge.delta.align import store_assigned
+from dbt.adapters.deltamerge.delta.column_values import computed_columns
 from dbt.adapters.deltamerge.delta.errors import DeltaError
 from dbt.adapters.deltamerge.delta.snapshot import Snapshot
 from dbt.adapters.deltamerge.delta.transaction import WriteResult
@@ -44,12 +45,12 @@ def _insert_rows(spark: SparkSession, insert: InsertStatement, snapshot: Snapsho
     columns = [F.col(c) for c in positional.columns]
     values = dict(zip([t.lower() for t in targets], columns, strict=True))
     values.update({k: F.lit(v) for k, v in static.items()})
+    # Columns left out get their defaults, identity values or generated values (``align``).
     return positional.select(
         *[
             store_assigned(values[f.name.lower()], f, f"INSERT into {name}")
-            if f.name.lower() in values
-            else F.lit(None).cast(f.dataType).alias(f.name)
             for f in snapshot.schema.fields
+            if f.name.lower() in values
         ]
     )
 
@@ -66,6 +67,9 @@ def _target_columns(
         targets = list(insert.columns)
     else:
         targets = [f.name for f in snapshot.schema.fields if f.name.lower() not in static]
+        given = [t for t in targets if t.lower() not in computed_columns(snapshot.schema)]
+        if len(query.columns) == len(given) < len(targets):
+            targets = given  # VALUES for every column but the generated, identity and default ones
     if len({t.lower() for t in targets}) != len(targets):
         raise InsertError(f"INSERT into {name}: a column is named twice in {targets}")
     if len(targets) != len(query.columns):

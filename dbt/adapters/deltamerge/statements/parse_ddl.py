@@ -15,6 +15,7 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.tokens import TokenType
 
+from dbt.adapters.deltamerge.statements.parse_alter import AlterStatement, parse_alter
 from dbt.adapters.deltamerge.statements.parse_dml import SPARK, StatementParseError, sql_of, table_parts
 
 _QUERY_STARTS = {TokenType.SELECT, TokenType.WITH, TokenType.VALUES, TokenType.FROM, TokenType.TABLE}
@@ -22,11 +23,18 @@ _QUERY_STARTS = {TokenType.SELECT, TokenType.WITH, TokenType.VALUES, TokenType.F
 
 @dataclass(frozen=True)
 class ColumnDefinition:
-    """A column of ``CREATE TABLE (...)`` or ``ADD COLUMNS (...)``: name, Spark type, comment."""
+    """A column of ``CREATE TABLE (...)`` or ``ADD COLUMNS (...)``: name, Spark type, comment, and
+    Delta's column constraints: NOT NULL, ``GENERATED ALWAYS AS (expr)``, ``DEFAULT expr``,
+    ``GENERATED {ALWAYS | BY DEFAULT} AS IDENTITY [(START WITH s INCREMENT BY i)]``."""
 
     name: str
     type_sql: str
     comment: str | None = None
+    not_null: bool = False
+    generated: str | None = None
+    default: str | None = None
+    # (always, start, step) of an identity column.
+    identity: tuple[bool, int, int] | None = None
 
 
 @dataclass(frozen=True)
@@ -45,6 +53,8 @@ class CreateTableStatement:
     query: str | None
     # ``LIKE source``: the source table's name parts (its definition is the new table's).
     like: tuple[str, ...] = ()
+    # ``CONSTRAINT name CHECK (expr)`` among the columns: (name, expression).
+    checks: tuple[tuple[str, str], ...] = ()
     # ``USING delta`` was written (a LIKE of a table of another format stays Spark's without it).
     using_delta: bool = False
 
@@ -75,7 +85,9 @@ class DropColumnsStatement:
     if_exists: bool
 
 
-DdlStatement = CreateTableStatement | AddColumnsStatement | RenameColumnStatement | DropColumnsStatement
+DdlStatement = (
+    CreateTableStatement | AddColumnsStatement | RenameColumnStatement | DropColumnsStatement | AlterStatement
+)
 
 
 def parse_ddl(sql: str, tree: exp.Expr | None = None) -> DdlStatement | None:
@@ -84,7 +96,8 @@ def parse_ddl(sql: str, tree: exp.Expr | None = None) -> DdlStatement | None:
     >>> parse_ddl("create table t (a int) using parquet") is None
     True
     >>> parse_ddl("alter table t add columns (b string)")  # doctest: +NORMALIZE_WHITESPACE
-    AddColumnsStatement(parts=('t',), columns=(ColumnDefinition(name='b', type_sql='STRING', comment=None),))
+    AddColumnsStatement(parts=('t',), columns=(ColumnDefinition(name='b', type_sql='STRING', comment=None,
+    not_null=False, generated=None, default=None, identity=None),))
     """
     if tree is None:
         try:
@@ -93,6 +106,8 @@ def parse_ddl(sql: str, tree: exp.Expr | None = None) -> DdlStatement | None:
             return None
     if isinstance(tree, exp.Create) and _creates_delta_table(tree):
         return _create(tree, sql)
+    if isinstance(tree, exp.Alter) and (altered := parse_alter(tree)) is not None:
+        return altered
     if isinstance(tree, exp.Alter) and tree.actions and all(_is_column_def(a) for a in tree.actions):
         return AddColumnsStatement(table_parts(tree.this), tuple(_added_columns(tree.actions)))
     if isinstance(tree, exp.Alter) and len(tree.actions) == 1:
@@ -149,7 +164,9 @@ def _create(tree: exp.Create, sql: str) -> CreateTableStatement:
         raise StatementParseError("only CREATE TABLE ... USING delta is supported")
     schema = tree.this if isinstance(tree.this, exp.Schema) else None
     table = schema.this if schema is not None else tree.this
-    columns = tuple(_column(c) for c in schema.expressions) if schema is not None else ()
+    items = list(schema.expressions) if schema is not None else []
+    checks = tuple(_table_check(c) for c in items if isinstance(c, exp.Constraint))
+    columns = tuple(_column(c) for c in items if not isinstance(c, exp.Constraint))
     partition_by: tuple[str, ...] = ()
     properties: list[tuple[str, str]] = []
     comment = location = None
@@ -184,6 +201,7 @@ def _create(tree: exp.Create, sql: str) -> CreateTableStatement:
         location=location,
         query=query,
         like=like,
+        checks=checks,
         using_delta=_file_format(tree) == "delta",
     )
 
@@ -191,17 +209,36 @@ def _create(tree: exp.Create, sql: str) -> CreateTableStatement:
 def _column(node: exp.Expr) -> ColumnDefinition:
     if not isinstance(node, exp.ColumnDef) or node.args.get("kind") is None:
         raise StatementParseError(f"column definition {sql_of(node)} is not `name type [COMMENT '...']`")
-    comment = None
+    found: dict[str, object] = {}
     for constraint in node.args.get("constraints") or []:
-        if isinstance(constraint.kind, exp.CommentColumnConstraint):
-            comment = constraint.kind.name
-        elif isinstance(constraint.kind, exp.DefaultColumnConstraint) and isinstance(
-            constraint.kind.this, exp.Null
-        ):
-            continue  # DEFAULT NULL is what a column without a default gets
+        kind = constraint.kind
+        if isinstance(kind, exp.CommentColumnConstraint):
+            found["comment"] = kind.name
+        elif isinstance(kind, exp.NotNullColumnConstraint) and not kind.args.get("allow_null"):
+            found["not_null"] = True
+        elif isinstance(kind, exp.DefaultColumnConstraint):
+            if not isinstance(kind.this, exp.Null):  # DEFAULT NULL: what a column without one gets
+                found["default"] = sql_of(kind.this)
+        elif isinstance(kind, exp.ComputedColumnConstraint):
+            found["generated"] = sql_of(kind.this)
+        elif isinstance(kind, exp.GeneratedAsIdentityColumnConstraint) and kind.this is not None:
+            start, step = kind.args.get("start"), kind.args.get("increment")
+            found["identity"] = (
+                bool(kind.this),
+                int(sql_of(start)) if start is not None else 1,
+                int(sql_of(step)) if step is not None else 1,
+            )
         else:
             raise StatementParseError(f"column constraint {sql_of(constraint)} is not supported")
-    return ColumnDefinition(node.name, sql_of(node.args["kind"]), comment)
+    return ColumnDefinition(node.name, sql_of(node.args["kind"]), **found)  # type: ignore[arg-type]
+
+
+def _table_check(node: exp.Constraint) -> tuple[str, str]:
+    """``CONSTRAINT name CHECK (expr)`` among CREATE TABLE's columns (Delta's only table constraint)."""
+    checks = [e for e in node.expressions if isinstance(e, exp.CheckColumnConstraint)]
+    if len(checks) != 1 or len(node.expressions) != 1:
+        raise StatementParseError(f"table constraint {sql_of(node)} is not `CONSTRAINT name CHECK (expr)`")
+    return node.name, sql_of(checks[0].this)
 
 
 def _is_column_def(action: exp.Expr) -> bool:

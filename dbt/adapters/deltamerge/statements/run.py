@@ -29,12 +29,18 @@ from dbt.adapters.deltamerge.merge.pipeline import merge_into
 from dbt.adapters.deltamerge.merge.resolve import evolved_by_merge
 from dbt.adapters.deltamerge.merge.spec import MergeSpec
 from dbt.adapters.deltamerge.statements import dml
+from dbt.adapters.deltamerge.statements.column_ddl import add_constraint, alter_column, drop_constraint
 from dbt.adapters.deltamerge.statements.ddl import add_columns, create_table, drop_columns, rename_column
 from dbt.adapters.deltamerge.statements.insert import insert_into
 from dbt.adapters.deltamerge.statements.parse import (
     RefusedStatement,
     StatementParseError,
     parse_write_statement,
+)
+from dbt.adapters.deltamerge.statements.parse_alter import (
+    AddConstraintStatement,
+    AlterColumnStatement,
+    DropConstraintStatement,
 )
 from dbt.adapters.deltamerge.statements.parse_ddl import (
     AddColumnsStatement,
@@ -117,14 +123,32 @@ def run_on_delta(spark: SparkSession, sql: str) -> StatementResult | None:
         result = add_columns(spark, snapshot, parsed.columns, name)
     elif isinstance(parsed, RenameColumnStatement):
         result = rename_column(snapshot, parsed.old, parsed.new, name)
-    elif isinstance(parsed, DropColumnsStatement):
-        dropped = drop_columns(snapshot, parsed.columns, parsed.if_exists, name)
-        if dropped is None:
+    elif isinstance(parsed, (DropColumnsStatement, DropConstraintStatement, AlterColumnStatement)):
+        changed = _definition_change(spark, parsed, snapshot, name)
+        if changed is None:
             return None
-        result = dropped
+        result = changed
+    elif isinstance(parsed, AddConstraintStatement):
+        result = add_constraint(spark, snapshot, parsed.name, parsed.expression, name)
     else:
         result = insert_into(spark, parsed, snapshot, name)
     return _done(spark, schema, identifier, result)
+
+
+def _definition_change(
+    spark: SparkSession,
+    parsed: DropColumnsStatement | DropConstraintStatement | AlterColumnStatement,
+    snapshot: Snapshot,
+    name: str,
+) -> WriteResult | None:
+    """A DROP COLUMNS, DROP CONSTRAINT or ALTER COLUMN; None when it changes nothing."""
+    if isinstance(parsed, DropColumnsStatement):
+        return drop_columns(snapshot, parsed.columns, parsed.if_exists, name)
+    if isinstance(parsed, DropConstraintStatement):
+        return drop_constraint(snapshot, parsed.name, parsed.if_exists, name)
+    return alter_column(
+        spark, snapshot, parsed.column, name, not_null=parsed.not_null, default=parsed.default
+    )
 
 
 def _parse(sql: str):  # type: ignore[no-untyped-def]

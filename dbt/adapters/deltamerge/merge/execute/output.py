@@ -16,7 +16,13 @@ from pyspark.sql import types as T
 
 from dbt.adapters.deltamerge.common.sql import qualified, quote_identifier
 from dbt.adapters.deltamerge.delta.align import aligned_columns
+from dbt.adapters.deltamerge.delta.constraints import Constraints, enforced
 from dbt.adapters.deltamerge.delta.files import ChangeFile, WrittenFile
+from dbt.adapters.deltamerge.delta.identity import (
+    identity_columns,
+    identity_value_column,
+    with_identity_values,
+)
 from dbt.adapters.deltamerge.delta.row_ids import STABLE_ROW_COMMIT_VERSION, STABLE_ROW_ID
 from dbt.adapters.deltamerge.delta.snapshot import AddFile
 from dbt.adapters.deltamerge.delta.write import write_files, write_files_and_changes
@@ -90,6 +96,9 @@ def write_output_rows(
     codes = counted_actions(run.merge)
     observation = Observation("merge")
     observed = rows.observe(observation, *_count_expressions(codes))
+    identities = {identity_value_column(i.column): i for i in identity_columns(run.snapshot.schema)}
+    if identities and codes["inserted"]:
+        observed = with_identity_values(observed, identities, F.col(ACTION).isin(*codes["inserted"]))
     outputs = output_expressions(run.merge, run.spec.target_alias, copy=copy)
     kept_ids = row_id_outputs(run.spec.target_alias) if copy and STABLE_ROW_ID in rows.columns else []
     what = f"merge of model '{run.spec.model}'"
@@ -117,7 +126,8 @@ def write_output_rows(
     aligned = aligned_columns(values, table.schema, what=what, store_assignment=True)
     kept = kept.select(*aligned, *[F.col(c) for c, _ in kept_ids])
     if dry_run:
-        kept.write.format("noop").mode("overwrite").save()
+        checked = enforced(kept, Constraints.of(table.schema, table.metadata.configuration))
+        checked.write.format("noop").mode("overwrite").save()
         return MergeOutput(counts=MergeCounts.from_observed(observation.get))
     written = write_files(
         kept, table.table_path, table.partition_columns, table.metadata.configuration, table.schema
