@@ -12,10 +12,11 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any, Dict, Iterable, Optional, cast
 
-from dbt.adapters.base import available
+from dbt.adapters.base import ConstraintSupport, available
 from dbt.adapters.base.relation import BaseRelation
 from dbt.adapters.contracts.connection import AdapterResponse
 from dbt.adapters.spark.impl import SparkAdapter, SparkConfig
+from dbt_common.contracts.constraints import ConstraintType
 from dbt_common.exceptions import DbtRuntimeError
 from pyspark.sql import SparkSession
 
@@ -27,6 +28,7 @@ from dbt.adapters.deltamerge.delta.transaction import WriteResult
 from dbt.adapters.deltamerge.delta.vacuum import DEFAULT_RETENTION_HOURS
 from dbt.adapters.deltamerge.errors import model_errors, named_errors
 from dbt.adapters.deltamerge.merge.dry_run import DryRun
+from dbt.adapters.deltamerge.model.contract import ModelContract
 from dbt.adapters.deltamerge.model.response import dry_run_response, not_written_response, write_response
 from dbt.adapters.deltamerge.model.seed import seed_dataframe
 from dbt.adapters.deltamerge.model.spec import Materialization, ModelSpec, batch_window
@@ -48,6 +50,21 @@ class DeltaMergeAdapter(SparkAdapter):
 
     ConnectionManager = DeltaMergeConnectionManager
     AdapterSpecificConfigs = DeltaMergeConfig
+    # Delta enforces NOT NULL and CHECK on every write; the others are informational (dbt warns).
+    CONSTRAINT_SUPPORT = {
+        ConstraintType.check: ConstraintSupport.ENFORCED,
+        ConstraintType.not_null: ConstraintSupport.ENFORCED,
+        ConstraintType.unique: ConstraintSupport.NOT_ENFORCED,
+        ConstraintType.primary_key: ConstraintSupport.NOT_ENFORCED,
+        ConstraintType.foreign_key: ConstraintSupport.NOT_ENFORCED,
+        ConstraintType.custom: ConstraintSupport.NOT_SUPPORTED,
+    }
+
+    @classmethod
+    def quote(cls, identifier: str) -> str:  # type: ignore[override]
+        """Backticks; a classmethod as dbt's (dbt-spark's instance method breaks dbt's contract
+        DDL of a column with ``quote: true``)."""
+        return "`{}`".format(identifier)
 
     def _build_spark_relation_list(self, row_list: Any, relation_info_func: Any) -> list[BaseRelation]:
         relations = super()._build_spark_relation_list(row_list, relation_info_func)
@@ -123,14 +140,22 @@ class DeltaMergeAdapter(SparkAdapter):
         batch_end: Any = None,
         language: str = "sql",
         dry_run: bool = False,
+        contract: Optional[Dict[str, Any]] = None,
     ) -> AdapterResponse:
         """Run ``sql`` (a Python model's compiled code for ``language='python'``) and write its
         rows as a new version of the model's Delta table (with ``dry_run``: preview a merge,
-        write nothing)."""
+        write nothing); ``contract``: the enforced contract's columns and model constraints."""
         model = str(relation.identifier)
         with model_errors(model):
             # Config first: its errors cost no Spark work.
             spec = ModelSpec.from_config(model, config, materialization)
+            enforced = (
+                ModelContract.from_node(
+                    model, contract.get("columns") or {}, contract.get("constraints") or []
+                )
+                if contract is not None
+                else None
+            )
             spark = self.spark_session()
             table = self._model_table(spark, relation, spec, incremental=materialization == "incremental")
             done = write_model(
@@ -142,6 +167,7 @@ class DeltaMergeAdapter(SparkAdapter):
                 full_refresh=full_refresh,
                 batch=batch_window(batch_start, batch_end),
                 dry_run=dry_run,
+                contract=enforced,
             )
             if isinstance(done, NotWritten):
                 return not_written_response(done.reason)

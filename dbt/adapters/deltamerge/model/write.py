@@ -22,13 +22,15 @@ from dbt.adapters.deltamerge.common.sql import quote_identifier
 from dbt.adapters.deltamerge.delta.paths import table_path_of
 from dbt.adapters.deltamerge.delta.snapshot import Snapshot, has_delta_log, load_snapshot
 from dbt.adapters.deltamerge.delta.transaction import WriteResult
-from dbt.adapters.deltamerge.delta.write import write_dataframe
+from dbt.adapters.deltamerge.delta.write import WriteRequest, write_dataframe
 from dbt.adapters.deltamerge.errors import ModelWriteError
 from dbt.adapters.deltamerge.merge.dry_run import DryRun
 from dbt.adapters.deltamerge.merge.pipeline import dry_run_merge, merge_into
 from dbt.adapters.deltamerge.merge.spec import MergeSpec
+from dbt.adapters.deltamerge.model.contract import ModelContract, contract_change
 from dbt.adapters.deltamerge.model.schema_change import planned_schema
 from dbt.adapters.deltamerge.model.spec import Materialization, ModelSpec, plan_write, table_location
+from dbt.adapters.deltamerge.statements.column_ddl import redefine
 
 Write = Literal["cdc_apply", "merge", "table_write"]
 
@@ -62,8 +64,13 @@ def write_model(
     full_refresh: bool,
     batch: Optional[tuple[str, str]] = None,
     dry_run: bool = False,
+    contract: ModelContract | None = None,
 ) -> WriteResult | DryRun | NotWritten:
     """Write one version of the model's Delta table (or merge into it) and re-bind the catalog.
+
+    With an enforced ``contract``, a new table gets its NOT NULL columns and CHECK constraints; an
+    existing one is brought to the contract first (its own commit, existing rows checked), and
+    the write is then checked against it.
 
     Returns:
         What was committed; for a dry run the merge it previews, or ``NotWritten`` when the
@@ -72,15 +79,54 @@ def write_model(
     write = decide(spec, exists=table.exists, full_refresh=full_refresh)
     if dry_run:
         return _dry_run(spark, df, table, spec) if write == "merge" else NotWritten(_NOT_PREVIEWED[write])
+    if contract is not None and table.exists and not _replaces(spec, materialization, write, full_refresh):
+        _bring_to_contract(spark, table, spec, contract)
     if write == "cdc_apply":
-        result = _apply_changes(spark, df, table, spec, full_refresh=full_refresh)
+        result = _apply_changes(spark, df, table, spec, full_refresh=full_refresh, contract=contract)
     elif write == "merge":
         result = _merge(spark, df, table, spec)
     else:
-        result = _table_write(spark, df, table, spec, materialization, full_refresh=full_refresh, batch=batch)
+        result = _table_write(
+            spark, df, table, spec, materialization, full_refresh=full_refresh, batch=batch, contract=contract
+        )
     if result.version is not None or write == "table_write" or not table.bound:
         binding.bind(spark, schema=table.schema, identifier=table.identifier, snapshot=result.snapshot)
     return result
+
+
+def _replaces(spec: ModelSpec, materialization: Materialization, write: Write, full_refresh: bool) -> bool:
+    """Whether the run writes a new definition of the table (CREATE OR REPLACE)."""
+    if write == "cdc_apply":
+        return full_refresh
+    if write == "merge":
+        return False
+    return materialization != "incremental" or full_refresh
+
+
+def _bring_to_contract(
+    spark: SparkSession, table: ModelTable, spec: ModelSpec, contract: ModelContract
+) -> None:
+    """Commit the constraint changes the contract asks of the existing table (nothing if none)."""
+    snapshot = _existing(table, spec)
+    change = contract_change(contract, snapshot.metadata.configuration, snapshot.schema)
+    if not change:
+        return
+    redefine(
+        spark,
+        snapshot,
+        f"{table.schema}.{table.identifier}",
+        configuration=change.properties(snapshot.metadata.configuration),
+        nullable=change.nullable,
+        added=change.add,
+    )
+
+
+def _with_contract(request: WriteRequest, df: DataFrame, contract: ModelContract | None) -> WriteRequest:
+    """A new table's request with the contract's NOT NULL columns and CHECK constraints."""
+    if contract is None or request.mode != "create_or_replace":
+        return request
+    properties = {**request.properties, **contract.properties()}
+    return dataclasses.replace(request, properties=properties, definition=contract.definition(df.schema))
 
 
 def decide(spec: ModelSpec, *, exists: bool, full_refresh: bool) -> Write:
@@ -131,7 +177,13 @@ def locate(
 
 
 def _apply_changes(
-    spark: SparkSession, df: DataFrame, table: ModelTable, spec: ModelSpec, *, full_refresh: bool
+    spark: SparkSession,
+    df: DataFrame,
+    table: ModelTable,
+    spec: ModelSpec,
+    *,
+    full_refresh: bool,
+    contract: ModelContract | None,
 ) -> WriteResult:
     assert spec.cdc is not None
     current = load_snapshot(table.path) if table.exists else None
@@ -140,6 +192,9 @@ def _apply_changes(
     evolves = current is not None and not full_refresh and spec.cdc.scd_type == 1
     create = plan_write(
         spec.write, materialization="table", table_path=table.path, exists=table.exists, full_refresh=True
+    )
+    create = _with_contract(
+        create, df.select(*[quote_identifier(c) for c in spec.cdc.stored_columns(df.columns)]), contract
     )
     return apply_changes(
         spark,
@@ -184,6 +239,7 @@ def _table_write(
     *,
     full_refresh: bool,
     batch: Optional[tuple[str, str]],
+    contract: ModelContract | None,
 ) -> WriteResult:
     request = plan_write(
         spec.write,
@@ -193,7 +249,7 @@ def _table_write(
         full_refresh=full_refresh,
         batch=batch,
     )
-    request = dataclasses.replace(request, txn=table.txn)
+    request = _with_contract(dataclasses.replace(request, txn=table.txn), df, contract)
     current = load_snapshot(request.table_path) if request.mode != "create_or_replace" else None
     if current is not None:
         evolved = planned_schema(spec.write, None, current, df.schema)

@@ -9,7 +9,7 @@ the new definition needs (``checkConstraints``, ``invariants``, ``allowColumnDef
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 from pyspark.sql import SparkSession
@@ -136,6 +136,47 @@ def alter_column(
     schema = T.StructType([changed if f.name == field.name else f for f in snapshot.schema.fields])
     params: dict[str, object] = {"column": changed.jsonValue()}
     return _commit(snapshot, "CHANGE COLUMN", params, schema=schema)
+
+
+def redefine(
+    spark: SparkSession,
+    snapshot: Snapshot,
+    table: str,
+    *,
+    configuration: dict[str, str],
+    nullable: Mapping[str, bool],
+    added: Mapping[str, str],
+) -> WriteResult:
+    """One commit giving the table ``configuration`` (its CHECK constraints among its properties)
+    and the columns' ``nullable``, after every live row passes the ``added`` checks (name ->
+    expression) and the new NOT NULL columns (one counting job), as ALTER TABLE would."""
+    tests = [("check", n, f"NOT coalesce(({e}), true)") for n, e in added.items()]
+    tests += [("not null", c, f"{quote_identifier(c)} IS NULL") for c, n in nullable.items() if not n]
+    if tests and snapshot.files:
+        rows = read_files(spark, snapshot, list(snapshot.files))
+        counts = rows.selectExpr(
+            *[f"count_if({sql}) AS `{i}`" for i, (_, _, sql) in enumerate(tests)]
+        ).first()
+        for (kind, name, _), failing in zip(tests, counts or (), strict=True):
+            if failing and kind == "check":
+                raise ColumnDefinitionError(
+                    f"[DELTA_NEW_CHECK_CONSTRAINT_VIOLATION] {failing} rows in {table} violate the new CHECK "
+                    f"constraint ({added[name]}). Nothing was committed."
+                )
+            if failing:
+                raise ColumnDefinitionError(
+                    f"[DELTA_NEW_NOT_NULL_VIOLATION] {failing} rows in {table} violate the new NOT NULL "
+                    f"constraint on {name}. Nothing was committed."
+                )
+    schema = T.StructType(
+        [
+            T.StructField(f.name, f.dataType, nullable.get(f.name, f.nullable), f.metadata)
+            for f in snapshot.schema.fields
+        ]
+    )
+    operation = "ADD CONSTRAINT" if added else "DROP CONSTRAINT" if not nullable else "CHANGE COLUMN"
+    params: dict[str, object] = {"constraints": dict(added), "nullable": dict(nullable)}
+    return _commit(snapshot, operation, params, configuration=configuration, schema=schema)
 
 
 def _count(spark: SparkSession, snapshot: Snapshot, condition: str) -> int:

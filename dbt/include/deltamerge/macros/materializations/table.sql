@@ -14,8 +14,9 @@
     {% do adapter.drop_relation(existing_relation) %}
   {%- endif -%}
   {%- if file_format == 'delta' -%}
+    {%- set contract = deltamerge_contract(compiled_code, target_relation) -%}
     {% set response = adapter.delta_materialize(
-        target_relation, compiled_code, model.config, 'table', language=model.language, dry_run=dry_run) %}
+        target_relation, compiled_code, model.config, 'table', language=model.language, dry_run=dry_run, contract=contract) %}
     {% do store_result('main', response=response) %}
   {%- elif model.language == 'python' -%}
     {{ exceptions.raise_compiler_error(

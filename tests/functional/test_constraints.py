@@ -1,0 +1,191 @@
+"""dbt model contracts on Delta tables: dbt-tests-adapter's constraints suites, with Spark's types
+and the Delta table definition our run files record (dbt's base classes expect Postgres')."""
+
+from __future__ import annotations
+
+import pytest
+from dbt.tests.adapter.constraints import fixtures
+from dbt.tests.adapter.constraints.test_constraints import (
+    BaseConstraintQuotedColumn,
+    BaseConstraintsRollback,
+    BaseConstraintsRuntimeDdlEnforcement,
+    BaseIncrementalConstraintsColumnsEqual,
+    BaseIncrementalConstraintsRollback,
+    BaseIncrementalConstraintsRuntimeDdlEnforcement,
+    BaseModelConstraintsRuntimeEnforcement,
+    BaseTableConstraintsColumnsEqual,
+)
+
+_SCHEMA_YML = fixtures.model_schema_yml.replace("text", "string")
+_FK_SCHEMA_YML = fixtures.model_fk_constraint_schema_yml.replace("text", "string")
+_MODEL_CONSTRAINTS_YML = fixtures.constrained_model_schema_yml.replace("text", "string")
+
+
+class SparkTypes:
+    @pytest.fixture
+    def string_type(self):
+        return "string"
+
+    @pytest.fixture
+    def int_type(self):
+        return "int"
+
+    @pytest.fixture
+    def schema_string_type(self):
+        return "string"
+
+    @pytest.fixture
+    def schema_int_type(self):
+        return "int"
+
+    @pytest.fixture
+    def data_types(self, int_type, schema_int_type, string_type, schema_string_type):
+        # sql_column_value, schema_data_type, error_data_type
+        return [
+            ["1", schema_int_type, int_type],
+            ["'1'", schema_string_type, string_type],
+            ["true", "boolean", "boolean"],
+            ["array('1','2','3')", "array<string>", "array<string>"],
+            ["array(1,2,3)", "array<int>", "array<int>"],
+            ["cast('2019-01-01' as date)", "date", "date"],
+            ["cast('2019-01-01' as timestamp)", "timestamp", "timestamp"],
+            ["cast(1.0 as decimal(4, 2))", "decimal(4,2)", "decimal(4,2)"],
+        ]
+
+
+class TestTableConstraintsColumnsEqual(SparkTypes, BaseTableConstraintsColumnsEqual):
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {
+            "my_model_wrong_order.sql": fixtures.my_model_wrong_order_sql,
+            "my_model_wrong_name.sql": fixtures.my_model_wrong_name_sql,
+            "constraints_schema.yml": _SCHEMA_YML,
+        }
+
+
+class TestIncrementalConstraintsColumnsEqual(SparkTypes, BaseIncrementalConstraintsColumnsEqual):
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {
+            "my_model_wrong_order.sql": fixtures.my_model_incremental_wrong_order_sql,
+            "my_model_wrong_name.sql": fixtures.my_model_incremental_wrong_name_sql,
+            "constraints_schema.yml": _SCHEMA_YML,
+        }
+
+
+class RecordedDdl:
+    """The run file holds the Delta table definition the write gives, as CREATE TABLE."""
+
+    @pytest.fixture(scope="class")
+    def expected_sql(self):
+        return """
+create or replace table <model_identifier> (
+    id integer not null primary key check ((id > 0)) check (id >= 1)
+      references <foreign_key_model_identifier> (id) unique,
+    color string,
+    date_day string
+)
+using delta
+as select id, color, date_day from (
+    -- depends_on: <foreign_key_model_identifier>
+    select 'blue' as color, 1 as id, '2019-01-01' as date_day
+) as model_subq
+"""
+
+
+class TestTableConstraintsRuntimeDdlEnforcement(RecordedDdl, BaseConstraintsRuntimeDdlEnforcement):
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {
+            "my_model.sql": fixtures.my_model_wrong_order_depends_on_fk_sql,
+            "foreign_key_model.sql": fixtures.foreign_key_model_sql,
+            "constraints_schema.yml": _FK_SCHEMA_YML,
+        }
+
+
+class TestIncrementalConstraintsRuntimeDdlEnforcement(
+    RecordedDdl, BaseIncrementalConstraintsRuntimeDdlEnforcement
+):
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {
+            "my_model.sql": fixtures.my_model_incremental_wrong_order_depends_on_fk_sql,
+            "foreign_key_model.sql": fixtures.foreign_key_model_sql,
+            "constraints_schema.yml": _FK_SCHEMA_YML,
+        }
+
+
+class DeltaErrors:
+    """Delta's texts; the write fails inside its own job, so the table keeps its last version."""
+
+    @pytest.fixture(scope="class")
+    def expected_error_messages(self):
+        return ["[DELTA_NOT_NULL_CONSTRAINT_VIOLATED] NOT NULL constraint violated for column: id."]
+
+
+class TestTableConstraintsRollback(DeltaErrors, BaseConstraintsRollback):
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {"my_model.sql": fixtures.my_model_sql, "constraints_schema.yml": _SCHEMA_YML}
+
+
+class TestIncrementalConstraintsRollback(DeltaErrors, BaseIncrementalConstraintsRollback):
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {"my_model.sql": fixtures.my_incremental_model_sql, "constraints_schema.yml": _SCHEMA_YML}
+
+
+class TestModelConstraintsRuntimeEnforcement(BaseModelConstraintsRuntimeEnforcement):
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {
+            "my_model.sql": fixtures.my_model_wrong_order_depends_on_fk_sql,
+            "foreign_key_model.sql": fixtures.foreign_key_model_sql,
+            "constraints_schema.yml": _MODEL_CONSTRAINTS_YML,
+        }
+
+    @pytest.fixture(scope="class")
+    def expected_sql(self):
+        return """
+create or replace table <model_identifier> (
+    id integer not null,
+    color string,
+    date_day string,
+    check ((id > 0)),
+    check (id >= 1),
+    primary key (id),
+    constraint strange_uniqueness_requirement unique (color, date_day),
+    foreign key (id) references <foreign_key_model_identifier> (id)
+)
+using delta
+as select id, color, date_day from (
+    -- depends_on: <foreign_key_model_identifier>
+    select 'blue' as color, 1 as id, '2019-01-01' as date_day
+) as model_subq
+"""
+
+
+class TestConstraintQuotedColumn(BaseConstraintQuotedColumn):
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {
+            "my_model.sql": fixtures.my_model_with_quoted_column_name_sql.replace('"from"', "`from`"),
+            "constraints_schema.yml": fixtures.model_quoted_column_schema_yml.replace("text", "string").replace(
+                '"from"', "`from`"
+            ),
+        }
+
+    @pytest.fixture(scope="class")
+    def expected_sql(self):
+        return """
+create or replace table <model_identifier> (
+    id integer not null,
+    `from` string not null,
+    date_day string,
+    check ((`from` = 'blue'))
+)
+using delta
+as select id, `from`, date_day from (
+    select 'blue' as `from`, 1 as id, '2019-01-01' as date_day
+) as model_subq
+"""
