@@ -18,6 +18,7 @@ from dbt.tests.adapter.constraints.test_constraints import (
 
 _SCHEMA_YML = fixtures.model_schema_yml.replace("text", "string")
 _FK_SCHEMA_YML = fixtures.model_fk_constraint_schema_yml.replace("text", "string")
+_QUOTED_YML = fixtures.model_quoted_column_schema_yml.replace("text", "string").replace('"from"', "`from`")
 _MODEL_CONSTRAINTS_YML = fixtures.constrained_model_schema_yml.replace("text", "string")
 
 
@@ -170,9 +171,7 @@ class TestConstraintQuotedColumn(BaseConstraintQuotedColumn):
     def models(self):
         return {
             "my_model.sql": fixtures.my_model_with_quoted_column_name_sql.replace('"from"', "`from`"),
-            "constraints_schema.yml": fixtures.model_quoted_column_schema_yml.replace("text", "string").replace(
-                '"from"', "`from`"
-            ),
+            "constraints_schema.yml": _QUOTED_YML,
         }
 
     @pytest.fixture(scope="class")

@@ -61,10 +61,10 @@ class DeltaMergeAdapter(SparkAdapter):
     }
 
     @classmethod
-    def quote(cls, identifier: str) -> str:  # type: ignore[override]
+    def quote(cls, identifier: str) -> str:
         """Backticks; a classmethod as dbt's (dbt-spark's instance method breaks dbt's contract
         DDL of a column with ``quote: true``)."""
-        return "`{}`".format(identifier)
+        return f"`{identifier}`"
 
     def _build_spark_relation_list(self, row_list: Any, relation_info_func: Any) -> list[BaseRelation]:
         relations = super()._build_spark_relation_list(row_list, relation_info_func)

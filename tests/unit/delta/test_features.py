@@ -64,7 +64,8 @@ def test_constraints_generated_identity_and_default_columns_are_written():
         '"metadata":{"delta.identity.start":1,"delta.identity.step":1}},{"name":"d","type":"string",'
         '"nullable":true,"metadata":{"CURRENT_DEFAULT":"\'x\'","delta.invariants":"{}"}}]}'
     )
-    features = ("checkConstraints", "generatedColumns", "identityColumns", "invariants", "allowColumnDefaults")
+    features = ("checkConstraints", "generatedColumns", "identityColumns", "invariants")
+    features += ("allowColumnDefaults",)
     protocol = Protocol(1, 7, None, features)
     assert feature_problems(protocol, {"delta.constraints.positive": "g > 0"}, schema) == []
 

@@ -50,7 +50,7 @@ class ModelContract:
         not_null: list[str] = []
         checks: list[tuple[str, str]] = []
         informational: list[str] = []
-        entries = [
+        entries: list[tuple[str | None, Mapping[str, Any]]] = [
             (str(column.get("name") or key), constraint)
             for key, column in columns.items()
             for constraint in column.get("constraints") or []

@@ -20,6 +20,7 @@ from dbt.adapters.deltamerge import binding
 from dbt.adapters.deltamerge.cdc.apply import apply_changes
 from dbt.adapters.deltamerge.common.sql import quote_identifier
 from dbt.adapters.deltamerge.delta.paths import table_path_of
+from dbt.adapters.deltamerge.delta.redefine import redefine
 from dbt.adapters.deltamerge.delta.snapshot import Snapshot, has_delta_log, load_snapshot
 from dbt.adapters.deltamerge.delta.transaction import WriteResult
 from dbt.adapters.deltamerge.delta.write import WriteRequest, write_dataframe
@@ -30,7 +31,6 @@ from dbt.adapters.deltamerge.merge.spec import MergeSpec
 from dbt.adapters.deltamerge.model.contract import ModelContract, contract_change
 from dbt.adapters.deltamerge.model.schema_change import planned_schema
 from dbt.adapters.deltamerge.model.spec import Materialization, ModelSpec, plan_write, table_location
-from dbt.adapters.deltamerge.statements.column_ddl import redefine
 
 Write = Literal["cdc_apply", "merge", "table_write"]
 
@@ -111,13 +111,22 @@ def _bring_to_contract(
     change = contract_change(contract, snapshot.metadata.configuration, snapshot.schema)
     if not change:
         return
+    schema = T.StructType(
+        [
+            T.StructField(f.name, f.dataType, change.nullable.get(f.name, f.nullable), f.metadata)
+            for f in snapshot.schema.fields
+        ]
+    )
+    params: dict[str, object] = {"contract": True, "added": change.add, "dropped": list(change.drop)}
+    operation = "ADD CONSTRAINT" if change.add else "DROP CONSTRAINT" if change.drop else "CHANGE COLUMN"
     redefine(
         spark,
         snapshot,
         f"{table.schema}.{table.identifier}",
+        operation=operation,
+        params=params,
         configuration=change.properties(snapshot.metadata.configuration),
-        nullable=change.nullable,
-        added=change.add,
+        schema=schema,
     )
 
 

@@ -145,7 +145,7 @@ def _definition_change(
     if isinstance(parsed, DropColumnsStatement):
         return drop_columns(snapshot, parsed.columns, parsed.if_exists, name)
     if isinstance(parsed, DropConstraintStatement):
-        return drop_constraint(snapshot, parsed.name, parsed.if_exists, name)
+        return drop_constraint(spark, snapshot, parsed.name, parsed.if_exists, name)
     return alter_column(
         spark, snapshot, parsed.column, name, not_null=parsed.not_null, default=parsed.default
     )
