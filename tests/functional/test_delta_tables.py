@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 
 import pyarrow as pa
 import pytest
@@ -188,22 +189,29 @@ class TestRefusals:
     def models(self):
         return {"dv.sql": "select 1 as id", "occupied.sql": "select 1 as id", "voids.sql": "select 1 as id"}
 
-    def test_unsupported_feature_is_refused_before_writing(self, project, tmp_path):
-        # A CHECK constraint another writer added (constraints are enforced by a later version).
+    def test_a_check_constraint_another_writer_added_is_enforced(self, project, tmp_path):
+        # delta-rs adds the constraint; our append of a violating row fails with Delta's text.
         path = str(tmp_path / "dv")
         write_deltalake(path, pa.table({"id": [1]}))
         DeltaTable(path).alter.add_constraint({"positive": "id > 0"})
+        project.run_sql(f"create table {project.test_schema}.dv using delta location '{path}'")
         before = sorted(os.listdir(path))
         write_file(
-            model("select 2 as id", materialized="table", location_root=str(tmp_path)),
+            model("select {{ var('id') }} as id", materialized="incremental", location_root=str(tmp_path)),
             project.project_root,
             "models",
             "dv.sql",
         )
-        _, out = run_dbt_and_capture(["run", "--select", "dv"], expect_pass=False)
-        assert "CHECK constraint 'positive' (checkConstraints)" in out and "Model 'dv'" in out
-        assert sorted(os.listdir(path)) == before
-        assert DeltaTable(path).version() == 1
+        _, out = run_dbt_and_capture(["run", "--select", "dv", "--vars", "id: -2"], expect_pass=False)
+        assert re.search(r"CHECK constraint positive \(id > 0\) violated by row with values:\s+- id : -2", out)
+        assert "Model 'dv'" in out
+        assert sorted(os.listdir(path)) == before and DeltaTable(path).version() == 1
+        run_dbt(["run", "--select", "dv", "--vars", "id: 2"])
+        assert sorted(r["id"] for r in DeltaTable(path).to_pyarrow_table().to_pylist()) == [1, 2]
+        # delta-rs, the other writer, refuses the same row by the same rule.
+        with pytest.raises(Exception, match="1 rows failed validation check"):
+            write_deltalake(path, pa.table({"id": [-3]}), mode="append")
+
 
     def test_files_without_log_are_not_overwritten(self, project, tmp_path):
         folder = tmp_path / "occupied"

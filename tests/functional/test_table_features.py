@@ -36,7 +36,7 @@ from dbt.adapters.deltamerge.delta.read import read_files
 from dbt.adapters.deltamerge.delta.snapshot import load_snapshot
 from dbt.adapters.deltamerge.delta.vacuum import vacuum
 from dbt.adapters.deltamerge.delta.vector_files import vector_file
-from tests.functional.helpers import table_path
+from tests.functional.helpers import live_rows, table_path
 from tests.validator import problems
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "delta-rs"
@@ -453,15 +453,26 @@ def test_an_append_only_table_takes_inserts_and_refuses_deletes_with_delta_s_err
     assert sorted(r[0] for r in project.run_sql(f"select id from {name}", fetch="all")) == [1, 2]
 
 
-def test_a_table_with_an_identity_column_is_refused_until_contracts_land(project, tmp_path):
-    # checkpoint-v2-table: v2 checkpoints (read) and an identity column `id` (issue: contracts).
+def test_a_table_with_an_identity_column_from_databricks_takes_new_ids_above_its_mark(project, tmp_path):
+    # checkpoint-v2-table: v2 checkpoints and a GENERATED ALWAYS identity `id` (mark 44).
     path = _copy("checkpoint-v2-table", tmp_path)
     name = f"{project.test_schema}.v2_identity"
     project.run_sql(f"create table {name} using delta location '{path}'")
     before = DeltaTable(path).version()
-    with pytest.raises(Exception, match=r"identity column `id` \(identityColumns\)"):
-        project.run_sql(f"delete from {name} where id = 1")
+    with pytest.raises(Exception, match="Providing values for GENERATED ALWAYS AS IDENTITY column id"):
+        project.run_sql(f"insert into {name} (id, name) values (1, 'x')")
     assert DeltaTable(path).version() == before
+    project.run_sql(f"insert into {name} (name, created_at) values ('Zed', null), ('Yan', null)")
+    project.run_sql(
+        f"merge into {name} t using (select 'Xi' as name) s on t.name = s.name "
+        "when not matched then insert (name) values (s.name)"
+    )
+    found = {r["name"]: r["id"] for r in live_rows(path)}
+    assert sorted(found[n] for n in ("Zed", "Yan")) == [45, 46] and found["Xi"] == 47
+    assert sorted(r["id"] for r in live_rows(path)) == list(range(1, 48))
+    metadata = json.loads(DeltaTable(path).schema().to_json())["fields"][0]["metadata"]
+    assert metadata["delta.identity.highWaterMark"] == 47 and DeltaTable(path).version() == before + 2
+    assert problems(path) == []
 
 
 def _v2_checkpoint_table(root: Path) -> str:
