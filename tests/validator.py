@@ -23,7 +23,9 @@ from deltalake import DeltaTable
 def problems(path: str) -> list[str]:
     """Every inconsistency found in the table at ``path`` (empty: the table is sound)."""
     log = os.path.join(path, "_delta_log")
-    versions = sorted(int(n[:20]) for n in os.listdir(log) if len(n) == 25 and n.endswith(".json") and n[:20].isdigit())
+    versions = sorted(
+        int(n[:20]) for n in os.listdir(log) if len(n) == 25 and n.endswith(".json") and n[:20].isdigit()
+    )
     found: list[str] = []
     if versions != list(range(len(versions))):
         found.append(f"versions are not contiguous from 0: {versions}")

@@ -203,7 +203,9 @@ class TestRefusals:
             "dv.sql",
         )
         _, out = run_dbt_and_capture(["run", "--select", "dv", "--vars", "id: -2"], expect_pass=False)
-        assert re.search(r"CHECK constraint positive \(id > 0\) violated by row with values:\s+- id : -2", out)
+        assert re.search(
+            r"CHECK constraint positive \(id > 0\) violated by row with values:\s+- id : -2", out
+        )
         assert "Model 'dv'" in out
         assert sorted(os.listdir(path)) == before and DeltaTable(path).version() == 1
         run_dbt(["run", "--select", "dv", "--vars", "id: 2"])
@@ -211,7 +213,6 @@ class TestRefusals:
         # delta-rs, the other writer, refuses the same row by the same rule.
         with pytest.raises(Exception, match="1 rows failed validation check"):
             write_deltalake(path, pa.table({"id": [-3]}), mode="append")
-
 
     def test_files_without_log_are_not_overwritten(self, project, tmp_path):
         folder = tmp_path / "occupied"

@@ -1,0 +1,142 @@
+"""Every write path enforces the table's constraints: a violating write fails with Delta's text,
+naming the model, and commits nothing (the table stays at its version, read by delta-rs).
+
+One dbt project holds a model per write path, each with an enforced contract (``id`` NOT NULL,
+``v`` CHECK ``positive``): table, incremental append, insert_overwrite, microbatch, the classic
+merge, the insert-only merge and CDC apply. A first run writes good rows; a second run gives every
+model a row that breaks the CHECK constraint, a third one a null ``id``. SQL INSERT, UPDATE and
+MERGE statements, snapshots and Python models are checked on the same tables.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import re
+
+import pytest
+from dbt.tests.util import run_dbt, run_dbt_and_capture, write_file
+from deltalake import DeltaTable
+
+from tests.functional.helpers import live_rows, table_path
+
+_TODAY = dt.date.today()
+_BEGIN = (_TODAY - dt.timedelta(days=1)).isoformat()
+_ROW = (
+    "select cast({{ var('id', 1) }} as int) as id, cast({{ var('v', 1) }} as int) as v, "
+    "1 as p, cast('" + _TODAY.isoformat() + " 0{{ var('hour', 1) }}:00:00' as timestamp) as ts"
+)
+_CONFIGS = {
+    "m_table": "materialized='table'",
+    "m_append": "materialized='incremental', incremental_strategy='append'",
+    "m_overwrite": "materialized='incremental', incremental_strategy='insert_overwrite', partition_by=['p']",
+    "m_micro": (
+        "materialized='incremental', incremental_strategy='microbatch', event_time='ts', "
+        f"begin='{_BEGIN}', batch_size='day'"
+    ),
+    "m_merge": "materialized='incremental', incremental_strategy='delta_merge', unique_key='id'",
+    "m_insert_only": (
+        "materialized='incremental', incremental_strategy='delta_merge', unique_key='id', when_matched=[]"
+    ),
+    "m_cdc": "materialized='incremental', incremental_strategy='delta_merge', unique_key='p', sequence_by='ts'",
+}
+_FAIL = ", on_schema_change='fail'"  # dbt's rule for incremental models with a contract
+_COLUMNS = """
+      - name: id
+        data_type: int
+        constraints: [{type: not_null}]
+      - name: v
+        data_type: int
+        constraints: [{type: check, name: positive, expression: "v > 0"}]
+      - name: p
+        data_type: int
+      - name: ts
+        data_type: timestamp
+"""
+_SCHEMA_YML = "version: 2\nmodels:\n" + "".join(
+    f"  - name: {name}\n    config:\n      contract: {{enforced: true}}\n    columns:{_COLUMNS}"
+    for name in _CONFIGS
+)
+_PYTHON = """
+def model(dbt, session):
+    dbt.config(materialized="incremental")
+    return dbt.ref("py_src").select("id", "v")
+"""
+_SNAPSHOT = """
+snapshots:
+  - name: s_rows
+    relation: ref('snap_src')
+    config: {unique_key: p, strategy: check, check_cols: all}
+"""
+
+
+class TestEveryWritePathEnforcesConstraints:
+    @pytest.fixture(scope="class")
+    def models(self):
+        found = {
+            f"{name}.sql": f"{{{{ config({config}{_FAIL if 'incremental' in config else ''}) }}}}\n{_ROW}"
+            for name, config in _CONFIGS.items()
+        }
+        snap_src = f"{{{{ config(materialized='ephemeral') }}}}\n{_ROW}"
+        py_src = f"{{{{ config(materialized='view') }}}}\n{_ROW}"
+        return {
+            **found,
+            "schema.yml": _SCHEMA_YML,
+            "m_python.py": _PYTHON,
+            "py_src.sql": py_src,
+            "snap_src.sql": snap_src,
+        }
+
+    @pytest.fixture(scope="class")
+    def snapshots(self):
+        return {"snapshots.yml": _SNAPSHOT}
+
+    def test_a_violating_write_fails_on_every_path_and_commits_nothing(self, project):
+        run_dbt(["run"])
+        run_dbt(["snapshot"])
+        paths = {name: table_path(project, name) for name in [*_CONFIGS, "m_python", "s_rows"]}
+        schema = project.test_schema
+        project.run_sql(f"alter table {schema}.m_python add constraint positive check (v > 0)")
+        project.run_sql(f"alter table {schema}.m_python alter column id set not null")
+        project.run_sql(f"alter table {schema}.s_rows add constraint positive check (v > 0)")
+        versions = {name: DeltaTable(path).version() for name, path in paths.items()}
+        stored = {name: live_rows(path) for name, path in paths.items()}
+        for table in _CONFIGS:  # the contract made Delta constraints of the table itself
+            config = DeltaTable(paths[table]).metadata().configuration
+            assert config["delta.constraints.positive"] == "v > 0", table
+        check = r"CHECK constraint positive \(v > 0\) violated by row with values:\s+- v : -1"
+        null = r"NOT NULL constraint violated for column: id\."
+        window = [
+            "--event-time-start",
+            _TODAY.isoformat(),
+            "--event-time-end",
+            (_TODAY + dt.timedelta(1)).isoformat(),
+        ]
+        for variables, expected in (("{v: -1, id: 2, hour: 2}", check), ("{id: 'null', hour: 3}", null)):
+            results, out = run_dbt_and_capture(["run", "--vars", variables, *window], expect_pass=False)
+            failed = {r.node.name for r in results if r.status == "error"}
+            assert failed == {*_CONFIGS, "m_python"}, out
+            for result in results:
+                if result.node.name in failed - {"m_micro"}:  # a microbatch's message is the log's
+                    assert re.search(expected, result.message or ""), (result.node.name, result.message)
+            assert len(re.findall(expected, out)) >= len(failed), out
+        # The snapshot path: a source row breaking the snapshot table's constraint.
+        _, out = run_dbt_and_capture(["snapshot", "--vars", "{v: -1, id: 2, hour: 2}"], expect_pass=False)
+        assert re.search(check, out)
+        # SQL statements on the model tables.
+        table = f"{schema}.m_merge"
+        for statement in (
+            f"insert into {table} values (2, -1, 1, null)",
+            f"update {table} set v = -1",
+            f"merge into {table} t using (select 1 as id) s on t.id = s.id when matched then update set v = -1",
+            f"merge into {table} t using (select 9 as id) s on t.id = s.id "
+            "when not matched then insert (id, v, p) values (s.id, -5, 1)",
+        ):
+            with pytest.raises(Exception, match="CHECK constraint positive"):
+                project.run_sql(statement)
+        with pytest.raises(Exception, match=null):
+            project.run_sql(f"insert into {table} (v, p) values (3, 1)")
+        for name, path in paths.items():
+            assert DeltaTable(path).version() == versions[name], name
+            assert live_rows(path) == stored[name], name
+        assert all(os.path.isdir(p) for p in paths.values())
