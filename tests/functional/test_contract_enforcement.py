@@ -15,7 +15,7 @@ import os
 import re
 
 import pytest
-from dbt.tests.util import run_dbt, run_dbt_and_capture, write_file
+from dbt.tests.util import run_dbt, run_dbt_and_capture
 from deltalake import DeltaTable
 
 from tests.functional.helpers import live_rows, table_path
@@ -38,7 +38,9 @@ _CONFIGS = {
     "m_insert_only": (
         "materialized='incremental', incremental_strategy='delta_merge', unique_key='id', when_matched=[]"
     ),
-    "m_cdc": "materialized='incremental', incremental_strategy='delta_merge', unique_key='p', sequence_by='ts'",
+    "m_cdc": (
+        "materialized='incremental', incremental_strategy='delta_merge', unique_key='p', sequence_by='ts'"
+    ),
 }
 _FAIL = ", on_schema_change='fail'"  # dbt's rule for incremental models with a contract
 _COLUMNS = """
@@ -128,7 +130,8 @@ class TestEveryWritePathEnforcesConstraints:
         for statement in (
             f"insert into {table} values (2, -1, 1, null)",
             f"update {table} set v = -1",
-            f"merge into {table} t using (select 1 as id) s on t.id = s.id when matched then update set v = -1",
+            f"merge into {table} t using (select 1 as id) s on t.id = s.id "
+            "when matched then update set v = -1",
             f"merge into {table} t using (select 9 as id) s on t.id = s.id "
             "when not matched then insert (id, v, p) values (s.id, -5, 1)",
         ):
