@@ -22,7 +22,9 @@ from sqlglot import exp
 
 from dbt.adapters.deltamerge.common.sql import quote_identifier
 from dbt.adapters.deltamerge.delta.constraints import generated_columns
-from dbt.adapters.deltamerge.delta.identity import Identity, with_identity_values
+from dbt.adapters.deltamerge.delta.errors import DeltaError
+from dbt.adapters.deltamerge.delta.identity import Identity, explicit_values_refused, with_identity_values
+from dbt.adapters.deltamerge.delta.schema import find_field
 
 CURRENT_DEFAULT = "CURRENT_DEFAULT"
 _SLOT = "__deltamerge_slot_{}__"
@@ -105,3 +107,22 @@ def regenerated(df: DataFrame, schema: T.StructType, assigned: Collection[str]) 
         return df
     types = {f.name: f.dataType for f in schema.fields}
     return df.withColumns({c: F.expr(f"({e})").cast(types[c]) for c, e in again.items()})
+
+
+def declared(df: DataFrame, schema: T.StructType, definition: T.StructType) -> tuple[DataFrame, T.StructType]:
+    """``df`` and the new table's schema with the ``definition``'s nullability and column metadata;
+    declared columns ``df`` lacks are added (computed, else null)."""
+    by_name = {f.name.lower(): f for f in definition.fields}
+    fields = [
+        T.StructField(f.name, f.dataType, d.nullable, {**f.metadata, **d.metadata})
+        if (d := by_name.get(f.name.lower())) is not None
+        else f
+        for f in schema.fields
+    ]
+    missing = [d for d in definition.fields if find_field(schema, d.name) is None]
+    table = T.StructType([*fields, *missing])
+    refused = explicit_values_refused(table, [f.name for f in schema.fields], "the new table")
+    if refused:
+        raise DeltaError("; ".join(refused) + " Leave the column out of the query. Nothing was written.")
+    placeholders = {d.name: F.lit(None).cast(d.dataType) for d in missing}
+    return filled(df.withColumns(placeholders), table, [d.name for d in missing]), table

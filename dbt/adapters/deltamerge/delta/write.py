@@ -20,7 +20,7 @@ from pyspark.sql import types as T
 
 from dbt.adapters.deltamerge.common.sql import quote_identifier
 from dbt.adapters.deltamerge.delta.align import align_to_schema
-from dbt.adapters.deltamerge.delta.column_values import filled
+from dbt.adapters.deltamerge.delta.column_values import declared
 from dbt.adapters.deltamerge.delta.commit import (
     CommitInfo,
     now_ms,
@@ -141,7 +141,7 @@ def _create_or_replace(df: DataFrame, request: WriteRequest, current: Snapshot |
     mapped = mapping_mode(configuration) != "none"
     schema = to_delta_schema(df.schema, mapped=mapped)
     if request.definition is not None:
-        df, schema = _declared(df, schema, request.definition)
+        df, schema = declared(df, schema, request.definition)
     if mapped:
         previous = current.schema if current is not None else None
         schema, top = mapped_schema(schema, previous, configuration)
@@ -190,24 +190,6 @@ def _create_or_replace(df: DataFrame, request: WriteRequest, current: Snapshot |
         "isManaged": "false",
     }
     return _commit(request, current, operation, params, actions, written, removed, blind=False)
-
-
-def _declared(
-    df: DataFrame, schema: T.StructType, definition: T.StructType
-) -> tuple[DataFrame, T.StructType]:
-    """``df`` and the new table's schema with the ``definition``'s nullability and column metadata;
-    declared columns ``df`` lacks are added (computed, else null)."""
-    declared = {f.name.lower(): f for f in definition.fields}
-    fields = [
-        T.StructField(f.name, f.dataType, d.nullable, {**f.metadata, **d.metadata})
-        if (d := declared.get(f.name.lower())) is not None
-        else f
-        for f in schema.fields
-    ]
-    missing = [d for d in definition.fields if find_field(schema, d.name) is None]
-    table = T.StructType([*fields, *missing])
-    placeholders = {d.name: F.lit(None).cast(d.dataType) for d in missing}
-    return filled(df.withColumns(placeholders), table, [d.name for d in missing]), table
 
 
 def _append(df: DataFrame, request: WriteRequest, current: Snapshot, leading: list[Action]) -> WriteResult:

@@ -84,6 +84,9 @@ WRITE_KEYS: dict[str, Kind] = {
     "location_root": PATH,
     "change_data_feed": FLAG,
     "event_time": COLUMN,
+    "generated_columns": _map("a map of column to SQL expression"),
+    "column_defaults": _map("a map of column to SQL expression"),
+    "identity_columns": _map("a map of column to {start, step, generated}"),
 }
 MERGE_KEYS: dict[str, Kind] = {
     "unique_key": COLUMNS,

@@ -14,7 +14,9 @@ from __future__ import annotations
 from dbt_common.exceptions import CompilationError
 from pyspark.sql import types as T
 
+from dbt.adapters.deltamerge.delta.column_values import computed_columns
 from dbt.adapters.deltamerge.delta.evolution import evolved_schema, schema_changes
+from dbt.adapters.deltamerge.delta.schema import find_field
 from dbt.adapters.deltamerge.delta.snapshot import Snapshot
 from dbt.adapters.deltamerge.merge.resolve import evolved_by_merge
 from dbt.adapters.deltamerge.merge.spec import MergeSpec
@@ -33,7 +35,10 @@ def planned_schema(
     )
     if merge_spec is not None and merge_spec.schema_evolution:
         return evolved_by_merge(merge_spec, snapshot, result, what=what)
-    changes = schema_changes(table, result)
+    # Generated, identity and default columns the result leaves out are computed, not dropped.
+    computed = computed_columns(table)
+    left_out = [f for f in table.fields if f.name.lower() in computed and find_field(result, f.name) is None]
+    changes = schema_changes(table, T.StructType([*result.fields, *left_out]))
     if not changes.any or on_schema_change == "ignore":
         return None
     if on_schema_change == "fail":
@@ -51,7 +56,7 @@ def planned_schema(
         )
     schema = evolved_schema(
         table,
-        result,
+        T.StructType([*result.fields, *left_out]),
         drop_missing=on_schema_change == "sync_all_columns",
         partition_columns=partition_columns,
         what=what,

@@ -22,6 +22,7 @@ from dbt.adapters.deltamerge.delta.properties import value_problems
 from dbt.adapters.deltamerge.delta.protocol import CDF_PROPERTY, change_data_feed_enabled
 from dbt.adapters.deltamerge.delta.write import WriteMode, WriteRequest
 from dbt.adapters.deltamerge.merge.spec import MergeSpec
+from dbt.adapters.deltamerge.model.columns import ColumnDeclarations
 from dbt.adapters.deltamerge.model.keys import (
     CDC_KEYS,
     KEYS,
@@ -92,6 +93,7 @@ class ModelSpec:
     write: WriteSpec
     merge: MergeSpec | None = None
     cdc: CdcSpec | None = None
+    columns: ColumnDeclarations = field(default_factory=ColumnDeclarations)
 
     @property
     def model(self) -> str:
@@ -103,6 +105,7 @@ class ModelSpec:
         """Parse every key of ``config``, then the specs the model's write uses; one SpecError for all."""
         problems = key_problems(config)
         write = _parsed(WriteSpec.from_config, model, config, problems)
+        columns = _parsed(ColumnDeclarations.from_config, model, config, problems)
         merge = cdc = None
         if write is not None and materialization == "incremental":
             if write.strategy == "microbatch" and not write.event_time:
@@ -114,8 +117,8 @@ class ModelSpec:
                 merge = _parsed(MergeSpec.from_config, model, config, problems)
         if problems:
             raise SpecError(model, problems)
-        assert write is not None
-        return cls(write, merge, cdc)
+        assert write is not None and columns is not None
+        return cls(write, merge, cdc, columns)
 
 
 def _parsed(

@@ -130,12 +130,16 @@ def _bring_to_contract(
     )
 
 
-def _with_contract(request: WriteRequest, df: DataFrame, contract: ModelContract | None) -> WriteRequest:
-    """A new table's request with the contract's NOT NULL columns and CHECK constraints."""
-    if contract is None or request.mode != "create_or_replace":
+def _with_contract(
+    request: WriteRequest, df: DataFrame, contract: ModelContract | None, spec: ModelSpec
+) -> WriteRequest:
+    """A new table's request with the contract's NOT NULL columns and CHECK constraints, and the
+    columns the config declares (generated, identity, default)."""
+    if request.mode != "create_or_replace" or (contract is None and not spec.columns):
         return request
-    properties = {**request.properties, **contract.properties()}
-    return dataclasses.replace(request, properties=properties, definition=contract.definition(df.schema))
+    base = contract.definition(df.schema) if contract is not None else df.schema
+    properties = {**request.properties, **(contract.properties() if contract is not None else {})}
+    return dataclasses.replace(request, properties=properties, definition=spec.columns.definition(df, base))
 
 
 def decide(spec: ModelSpec, *, exists: bool, full_refresh: bool) -> Write:
@@ -196,15 +200,14 @@ def _apply_changes(
 ) -> WriteResult:
     assert spec.cdc is not None
     current = load_snapshot(table.path) if table.exists else None
-    stored = df.select(*[quote_identifier(c) for c in spec.cdc.stored_columns(df.columns)]).schema
+    stored_rows = df.select(*[quote_identifier(c) for c in spec.cdc.stored_columns(df.columns)])
+    stored = stored_rows.schema
     # SCD 1 merges the stored columns (on_schema_change applies); SCD 2 keeps its history's schema.
     evolves = current is not None and not full_refresh and spec.cdc.scd_type == 1
     create = plan_write(
         spec.write, materialization="table", table_path=table.path, exists=table.exists, full_refresh=True
     )
-    create = _with_contract(
-        create, df.select(*[quote_identifier(c) for c in spec.cdc.stored_columns(df.columns)]), contract
-    )
+    create = _with_contract(create, stored_rows, contract, spec)
     return apply_changes(
         spark,
         df,
@@ -258,7 +261,7 @@ def _table_write(
         full_refresh=full_refresh,
         batch=batch,
     )
-    request = _with_contract(dataclasses.replace(request, txn=table.txn), df, contract)
+    request = _with_contract(dataclasses.replace(request, txn=table.txn), df, contract, spec)
     current = load_snapshot(request.table_path) if request.mode != "create_or_replace" else None
     if current is not None:
         evolved = planned_schema(spec.write, None, current, df.schema)
