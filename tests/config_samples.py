@@ -34,6 +34,8 @@ ACCEPTED: dict[str, set[str]] = {
     "a list of clauses": {"list of maps"},
     "a non-empty map of column to SQL expression": {"map"},
     "a map of property to value": {"map"},
+    "a map of column to SQL expression": {"map"},
+    "a map of column to {start, step, generated}": {"map"},
     "a number of hours >= 0": {"integer", "decimal"},
 }
 

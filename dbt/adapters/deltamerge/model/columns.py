@@ -21,6 +21,7 @@ from dbt.adapters.deltamerge.delta.column_values import CURRENT_DEFAULT
 from dbt.adapters.deltamerge.delta.constraints import GENERATION_EXPRESSION
 from dbt.adapters.deltamerge.delta.identity import metadata as identity_metadata
 from dbt.adapters.deltamerge.delta.schema import find_field
+from dbt.adapters.deltamerge.model.keys import KEYS
 
 
 @dataclass(frozen=True)
@@ -47,17 +48,21 @@ class ColumnDeclarations:
                 )
             found[column] = metadata
 
-        for column, expression in (config.get("generated_columns") or {}).items():
+        def read(key: str) -> Mapping[str, Any]:
+            value = KEYS[key].read(config, key, [])  # a wrong kind is named by ``key_problems``
+            return value if isinstance(value, Mapping) else {}
+
+        for column, expression in read("generated_columns").items():
             if not isinstance(expression, str) or not expression.strip():
                 problems.append(f"generated_columns: `{column}` needs a SQL expression, got {expression!r}")
             else:
                 declare("generated_columns", column, {GENERATION_EXPRESSION: expression.strip()})
-        for column, default in (config.get("column_defaults") or {}).items():
+        for column, default in read("column_defaults").items():
             if not isinstance(default, (str, int, float, bool)):
                 problems.append(f"column_defaults: `{column}` needs a SQL expression, got {default!r}")
             else:
                 declare("column_defaults", column, {CURRENT_DEFAULT: str(default)})
-        for column, spec in (config.get("identity_columns") or {}).items():
+        for column, spec in read("identity_columns").items():
             metadata = _identity(column, spec, problems)
             if metadata is not None:
                 declare("identity_columns", column, metadata)
