@@ -17,7 +17,8 @@ import json
 import os
 from urllib.parse import unquote
 
-from deltalake import DeltaTable
+import pyarrow as pa
+from deltalake import DeltaTable, QueryBuilder
 
 
 def problems(path: str) -> list[str]:
@@ -65,7 +66,29 @@ def problems(path: str) -> list[str]:
                 found.append(f"v{version}: delta-rs lists other live files than the log replay")
         except Exception as exc:  # delta-rs cannot open this version
             found.append(f"v{version}: delta-rs cannot read it: {exc}")
+    if versions:
+        found.extend(_identity_problems(path))
     return sorted(set(found))
+
+
+def _identity_problems(path: str) -> list[str]:
+    """Identity values of the live rows (GENERATED ALWAYS columns): unique, and none past the
+    column's high-water mark in the step's direction (the mark a writer recorded covers them)."""
+    table = DeltaTable(path)
+    found = []
+    for field in json.loads(table.schema().to_json())["fields"]:
+        metadata = field.get("metadata") or {}
+        if "delta.identity.step" not in metadata or metadata.get("delta.identity.allowExplicitInsert"):
+            continue
+        name, step = field["name"], int(metadata["delta.identity.step"])
+        query = QueryBuilder().register("t", table).execute(f'select "{name}" as v from t')
+        values = [r["v"] for r in pa.table(query.read_all()).to_pylist() if r["v"] is not None]
+        if len(values) != len(set(values)):
+            found.append(f"identity column {name}: duplicate values")
+        mark = metadata.get("delta.identity.highWaterMark")
+        if values and (mark is None or (max(values) > mark if step > 0 else min(values) < mark)):
+            found.append(f"identity column {name}: values beyond the high-water mark {mark}")
+    return found
 
 
 class _FeatureState:

@@ -15,7 +15,7 @@ import os
 import re
 
 import pytest
-from dbt.tests.util import run_dbt, run_dbt_and_capture
+from dbt.tests.util import run_dbt, run_dbt_and_capture, write_file
 from deltalake import DeltaTable
 
 from tests.functional.helpers import live_rows, table_path
@@ -43,6 +43,8 @@ _CONFIGS = {
     ),
 }
 _FAIL = ", on_schema_change='fail'"  # dbt's rule for incremental models with a contract
+# Every path also computes a generated and an identity column the model's SQL leaves out.
+_DECLARED = ", generated_columns={'g': 'v * 2'}, identity_columns={'sk': {}}"
 _COLUMNS = """
       - name: id
         data_type: int
@@ -76,7 +78,7 @@ class TestEveryWritePathEnforcesConstraints:
     @pytest.fixture(scope="class")
     def models(self):
         found = {
-            f"{name}.sql": f"{{{{ config({config}{_FAIL if 'incremental' in config else ''}) }}}}\n{_ROW}"
+            f"{name}.sql": f"{{{{ config({config}{_DECLARED}{_FAIL if 'incr' in config else ''}) }}}}\n{_ROW}"
             for name, config in _CONFIGS.items()
         }
         snap_src = f"{{{{ config(materialized='ephemeral') }}}}\n{_ROW}"
@@ -106,6 +108,8 @@ class TestEveryWritePathEnforcesConstraints:
         for table in _CONFIGS:  # the contract made Delta constraints of the table itself
             config = DeltaTable(paths[table]).metadata().configuration
             assert config["delta.constraints.positive"] == "v > 0", table
+            # (a microbatch's two batches both wrote the row: the second replaced it, with sk 2)
+            assert [(r["g"], r["sk"]) for r in stored[table]] == [(2, 2 if table == "m_micro" else 1)], table
         check = r"CHECK constraint positive \(v > 0\) violated by row with values:\s+- v : -1"
         null = r"NOT NULL constraint violated for column: id\."
         window = [
@@ -143,3 +147,71 @@ class TestEveryWritePathEnforcesConstraints:
             assert DeltaTable(path).version() == versions[name], name
             assert live_rows(path) == stored[name], name
         assert all(os.path.isdir(p) for p in paths.values())
+
+
+_EVOLVING = """
+{{ config(materialized='incremental', incremental_strategy='delta_merge', unique_key='id',
+          on_schema_change='fail') }}
+select cast({{ var('id', 1) }} as int) as id, cast({{ var('v', 10) }} as int) as v
+"""
+
+
+def _contract(id_constraints: str, v_constraints: str) -> str:
+    return (
+        "version: 2\nmodels:\n  - name: evolving\n    config:\n      contract: {enforced: true}\n"
+        f"    columns:\n      - name: id\n        data_type: int\n        constraints: {id_constraints}\n"
+        f"      - name: v\n        data_type: int\n        constraints: {v_constraints}\n"
+    )
+
+
+class TestContractChangesOnLaterRuns:
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {
+            "evolving.sql": _EVOLVING,
+            "schema.yml": _contract(
+                "[{type: not_null}]", "[{type: check, name: positive, expression: 'v > 0'}]"
+            ),
+        }
+
+    def test_constraints_follow_the_contract_and_others_stay(self, project):
+        run_dbt(["run"])
+        path = table_path(project, "evolving")
+        name = f"{project.test_schema}.evolving"
+        project.run_sql(f"alter table {name} add constraint theirs check (id < 1000)")
+
+        def state() -> tuple[dict, dict]:
+            table = DeltaTable(path)
+            checks = {
+                k.removeprefix("delta.constraints."): v
+                for k, v in table.metadata().configuration.items()
+                if k.startswith("delta.constraints.")
+            }
+            nullable = {f.name: f.nullable for f in table.schema().fields}
+            return checks, nullable
+
+        assert state() == ({"positive": "v > 0", "theirs": "id < 1000"}, {"id": False, "v": True})
+        # The contract swaps its check and moves NOT NULL from id to v: one definition commit,
+        # then the merge; the other writer's constraint stays.
+        write_file(
+            _contract("[]", "[{type: not_null}, {type: check, name: small, expression: 'v < 100'}]"),
+            project.project_root,
+            "models",
+            "schema.yml",
+        )
+        before = DeltaTable(path).version()
+        run_dbt(["run", "--vars", "{id: 2}"])
+        assert state() == ({"small": "v < 100", "theirs": "id < 1000"}, {"id": True, "v": False})
+        history = [h["operation"] for h in DeltaTable(path).history(2)]
+        assert history == ["MERGE", "ADD CONSTRAINT"] and DeltaTable(path).version() == before + 2
+        # A check the stored rows break is refused before anything is written, as Delta's ALTER.
+        write_file(
+            _contract("[]", "[{type: not_null}, {type: check, name: big, expression: 'v > 50'}]"),
+            project.project_root,
+            "models",
+            "schema.yml",
+        )
+        _, out = run_dbt_and_capture(["run", "--vars", "{id: 3, v: 60}"], expect_pass=False)
+        assert "[DELTA_NEW_CHECK_CONSTRAINT_VIOLATION] 2 rows in" in out and "(v > 50)" in out
+        assert DeltaTable(path).version() == before + 2
+        assert sorted(r["id"] for r in live_rows(path)) == [1, 2]

@@ -152,3 +152,32 @@ def test_delta_rs_writes_our_table_by_its_generated_columns_and_constraints(proj
     project.run_sql(f"update {name} set ts = ts + interval 1 day")
     found = {r["id"]: r["d"] for r in DeltaTable(path).to_pyarrow_table().to_pylist()}
     assert found == {1: dt.date(2024, 2, 4), 2: dt.date(2024, 5, 7)}
+
+
+_BY_DAY = """
+{{ config(materialized='incremental', incremental_strategy='delta_merge', unique_key=['event_key', 'ts'],
+          partition_by=['event_date'], generated_columns={'event_date': 'CAST(ts AS DATE)'},
+          tblproperties={'delta.dataSkippingNumIndexedCols': '0'}) }}
+select * from values {{ var('rows') }} as s(event_key, ts, v)
+"""
+
+
+class TestGeneratedPartitionsPruneMerges:
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {"by_day.sql": _BY_DAY}
+
+    def test_the_source_keys_date_range_skips_other_days(self, project):
+        days = ", ".join(f"('k{d}', timestamp'2024-01-0{d} 10:00:00', 1)" for d in (1, 2, 3))
+        run_dbt(["run", "--vars", json.dumps({"rows": days})])
+        path = table_path(project, "by_day")
+        assert len(DeltaTable(path).file_uris()) == 3  # one file per day, no statistics
+        one_day = "('k2', timestamp'2024-01-02 10:00:00', 5), ('k9', timestamp'2024-01-02 11:00:00', 6)"
+        variables = json.dumps({"rows": one_day, "deltamerge_dry_run": True})
+        results = run_dbt(["run", "--vars", variables])
+        plan = results[0].adapter_response["plan"]
+        assert (plan["files_before_skipping"], plan["files_after_skipping"]) == (3, 1), plan
+        run_dbt(["run", "--vars", json.dumps({"rows": one_day})])
+        found = {r["event_key"]: (r["v"], r["event_date"]) for r in live_rows(path)}
+        assert found["k2"] == (5, dt.date(2024, 1, 2)) and found["k9"] == (6, dt.date(2024, 1, 2))
+        assert found["k1"] == (1, dt.date(2024, 1, 1)) and problems(path) == []

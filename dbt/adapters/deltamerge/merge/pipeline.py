@@ -117,7 +117,9 @@ def prepare(
         # Into a table without files the source is profiled while it is written (one pass).
         plan = plan_merge(spec, merge, target, source_schema=source_df.schema, source_rows=0, pruning=None)
         return Prepared(snapshot, plan, source_df, started)
-    source, profile = checkpoint_with_aggregates(source_df, "merge_source", profile_aggregates(spec))
+    source, profile = checkpoint_with_aggregates(
+        source_df, "merge_source", profile_aggregates(spec, target.schema)
+    )
     pruning = prepare_pruning(spark, spec, target, profile)
     rows = int(profile["n"])
     plan = plan_merge(spec, merge, target, source_schema=source.schema, source_rows=rows, pruning=pruning)
@@ -148,7 +150,7 @@ def _insert_into_empty(spark: SparkSession, prepared: Prepared, *, dry_run: bool
     """
     plan = prepared.plan
     profile = Observation("merge_source")
-    observed = prepared.source.observe(profile, *profile_aggregates(plan.spec))
+    observed = prepared.source.observe(profile, *profile_aggregates(plan.spec, plan.snapshot.schema))
     started = time.monotonic()
     out = insert_unmatched(MergeRun(spark, plan, observed), dry_run=dry_run)
     rewrite_ms = _since(started)

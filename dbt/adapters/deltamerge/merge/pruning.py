@@ -22,6 +22,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from dbt.adapters.deltamerge.common.sql import quote_identifier
+from dbt.adapters.deltamerge.delta.constraints import generated_columns, referenced_columns
 from dbt.adapters.deltamerge.delta.snapshot import AddFile, Snapshot
 from dbt.adapters.deltamerge.merge.spec import MergeSpec
 from dbt.adapters.deltamerge.skipping.files import (
@@ -32,6 +33,7 @@ from dbt.adapters.deltamerge.skipping.files import (
     SKIPPED_STATISTICS,
     FileDecision,
     TargetPredicate,
+    as_instant,
     key_profile_aggregates,
     key_ranges,
     partition_types,
@@ -165,15 +167,58 @@ def skipping_conditions(spec: MergeSpec) -> list[str]:
     return conditions
 
 
-def profile_aggregates(spec: MergeSpec) -> list[Column]:
-    """The source's row count and, when the ON condition is the unique key's, each key's range."""
-    return key_profile_aggregates(spec.unique_key if skips_by_key_range(spec) else ())
+def profile_aggregates(spec: MergeSpec, schema: T.StructType | None = None) -> list[Column]:
+    """The source's row count and, when the ON condition is the unique key's, each key's range
+    and the range of each generated column of the key (``generated_keys``)."""
+    if not skips_by_key_range(spec):
+        return key_profile_aggregates(())
+    aggregates = key_profile_aggregates(spec.unique_key)
+    for i, (_, expression) in enumerate(generated_keys(spec, schema) if schema is not None else []):
+        value = F.expr(f"({expression})")
+        aggregates += [
+            F.min(value).alias(f"glo{i}"),
+            F.max(value).alias(f"ghi{i}"),
+            F.sum(F.when(value.isNull(), 1).otherwise(0)).alias(f"gnulls{i}"),
+        ]
+    return aggregates
+
+
+def generated_keys(spec: MergeSpec, schema: T.StructType) -> list[tuple[str, str]]:
+    """Generated columns computed from the unique key alone: a target row a source row matches has
+    the value the source row's key gives, so their range over the source skips files too (Delta's
+    generated-column partition filters: a date partition generated from a key timestamp).
+
+    >>> s = T.StructType([T.StructField("ts", T.TimestampType()), T.StructField("d", T.DateType(), True,
+    ...     {"delta.generationExpression": "CAST(ts AS DATE)"})])
+    >>> generated_keys(MergeSpec.from_config("m", {"unique_key": ["id", "ts"]}), s)
+    [('d', 'CAST(ts AS DATE)')]
+    >>> generated_keys(MergeSpec.from_config("m", {"unique_key": "id"}), s)
+    []
+    """
+    keys = {k.lower() for k in spec.unique_key}
+    return [
+        (column, expression)
+        for column, expression in generated_columns(schema).items()
+        if column.lower() not in keys and {c.lower() for c in referenced_columns(expression)} <= keys
+    ]
 
 
 def _key_ranges(
     profile: Mapping[str, Any], spec: MergeSpec, snapshot: Snapshot
 ) -> tuple[KeyRange, ...] | None:
-    return key_ranges(profile, spec.unique_key, snapshot.schema) if skips_by_key_range(spec) else None
+    if not skips_by_key_range(spec):
+        return None
+    instant = {f.name for f in snapshot.schema.fields if isinstance(f.dataType, T.TimestampType)}
+
+    def value(column: str, key: str) -> object:
+        return as_instant(profile[key]) if column in instant else profile[key]
+
+    generated = [
+        KeyRange(column, value(column, f"glo{i}"), value(column, f"ghi{i}"), bool(profile[f"gnulls{i}"]))
+        for i, (column, _) in enumerate(generated_keys(spec, snapshot.schema))
+        if f"glo{i}" in profile
+    ]
+    return (*key_ranges(profile, spec.unique_key, snapshot.schema), *generated)
 
 
 def _skipped_by_partition_predicates(
