@@ -12,9 +12,12 @@ from dbt.tests.adapter.constraints.test_constraints import (
     BaseIncrementalConstraintsColumnsEqual,
     BaseIncrementalConstraintsRollback,
     BaseIncrementalConstraintsRuntimeDdlEnforcement,
+    BaseIncrementalContractSqlHeader,
     BaseModelConstraintsRuntimeEnforcement,
     BaseTableConstraintsColumnsEqual,
+    BaseTableContractSqlHeader,
 )
+from dbt.tests.util import run_dbt
 
 _SCHEMA_YML = fixtures.model_schema_yml.replace("text", "string")
 _FK_SCHEMA_YML = fixtures.model_fk_constraint_schema_yml.replace("text", "string")
@@ -188,3 +191,48 @@ as select id, `from`, date_day from (
     select 'blue' as `from`, 1 as id, '2019-01-01' as date_day
 ) as model_subq
 """
+
+
+_HEADER_MODEL = """
+{{{{ config(materialized = "{materialized}", on_schema_change="append_new_columns") }}}}
+{{% call set_sql_header(config) %}}
+set time zone 'Asia/Kolkata';
+{{%- endcall %}}
+select current_timezone() as column_name
+"""
+_HEADER_YML = """
+version: 2
+models:
+  - name: my_model_contract_sql_header
+    config:
+      contract:
+        enforced: true
+    columns:
+      - name: column_name
+        data_type: string
+"""
+
+
+class TestTableContractSqlHeader(BaseTableContractSqlHeader):
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {
+            "my_model_contract_sql_header.sql": _HEADER_MODEL.format(materialized="table"),
+            "constraints_schema.yml": _HEADER_YML,
+        }
+
+    def test_the_header_ran_on_the_model_session(self, project):
+        run_dbt(["run", "-s", "my_model_contract_sql_header"])
+        rows = project.run_sql(
+            f"select * from {project.test_schema}.my_model_contract_sql_header", fetch="all"
+        )
+        assert [tuple(r) for r in rows] == [("Asia/Kolkata",)]
+
+
+class TestIncrementalContractSqlHeader(BaseIncrementalContractSqlHeader):
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {
+            "my_model_contract_sql_header.sql": _HEADER_MODEL.format(materialized="incremental"),
+            "constraints_schema.yml": _HEADER_YML,
+        }

@@ -5,7 +5,8 @@ One dbt project holds a model per write path, each with an enforced contract (``
 ``v`` CHECK ``positive``): table, incremental append, insert_overwrite, microbatch, the classic
 merge, the insert-only merge and CDC apply. A first run writes good rows; a second run gives every
 model a row that breaks the CHECK constraint, a third one a null ``id``. SQL INSERT, UPDATE and
-MERGE statements, snapshots and Python models are checked on the same tables.
+MERGE statements, snapshots and Python models are checked on the same tables. It runs on both
+backends (the Connect half too: the errors come back through Spark Connect).
 """
 
 from __future__ import annotations
@@ -74,6 +75,7 @@ snapshots:
 """
 
 
+@pytest.mark.connect
 class TestEveryWritePathEnforcesConstraints:
     @pytest.fixture(scope="class")
     def models(self):

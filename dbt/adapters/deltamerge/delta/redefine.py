@@ -17,7 +17,7 @@ from pyspark.sql import types as T
 
 from dbt.adapters.deltamerge.common.sql import quote_identifier
 from dbt.adapters.deltamerge.delta.commit import CommitInfo
-from dbt.adapters.deltamerge.delta.constraints import check_constraints
+from dbt.adapters.deltamerge.delta.constraints import check_constraints, referenced_columns
 from dbt.adapters.deltamerge.delta.definition import definition_actions, with_metadata
 from dbt.adapters.deltamerge.delta.errors import DeltaError
 from dbt.adapters.deltamerge.delta.read import read_files
@@ -48,6 +48,15 @@ def redefine(
         for name, expression in check_constraints(configuration or {}).items()
         if before.get(name) != expression
     }
+    target = schema or snapshot.schema
+    names = {f.name.lower() for f in target.fields}
+    for name, expression in added.items():
+        unknown = [c for c in referenced_columns(expression) if c.split(".")[0].lower() not in names]
+        if unknown:
+            raise ConstraintViolation(
+                f"CHECK constraint {name} ({expression}) on {table}: {unknown} are not columns of the "
+                "table. Nothing was committed."
+            )
     old = {f.name: f.nullable for f in snapshot.schema.fields}
     required = [f.name for f in (schema or T.StructType()).fields if not f.nullable and old.get(f.name, True)]
     tests = [("check", n, f"NOT coalesce(({e}), true)") for n, e in added.items()]

@@ -28,6 +28,7 @@ from dbt.adapters.deltamerge.delta.definition import definition_actions, with_sc
 from dbt.adapters.deltamerge.delta.errors import DeltaError
 from dbt.adapters.deltamerge.delta.mapping import mapping_mode
 from dbt.adapters.deltamerge.delta.paths import table_path_of
+from dbt.adapters.deltamerge.delta.read import read_files
 from dbt.adapters.deltamerge.delta.schema import find_field, schema_to_json
 from dbt.adapters.deltamerge.delta.snapshot import Snapshot, load_snapshot
 from dbt.adapters.deltamerge.delta.transaction import WriteResult, commit_files
@@ -200,6 +201,14 @@ def add_columns(
             f"ALTER TABLE {name} ADD COLUMNS: {clashing} are already columns of the table"
         )
     added = _fields(spark, columns)
+    required = [f.name for f in added if not f.nullable]
+    rows = read_files(spark, snapshot, list(snapshot.files)).count() if required and snapshot.files else 0
+    if rows:
+        raise TableStatementError(
+            f"ALTER TABLE {name} ADD COLUMNS: [DELTA_NEW_NOT_NULL_VIOLATION] {rows} rows in {name} violate "
+            f"the new NOT NULL constraint on {required[0]} (add the column nullable, fill it, then "
+            "ALTER COLUMN ... SET NOT NULL). Nothing was committed."
+        )
     changed = with_schema(snapshot, T.StructType([*snapshot.schema.fields, *added]))
     leading = definition_actions(snapshot, changed)
     info = CommitInfo("ADD COLUMNS", {"columns": [{"column": f.jsonValue()} for f in added]}, {})

@@ -18,6 +18,7 @@
     {%- set existing_relation = none -%}
   {%- endif -%}
   {%- if file_format == 'delta' -%}
+    {{ deltamerge_sql_header(model.language) }}
     {%- set contract = deltamerge_contract(compiled_code, target_relation) -%}
     {% set response = adapter.delta_materialize(
         target_relation, compiled_code, model.config, 'incremental', full_refresh,

@@ -14,6 +14,7 @@
     {% do adapter.drop_relation(existing_relation) %}
   {%- endif -%}
   {%- if file_format == 'delta' -%}
+    {{ deltamerge_sql_header(model.language) }}
     {%- set contract = deltamerge_contract(compiled_code, target_relation) -%}
     {% set response = adapter.delta_materialize(
         target_relation, compiled_code, model.config, 'table', language=model.language, dry_run=dry_run, contract=contract) %}
