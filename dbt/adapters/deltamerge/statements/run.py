@@ -124,10 +124,9 @@ def run_on_delta(spark: SparkSession, sql: str) -> StatementResult | None:
     elif isinstance(parsed, RenameColumnStatement):
         result = rename_column(snapshot, parsed.old, parsed.new, name)
     elif isinstance(parsed, (DropColumnsStatement, DropConstraintStatement, AlterColumnStatement)):
+        # Nothing to change (IF EXISTS of a missing one, a column already so): no new version.
         changed = _definition_change(spark, parsed, snapshot, name)
-        if changed is None:
-            return None
-        result = changed
+        result = changed if changed is not None else WriteResult(None, "ALTER TABLE", {}, snapshot)
     elif isinstance(parsed, AddConstraintStatement):
         result = add_constraint(spark, snapshot, parsed.name, parsed.expression, name)
     else:
