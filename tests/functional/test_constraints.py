@@ -16,6 +16,7 @@ from dbt.tests.adapter.constraints.test_constraints import (
     BaseModelConstraintsRuntimeEnforcement,
     BaseTableConstraintsColumnsEqual,
     BaseTableContractSqlHeader,
+    BaseViewConstraintsColumnsEqual,
 )
 from dbt.tests.util import run_dbt
 
@@ -235,4 +236,14 @@ class TestIncrementalContractSqlHeader(BaseIncrementalContractSqlHeader):
         return {
             "my_model_contract_sql_header.sql": _HEADER_MODEL.format(materialized="incremental"),
             "constraints_schema.yml": _HEADER_YML,
+        }
+
+
+class TestViewConstraintsColumnsEqual(SparkTypes, BaseViewConstraintsColumnsEqual):
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {
+            "my_model_wrong_order.sql": fixtures.my_model_view_wrong_order_sql,
+            "my_model_wrong_name.sql": fixtures.my_model_view_wrong_name_sql,
+            "constraints_schema.yml": _SCHEMA_YML,
         }

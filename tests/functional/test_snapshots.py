@@ -147,18 +147,9 @@ class TestSnapshotNewRecordDbtValidToCurrent(SparkDialectFixtures, BaseSnapshotN
         return {"snapshot.sql": spark_snapshot(new_record_dbt_valid_to_current._snapshot_actual_sql)}
 
 
-# A column default needs Delta's `allowColumnDefaults` feature, which this engine does not
-# write: the new column is added, then given the default's value, as the base test intends.
-ADD_DUMMY_COLUMN = (
-    "alter table {database}.{schema}.src_customers add column dummy_column VARCHAR(50);\n"
-    "update {database}.{schema}.src_customers set dummy_column = 'dummy_value'"
-)
-
-
 class SourceTableFixtures(SparkDialectFixtures):
-    @pytest.fixture(scope="class")
-    def source_alter_sql(self):
-        return ADD_DUMMY_COLUMN
+    """The base tests' own SQL: `ADD COLUMN dummy_column VARCHAR(50) DEFAULT 'dummy_value'` gives the
+    Delta table a column default (``allowColumnDefaults``) and the existing rows its value."""
 
 
 class TestSnapshotEphemeralHardDeletes(SourceTableFixtures, BaseSnapshotEphemeralHardDeletes):
