@@ -13,6 +13,7 @@ from dbt.tests.adapter.constraints.test_constraints import (
     BaseIncrementalConstraintsRollback,
     BaseIncrementalConstraintsRuntimeDdlEnforcement,
     BaseIncrementalContractSqlHeader,
+    BaseIncrementalForeignKeyConstraint,
     BaseModelConstraintsRuntimeEnforcement,
     BaseTableConstraintsColumnsEqual,
     BaseTableContractSqlHeader,
@@ -247,3 +248,7 @@ class TestViewConstraintsColumnsEqual(SparkTypes, BaseViewConstraintsColumnsEqua
             "my_model_wrong_name.sql": fixtures.my_model_view_wrong_name_sql,
             "constraints_schema.yml": _SCHEMA_YML,
         }
+
+
+class TestIncrementalForeignKeyConstraint(BaseIncrementalForeignKeyConstraint):
+    """A foreign key to another model (informational on Delta) through two incremental runs."""

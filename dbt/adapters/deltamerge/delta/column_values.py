@@ -124,5 +124,7 @@ def declared(df: DataFrame, schema: T.StructType, definition: T.StructType) -> t
     refused = explicit_values_refused(table, [f.name for f in schema.fields], "the new table")
     if refused:
         raise DeltaError("; ".join(refused) + " Leave the column out of the query. Nothing was written.")
+    if not missing:  # (Spark Connect refuses an empty withColumns)
+        return df, table
     placeholders = {d.name: F.lit(None).cast(d.dataType) for d in missing}
     return filled(df.withColumns(placeholders), table, [d.name for d in missing]), table
