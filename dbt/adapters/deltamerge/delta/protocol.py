@@ -155,6 +155,9 @@ def upgraded(current: Protocol | None, features: set[str]) -> Protocol:
     4
     >>> upgraded(Protocol(1, 4), {"timestampNtz"}).writer_features
     ('appendOnly', 'changeDataFeed', 'checkConstraints', 'generatedColumns', 'invariants', 'timestampNtz')
+    >>> p = upgraded(Protocol(1, 2), {"allowColumnDefaults"})  # writer features only: reader 1
+    >>> p.min_reader_version, p.min_writer_version, p.reader_features
+    (1, 7, None)
     """
     if current is None:
         return protocol_for(features)
@@ -168,7 +171,15 @@ def upgraded(current: Protocol | None, features: set[str]) -> Protocol:
                 max(current.min_reader_version, wanted.min_reader_version),
                 max(current.min_writer_version, wanted.min_writer_version),
             )
-        return Protocol(3, 7, wanted.reader_features, tuple(sorted(features | implied)))
+        readers = set(wanted.reader_features or ())
+        if readers and current.min_reader_version == 2:
+            readers.add("columnMapping")  # reader version 2 is column mapping
+        return Protocol(
+            3 if readers else current.min_reader_version,
+            7,
+            tuple(sorted(readers)) if readers else None,
+            tuple(sorted(features | implied)),
+        )
     if features <= set(current.writer_features):
         return current
     readers = set(current.reader_features or ()) | (features & _READER_WRITER)
