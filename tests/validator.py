@@ -111,7 +111,12 @@ class _FeatureState:
         found: list[str] = []
         for action in actions:
             if "protocol" in action:
-                self.writer_features = set(action["protocol"].get("writerFeatures") or [])
+                protocol = action["protocol"]
+                self.writer_features = set(protocol.get("writerFeatures") or [])
+                if protocol["minReaderVersion"] == 3 and "readerFeatures" not in protocol:
+                    found.append(f"v{version}: reader version 3 without readerFeatures")
+                if protocol["minWriterVersion"] == 7 and "writerFeatures" not in protocol:
+                    found.append(f"v{version}: writer version 7 without writerFeatures")
             if "metaData" in action:
                 self.configuration = dict(action["metaData"].get("configuration") or {})
         found += self._in_commit_timestamps(version, actions)
