@@ -188,6 +188,8 @@ def _with_identity_marks(
     if metadata is None and current is None:
         return leading
     schema_string = metadata["schemaString"] if metadata is not None else current.metadata.schema_string  # type: ignore[union-attr]
+    if "delta.identity." not in schema_string or not written:
+        return leading  # no identity column (the common case): no schema parsed on the commit path
     schema = schema_from_json(schema_string)
     paths = [local_path(table_path, f.path) for f in written]
     advanced = advanced_schema(schema, paths, physical_names(schema))

@@ -102,7 +102,8 @@ def _identity(column: str, spec: object, problems: list[str]) -> dict[str, objec
         spec = {}
     unknown = sorted(set(spec) - {"start", "step", "generated"})
     start, step, generated = spec.get("start", 1), spec.get("step", 1), str(spec.get("generated", "always"))
-    wrong = unknown or not isinstance(start, int) or not isinstance(step, int) or step == 0
+    integers = all(isinstance(v, int) and not isinstance(v, bool) for v in (start, step))
+    wrong = unknown or not integers or step == 0
     if wrong or generated.lower() not in ("always", "by default"):
         problems.append(
             f"identity_columns: `{column}` takes {{start: <int>, step: <non-zero int>, "
