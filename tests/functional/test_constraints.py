@@ -215,7 +215,18 @@ models:
 """
 
 
-class TestTableContractSqlHeader(BaseTableContractSqlHeader):
+class RestoresTimeZone:
+    """The header sets the session's time zone (as it would for a user's later models too): the
+    tests after these, on the same Spark session, get it back."""
+
+    @pytest.fixture(scope="class", autouse=True)
+    def _restore_time_zone(self, project):
+        zone = project.run_sql("select current_timezone()", fetch="one")[0]
+        yield
+        project.run_sql(f"set time zone '{zone}'")
+
+
+class TestTableContractSqlHeader(RestoresTimeZone, BaseTableContractSqlHeader):
     @pytest.fixture(scope="class")
     def models(self):
         return {
@@ -231,7 +242,7 @@ class TestTableContractSqlHeader(BaseTableContractSqlHeader):
         assert [tuple(r) for r in rows] == [("Asia/Kolkata",)]
 
 
-class TestIncrementalContractSqlHeader(BaseIncrementalContractSqlHeader):
+class TestIncrementalContractSqlHeader(RestoresTimeZone, BaseIncrementalContractSqlHeader):
     @pytest.fixture(scope="class")
     def models(self):
         return {
