@@ -5,7 +5,9 @@ value ranges, some nulls) once, copies it, and runs the same condition (and assi
 through our engine on one copy and delta-rs on the other: the rows, the deleted / updated
 counts and, with the change data feed on, the change rows must be equal. Conditions cover
 partition-only predicates (whole files removed without a rewrite), statistics-skippable
-ranges, nulls, ``IN`` and ``OR``. ``DELTAMERGE_DML_CASES`` sets the number of cases
+ranges, nulls, ``IN`` and ``OR``. Every odd seed's table of ours has deletion vectors on
+(merge-on-read: rows marked deleted, only updated rows written) while delta-rs's copy rewrites
+files: the rows and counts must still agree. ``DELTAMERGE_DML_CASES`` sets the number of cases
 (default 12; thousands for a long run), from seed ``DELTAMERGE_DML_FIRST`` (default 0).
 """
 
@@ -22,6 +24,9 @@ from deltalake import DeltaTable
 from dbt.adapters.deltamerge.delta.snapshot import load_snapshot
 from dbt.adapters.deltamerge.delta.write import WriteRequest, write_dataframe
 from dbt.adapters.deltamerge.statements import dml
+from dbt.adapters.deltamerge.statements.maintenance import set_properties
+from dbt.adapters.deltamerge.statements.parse_maintenance import SetPropertiesStatement
+from tests.functional.helpers import live_rows
 
 CASES = int(os.environ.get("DELTAMERGE_DML_CASES", "12"))
 # A long run can continue where an earlier one stopped: seeds FIRST .. FIRST + CASES - 1.
@@ -62,7 +67,7 @@ def random_assignments(rng: random.Random) -> dict[str, str]:
     return rng.choice(choices)
 
 
-def _tables(spark, tmp_path, rng: random.Random, *, feed: bool) -> tuple[str, str]:
+def _tables(spark, tmp_path, rng: random.Random, *, feed: bool, vectors: bool = False) -> tuple[str, str]:
     ours, theirs = str(tmp_path / "ours"), str(tmp_path / "theirs")
     partitioned = rng.random() < 0.5
     properties = {"delta.enableChangeDataFeed": "true"} if feed else {}
@@ -72,11 +77,21 @@ def _tables(spark, tmp_path, rng: random.Random, *, feed: bool) -> tuple[str, st
     )
     write_dataframe(spark, frame, request)
     shutil.copytree(ours, theirs)
+    if vectors:  # ours only: delta-rs rewrites files of a table with deletion vectors on
+        assert enable_deletion_vectors(spark, ours) == 1
     return ours, theirs
 
 
+def enable_deletion_vectors(spark, path: str) -> int | None:
+    """``ALTER TABLE ... SET TBLPROPERTIES (delta.enableDeletionVectors = true)`` through the engine."""
+    snapshot = load_snapshot(path)
+    assert snapshot is not None
+    statement = SetPropertiesStatement(("t",), (("delta.enableDeletionVectors", "true"),))
+    return set_properties(spark, snapshot, statement, path).version
+
+
 def sorted_rows(path: str) -> list[tuple]:
-    rows = DeltaTable(path).to_pyarrow_table().to_pylist()
+    rows = live_rows(path)
     return sorted(((r["k"], r["v"], r["s"], r["p"]) for r in rows), key=repr)
 
 
@@ -99,8 +114,8 @@ def _changed_only(changes: list[tuple]) -> list[tuple]:
 @pytest.mark.parametrize("seed", range(FIRST, FIRST + CASES))
 def test_delete_same_as_delta_rs(spark, tmp_path, seed):
     rng = random.Random(seed)
-    feed = seed % 3 == 0
-    ours, theirs = _tables(spark, tmp_path, rng, feed=feed)
+    feed, vectors = seed % 3 == 0, seed % 2 == 1
+    ours, theirs = _tables(spark, tmp_path, rng, feed=feed, vectors=vectors)
     condition = random_condition(rng)
     snapshot = load_snapshot(ours)
     assert snapshot is not None
@@ -108,18 +123,21 @@ def test_delete_same_as_delta_rs(spark, tmp_path, seed):
     expected = DeltaTable(theirs).delete(condition)
     assert sorted_rows(ours) == sorted_rows(theirs), condition
     assert result.metrics["numDeletedRows"] == expected["num_deleted_rows"], condition
-    if result.version is not None:
+    if result.version is not None and not vectors:
         assert result.metrics["numCopiedRows"] == expected["num_copied_rows"], condition
+    if vectors and condition is not None:
+        _check_marked(result, snapshot)
     if feed:
-        assert change_rows(ours, 1) == change_rows(theirs, 1), condition
+        start = 2 if vectors else 1
+        assert change_rows(ours, start) == change_rows(theirs, 1), condition
 
 
 @pytest.mark.connect
 @pytest.mark.parametrize("seed", range(FIRST, FIRST + CASES))
 def test_update_same_as_delta_rs(spark, tmp_path, seed):
     rng = random.Random(10_000 + seed)
-    feed = seed % 3 == 0
-    ours, theirs = _tables(spark, tmp_path, rng, feed=feed)
+    feed, vectors = seed % 3 == 0, seed % 2 == 1
+    ours, theirs = _tables(spark, tmp_path, rng, feed=feed, vectors=vectors)
     condition = random_condition(rng)
     assignments = random_assignments(rng)
     snapshot = load_snapshot(ours)
@@ -128,13 +146,16 @@ def test_update_same_as_delta_rs(spark, tmp_path, seed):
     expected = DeltaTable(theirs).update(updates=assignments, predicate=condition)
     assert sorted_rows(ours) == sorted_rows(theirs), (condition, assignments)
     assert result.metrics["numUpdatedRows"] == expected["num_updated_rows"], (condition, assignments)
-    assert result.metrics["numCopiedRows"] == expected["num_copied_rows"], (condition, assignments)
+    if vectors:
+        _check_marked(result, snapshot)
+    else:
+        assert result.metrics["numCopiedRows"] == expected["num_copied_rows"], (condition, assignments)
     if feed:
         # Delta (Spark) writes both images of every updated row; delta-rs leaves out a row
         # whose values did not change (`v + 1` on a null): compare the changed ones.
         # delta-rs also writes no change files when every assigned value is a null literal; its
         # reader then reports its whole rewritten files as deleted and inserted: not compared.
-        changes, expected_changes = change_rows(ours, 1), change_rows(theirs, 1)
+        changes, expected_changes = change_rows(ours, 2 if vectors else 1), change_rows(theirs, 1)
         assert len(changes) == 2 * result.metrics["numUpdatedRows"]
         if not any(r[4] in ("delete", "insert") for r in expected_changes):
             assert _changed_only(changes) == expected_changes, (condition, assignments)
@@ -169,3 +190,23 @@ def test_nothing_selected_commits_nothing(spark, tmp_path):
     assert dml.delete_rows(spark, snapshot, "k = 99").version is None
     assert dml.update_rows(spark, snapshot, [("v", "0")], "k = 99").version is None
     assert DeltaTable(path).version() == 0
+
+
+def _check_marked(result, before) -> None:
+    """A merge-on-read command copied nothing; each file it changed is either gone whole or live
+    with a vector holding its old deleted rows and the new ones (delta-rs's reader agreed above)."""
+    m = result.metrics
+    assert m["numCopiedRows"] == 0
+    if result.version is None:
+        return
+    after = {f.path: f for f in result.snapshot.files}
+    marked = [f for f in before.files if f.path in after and after[f.path].deleted_rows != f.deleted_rows]
+    removed = [f for f in before.files if f.path not in after]
+    for file in marked:
+        assert set(file.deleted_rows) < set(after[file.path].deleted_rows)
+    assert m["numRemovedFiles"] == len(removed)
+    assert m["numDeletionVectorsUpdated"] == sum(1 for f in marked if f.deletion_vector)
+    assert m["numDeletionVectorsAdded"] == len(marked)
+    assert m["numDeletionVectorsRemoved"] == m["numDeletionVectorsUpdated"] + sum(
+        1 for f in removed if f.deletion_vector
+    )

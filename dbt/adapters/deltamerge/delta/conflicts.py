@@ -99,7 +99,9 @@ def check_winner(
         raise conflict(ConcurrentTransaction, "the same dbt invocation wrote this model concurrently")
     if blind_append:
         return
-    removed = {a["remove"]["path"] for a in winner if "remove" in a and a["remove"].get("dataChange", True)}
+    # Every remove counts, a compaction's (``dataChange: false``) too: committing on top of it would
+    # bring the compacted file back beside its rewrite (Delta's checker does the same).
+    removed = {a["remove"]["path"] for a in winner if "remove" in a}
     if removed & read.files_read:
         raise conflict(ConcurrentDeleteRead, f"files this {operation} read were removed")
     if removed & read.removed:

@@ -74,6 +74,33 @@ def dml_metrics(
     }
 
 
+def optimize_metrics(
+    *, removed: Sequence[_File], written: Sequence[_File], vectors_removed: int = 0
+) -> dict[str, int]:
+    """An OPTIMIZE's or a REORG's: files and bytes in and out, the new files' size distribution.
+
+    >>> optimize_metrics(removed=[], written=[])["p50FileSize"]
+    0
+    """
+    sizes = sorted(f.size for f in written)
+
+    def at(fraction: float) -> int:
+        return sizes[min(len(sizes) - 1, int(fraction * len(sizes)))] if sizes else 0
+
+    return {
+        "numAddedFiles": len(written),
+        "numRemovedFiles": len(removed),
+        "numAddedBytes": sum(sizes),
+        "numRemovedBytes": sum(f.size for f in removed),
+        "minFileSize": sizes[0] if sizes else 0,
+        "p25FileSize": at(0.25),
+        "p50FileSize": at(0.5),
+        "p75FileSize": at(0.75),
+        "maxFileSize": sizes[-1] if sizes else 0,
+        "numDeletionVectorsRemoved": vectors_removed,
+    }
+
+
 def merge_row_metrics(
     *,
     inserted: int,

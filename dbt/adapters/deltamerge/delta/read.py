@@ -7,16 +7,19 @@ after a file was written read as null and partition values come back typed.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from functools import reduce
 
+import numpy as np
+import pyarrow as pa
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from dbt.adapters.deltamerge.common.sql import quote_identifier
 from dbt.adapters.deltamerge.delta.mapping import field_id, mapping_mode, physical_name, physical_type
-from dbt.adapters.deltamerge.delta.paths import local_path
+from dbt.adapters.deltamerge.delta.paths import local_path, table_path_of
 from dbt.adapters.deltamerge.delta.row_ids import (
     STABLE_COLUMNS,
     materialized_columns,
@@ -25,9 +28,19 @@ from dbt.adapters.deltamerge.delta.row_ids import (
 )
 from dbt.adapters.deltamerge.delta.snapshot import AddFile, Snapshot
 
+_DELETED_FILE, _DELETED_ROW = "_deleted_file", "_deleted_row_index"
+_FILE, _ROW = "_live_file", "_live_row_index"
+# The columns ``read_files(..., positions=True)`` adds: a row's file (Spark's URI) and index in it.
+FILE_URI, ROW_INDEX = "_delta_file", "_delta_row_index"
+
 
 def read_files(
-    spark: SparkSession, snapshot: Snapshot, files: Sequence[AddFile], *, row_ids: bool = False
+    spark: SparkSession,
+    snapshot: Snapshot,
+    files: Sequence[AddFile],
+    *,
+    row_ids: bool = False,
+    positions: bool = False,
 ) -> DataFrame:
     """The rows of ``files`` (live files of ``snapshot``) in table column order.
 
@@ -35,15 +48,19 @@ def read_files(
     checked (``Snapshot.check_readable``): a feature this read does not implement fails naming
     it, before any row is read. ``row_ids``: with each row's stable row id and row commit
     version (``row_ids.STABLE_ROW_ID`` / ``STABLE_ROW_COMMIT_VERSION``) where the table preserves them.
+    ``positions``: with each row's file (Spark's URI, ``FILE_URI``) and its index in the file
+    (``ROW_INDEX``), the position a deletion vector marks (``row_deletion``).
     """
     snapshot.check_readable()
     schema = snapshot.schema
     hidden = materialized_columns(snapshot.metadata.configuration) if row_ids else None
     if not files:
         extra = [T.StructField(n, T.LongType()) for n in STABLE_COLUMNS] if hidden else []
+        if positions:
+            extra += [T.StructField(FILE_URI, T.StringType()), T.StructField(ROW_INDEX, T.LongType())]
         return spark.createDataFrame([], T.StructType([*schema.fields, *extra]))
     if mapping_mode(snapshot.metadata.configuration) in ("name", "id"):
-        return _read_mapped(spark, snapshot, files, hidden)
+        return _read_mapped(spark, snapshot, files, hidden, positions)
     fields = [*schema.fields, *(materialized_fields(hidden) if hidden else [])]
     reader = spark.read.schema(T.StructType(fields))
     if snapshot.partition_columns:
@@ -51,8 +68,16 @@ def read_files(
     paths = [local_path(snapshot.table_path, f.path) for f in files]
     rows = _live(reader.parquet(*paths), paths, files)
     return rows.select(
-        *[F.col(quote_identifier(f.name)) for f in schema.fields], *_stable(hidden, paths, files)
+        *[F.col(quote_identifier(f.name)) for f in schema.fields],
+        *_stable(hidden, paths, files),
+        *_positions(positions),
     )
+
+
+def _positions(wanted: bool) -> list[Column]:
+    if not wanted:
+        return []
+    return [F.input_file_name().alias(FILE_URI), F.col("_metadata.row_index").alias(ROW_INDEX)]
 
 
 def _stable(hidden: tuple[str, str] | None, paths: Sequence[str], files: Sequence[AddFile]) -> list[Column]:
@@ -63,7 +88,11 @@ def _stable(hidden: tuple[str, str] | None, paths: Sequence[str], files: Sequenc
 
 
 def _read_mapped(
-    spark: SparkSession, snapshot: Snapshot, files: Sequence[AddFile], hidden: tuple[str, str] | None
+    spark: SparkSession,
+    snapshot: Snapshot,
+    files: Sequence[AddFile],
+    hidden: tuple[str, str] | None,
+    positions: bool,
 ) -> DataFrame:
     """Column mapping: each group of files with one partition's values read by physical names
     (mode ``name``) or parquet field ids (mode ``id``), returned under the schema's names with
@@ -107,18 +136,41 @@ def _read_mapped(
                     for f in schema.fields
                 ],
                 *_stable(hidden, paths, group),
+                *_positions(positions),
             )
         )
     return reduce(DataFrame.unionAll, frames)
 
 
 def _live(rows: DataFrame, paths: Sequence[str], files: Sequence[AddFile]) -> DataFrame:
-    """``rows`` without those the files' deletion vectors delete (by path and row index)."""
-    deleted = [f"{path}#{i}" for path, f in zip(paths, files, strict=True) for i in f.deleted_rows]
-    if not deleted:
+    """``rows`` without those the files' deletion vectors delete (by file and row index).
+
+    The deleted positions go to Spark as one small Arrow table, joined (broadcast, left anti)
+    on Spark's own name of each file (``input_file_name``, as ``inputFiles`` spells it) and the
+    row's position: no per-row string work, and no plan text that grows with the vectors.
+    """
+    vectors = {
+        os.path.abspath(p): f.deleted_rows for p, f in zip(paths, files, strict=True) if f.deleted_rows
+    }
+    if not vectors:
         return rows
-    position = F.concat_ws("#", file_path(), F.col("_metadata.row_index").cast("string"))
-    return rows.where(~position.isin(deleted))
+    names: list[str] = []
+    positions = []
+    for uri in rows.inputFiles():
+        deleted = vectors.get(table_path_of(uri))
+        if deleted:
+            names.extend([uri] * len(deleted))
+            positions.append(np.frombuffer(deleted.to_array(), dtype=np.uint64).astype(np.int64))
+    table = pa.table(
+        {
+            _DELETED_FILE: pa.array(names, pa.string()),
+            _DELETED_ROW: pa.array(np.concatenate(positions) if positions else [], pa.int64()),
+        }
+    )
+    deleted_rows = rows.sparkSession.createDataFrame(table)
+    located = rows.withColumns({_FILE: F.input_file_name(), _ROW: F.col("_metadata.row_index")})
+    on = (F.col(_FILE) == F.col(_DELETED_FILE)) & (F.col(_ROW) == F.col(_DELETED_ROW))
+    return located.join(F.broadcast(deleted_rows), on, "left_anti").drop(_FILE, _ROW)
 
 
 def file_path() -> Column:

@@ -17,9 +17,10 @@ from urllib.parse import unquote
 import pyarrow as pa
 from deltalake import DeltaTable
 from deltalake.exceptions import DeltaError as DeltaLakeError
+from pyroaring import FrozenBitMap64
 from pyspark.sql import types as T
 
-from dbt.adapters.deltamerge.delta import storage
+from dbt.adapters.deltamerge.delta import deletion_vectors, storage
 from dbt.adapters.deltamerge.delta.errors import DeltaError, NotADeltaTable, UnsupportedTableFeature
 from dbt.adapters.deltamerge.delta.features import (
     KNOWN_FEATURES,
@@ -29,7 +30,6 @@ from dbt.adapters.deltamerge.delta.features import (
 )
 from dbt.adapters.deltamerge.delta.log_replay import log_state
 from dbt.adapters.deltamerge.delta.mapping import logical_stats, mapping_mode
-from dbt.adapters.deltamerge.delta.paths import local_path
 from dbt.adapters.deltamerge.delta.protocol import Protocol, TableMetadata
 from dbt.adapters.deltamerge.delta.schema import schema_from_json
 
@@ -46,12 +46,15 @@ class AddFile:
     max_values: dict[str, Any] = field(default_factory=dict)
     null_counts: dict[str, Any] = field(default_factory=dict)
     # Row indexes (0-based positions in the file) its deletion vector deletes: not live rows.
-    deleted_rows: tuple[int, ...] = ()
+    deleted_rows: FrozenBitMap64 = field(default_factory=FrozenBitMap64)
     # The log's deletion vector descriptor (part of the logical file's identity), and the row
     # tracking fields of its ``add`` (``log_replay``): every ``remove`` of the file repeats them.
     deletion_vector: dict[str, Any] | None = None
     base_row_id: int | None = None
     default_row_commit_version: int | None = None
+    # The ``add`` action as the log records it, where the log was replayed here (``log_replay``):
+    # a deletion vector written for the file is a new ``add`` of the same file (``row_deletion``).
+    logged: Mapping[str, Any] | None = None
 
     @property
     def live_records(self) -> int | None:
@@ -210,9 +213,7 @@ def _snapshot_of(table: DeltaTable, table_path: str) -> Snapshot:
         name=meta.name,
         description=meta.description,
     )
-    vectors = "deletionVectors" in (protocol.reader_features or ())
-    deleted = _deleted_rows(table, table_path) if vectors else {}
-    files = _files_of(table, table_path, deleted)
+    files = _files_of(table)
     if mapping_mode(metadata.configuration) != "none":
         files = tuple(_logical(f, schema_from_json(metadata.schema_string)) for f in files)
     if not set(protocol.writer_features or ()) & _LOGGED_DETAILS:
@@ -238,25 +239,18 @@ _LOGGED_DETAILS = {"deletionVectors", "rowTracking", "domainMetadata"}
 
 
 def _with_log_details(file: AddFile, adds: Mapping[str, Mapping[str, Any]], table_path: str) -> AddFile:
-    """``file`` with its deletion vector descriptor and row tracking fields from the log's ``add``."""
+    """``file`` with its deletion vector (descriptor, rows) and row tracking fields from the log's ``add``."""
     add = adds.get(unquote(file.path))
     if add is None:
         raise DeltaError(f"Delta table at {table_path}: the log replay lost live file {file.path}")
     vector = add.get("deletionVector")
-    if vector is not None and int(vector.get("cardinality", -1)) != len(file.deleted_rows):
-        raise DeltaError(
-            f"Delta table at {table_path}: file {file.path} has a deletion vector of cardinality "
-            f"{vector.get('cardinality')}, but {len(file.deleted_rows)} rows were read from it"
-        )
-    if vector is None and file.deleted_rows:
-        raise DeltaError(
-            f"Delta table at {table_path}: file {file.path} has deleted rows but no deletion vector"
-        )
     return replace(
         file,
+        deleted_rows=deletion_vectors.load(table_path, vector) if vector else FrozenBitMap64(),
         deletion_vector=dict(vector) if vector is not None else None,
         base_row_id=add.get("baseRowId"),
         default_row_commit_version=add.get("defaultRowCommitVersion"),
+        logged=dict(add),
     )
 
 
@@ -281,22 +275,7 @@ def partition_value_text(value: Any) -> str | None:
     return str(value)
 
 
-def _deleted_rows(table: DeltaTable, table_path: str) -> dict[str, tuple[int, ...]]:
-    """Each file with a deletion vector (by local path) and the row indexes it deletes.
-
-    deltalake reads the vectors (inline or in their files) and hands a keep mask per file; rows
-    past the end of a mask are kept.
-    """
-    deleted = {}
-    for batch in pa.RecordBatchReader.from_stream(table.deletion_vectors()):
-        for row in pa.Table.from_batches([batch]).to_pylist():
-            rows = tuple(i for i, keep in enumerate(row["selection_vector"]) if not keep)
-            if rows:
-                deleted[os.path.abspath(local_path(table_path, row["filepath"]))] = rows
-    return deleted
-
-
-def _files_of(table: DeltaTable, table_path: str, deleted: dict[str, tuple[int, ...]]) -> tuple[AddFile, ...]:
+def _files_of(table: DeltaTable) -> tuple[AddFile, ...]:
     actions = pa.table(table.get_add_actions(flatten=False))
     names = set(actions.column_names)
     rows = actions.to_pylist()
@@ -311,7 +290,6 @@ def _files_of(table: DeltaTable, table_path: str, deleted: dict[str, tuple[int, 
             min_values=row.get("min") or {},
             max_values=row.get("max") or {},
             null_counts=row.get("null_count") or {},
-            deleted_rows=deleted.get(os.path.abspath(local_path(table_path, row["path"])), ()),
         )
         for row in rows
     )

@@ -129,8 +129,13 @@ def commit_files(
     configuration: Mapping[str, str],
     changes: Sequence[ChangeFile] = (),
     read: ReadSet | None = None,
+    readded: Sequence[dict[str, Any]] = (),
+    data_change: bool = True,
 ) -> WriteResult:
-    """Commit removes of ``removed``, adds of ``written`` and ``changes`` (after ``leading`` actions)."""
+    """Commit removes of ``removed``, adds of ``written`` and ``changes`` (after ``leading`` actions);
+    ``readded``: ``add`` actions of removed files again, with new deletion vectors (``row_deletion``);
+    ``data_change=False``: the adds and removes rearrange rows without changing them (REORG, OPTIMIZE).
+    """
     stamp = now_ms()
     leading = _with_identity_marks(table_path, current, leading, written)
     if any("metaData" in a for a in leading) and info.is_blind_append:
@@ -142,8 +147,11 @@ def commit_files(
         *leading,
         *[_stored(f.remove_action(stamp), current) for f in removed],
         *add_actions(written),
+        *readded,
         *[c.cdc_action() for c in changes],
     ]
+    if not data_change:
+        actions = [_no_data_change(a) for a in actions]
     if read is None and current is not None and not info.is_blind_append:
         # Without a narrower read set, a rewrite read the whole table (Delta's `true` read predicate).
         read = ReadSet(
@@ -201,6 +209,13 @@ def _with_identity_marks(
     assert current is not None
     new = replace(current.metadata, schema_string=schema_to_json(advanced))
     return [*leading, new.to_action()]
+
+
+def _no_data_change(action: dict[str, Any]) -> dict[str, Any]:
+    for kind in ("add", "remove"):
+        if kind in action:
+            return {kind: {**action[kind], "dataChange": False}}
+    return action
 
 
 def _stored(remove: dict[str, Any], current: Snapshot | None) -> dict[str, Any]:

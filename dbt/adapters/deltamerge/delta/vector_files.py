@@ -55,3 +55,31 @@ def vector_file(descriptor: Mapping[str, Any]) -> str | None:
         name = f"deletion_vector_{uuid.UUID(bytes=z85_decode(encoded))}.bin"
         return f"{prefix}/{name}" if prefix else name
     raise DeltaError(f"unknown deletion vector descriptor {dict(descriptor)}")
+
+
+def z85_encode(data: bytes) -> str:
+    """The Z85 text of ``data`` (a multiple of 4 bytes long).
+
+    >>> z85_encode(bytes.fromhex("864fd26fb559f75b"))
+    'HelloWorld'
+    """
+    if len(data) % 4:
+        raise DeltaError(f"Z85 encodes multiples of 4 bytes, not {len(data)}")
+    out = []
+    for start in range(0, len(data), 4):
+        value = int.from_bytes(data[start : start + 4], "big")
+        chunk = []
+        for _ in range(5):
+            value, digit = divmod(value, 85)
+            chunk.append(_Z85[digit])
+        out.append("".join(reversed(chunk)))
+    return "".join(out)
+
+
+def uuid_path_or_inline(file_id: uuid.UUID, prefix: str = "") -> str:
+    """``pathOrInlineDv`` of a ``u`` descriptor: the random prefix, then the UUID in Z85.
+
+    >>> vector_file({"storageType": "u", "pathOrInlineDv": uuid_path_or_inline(uuid.UUID(int=7), "ab")})
+    'ab/deletion_vector_00000000-0000-0000-0000-000000000007.bin'
+    """
+    return prefix + z85_encode(file_id.bytes)

@@ -18,6 +18,7 @@ from dbt.adapters.deltamerge.delta.conflicts import ReadSet
 from dbt.adapters.deltamerge.delta.definition import definition_actions, with_transaction_retention
 from dbt.adapters.deltamerge.delta.metrics import merge_file_metrics, merge_metrics, timing_metrics
 from dbt.adapters.deltamerge.delta.paths import local_path
+from dbt.adapters.deltamerge.delta.row_deletion import VectorUpdate
 from dbt.adapters.deltamerge.delta.row_ids import materialized_columns
 from dbt.adapters.deltamerge.delta.snapshot import Snapshot
 from dbt.adapters.deltamerge.delta.transaction import WriteResult, commit_files
@@ -67,23 +68,26 @@ def commit_merge(
             removed=frozenset(f.path for f in executed.removed),
             reads=lambda added: pruning is None or bool(pruning.keep(added)),
         ),
+        readded=executed.vectors.readded if executed.vectors else (),
     )
 
 
 def executed_metrics(plan: MergePlan, executed: Executed, *, execution_ms: int) -> dict[str, int]:
     """Every MERGE metric of the contract, from the plan and what its executor did."""
-    out = executed.output
+    out, vectors = executed.output, executed.vectors
     files = merge_file_metrics(
         snapshot_files=plan.snapshot.files,
         candidates=plan.candidates,
-        removed=executed.removed,
+        # Merge-on-read: a file that got a deletion vector stays; only files gone whole count.
+        removed=vectors.fully_removed if vectors else executed.removed,
         written=out.written,
         changes=out.changes,
         partitioned=bool(plan.snapshot.partition_columns),
     )
     rows = out.counts.to_metrics()
     timings = timing_metrics(execution_ms, executed.scan_ms, executed.rewrite_ms)
-    return {**merge_metrics(source_rows=executed.source_rows, rows=rows, files=files), **timings}
+    marked = (vectors or VectorUpdate()).metrics("Target")
+    return {**merge_metrics(source_rows=executed.source_rows, rows=rows, files=files), **marked, **timings}
 
 
 def merge_parameters(spec: MergeSpec) -> dict[str, object]:

@@ -27,7 +27,7 @@ from dbt.adapters.deltamerge.delta.transaction import WriteResult
 from dbt.adapters.deltamerge.merge.check import check_expressions
 from dbt.adapters.deltamerge.merge.commit import commit_merge, executed_metrics
 from dbt.adapters.deltamerge.merge.dry_run import DryRun, describe
-from dbt.adapters.deltamerge.merge.execute.classic import rewrite_touched_files
+from dbt.adapters.deltamerge.merge.execute.classic import mark_touched_rows, rewrite_touched_files
 from dbt.adapters.deltamerge.merge.execute.frames import MergeRun
 from dbt.adapters.deltamerge.merge.execute.insert_only import insert_unmatched
 from dbt.adapters.deltamerge.merge.execute.output import Executed
@@ -138,6 +138,10 @@ def execute(spark: SparkSession, prepared: Prepared, *, dry_run: bool) -> Execut
         return Executed([], out, 0, _since(started), plan.source_rows, plan.pruning)
     phase1 = find_touched_files(run)
     scan_ms, started = _since(started), time.monotonic()
+    if plan.marks_deleted:
+        out, vectors = mark_touched_rows(run, phase1, dry_run=dry_run)
+        rewrite_ms = _since(started)
+        return Executed(vectors.removed, out, scan_ms, rewrite_ms, plan.source_rows, plan.pruning, vectors)
     out = rewrite_touched_files(run, phase1, dry_run=dry_run)
     return Executed(phase1.files, out, scan_ms, _since(started), plan.source_rows, plan.pruning)
 

@@ -19,6 +19,7 @@ from typing import Literal
 from pyspark.sql import types as T
 
 from dbt.adapters.deltamerge.delta.protocol import change_data_feed_enabled
+from dbt.adapters.deltamerge.delta.row_deletion import writes_deletion_vectors
 from dbt.adapters.deltamerge.delta.snapshot import AddFile, Snapshot
 from dbt.adapters.deltamerge.merge.pruning import FilePruning, skips_by_key_range
 from dbt.adapters.deltamerge.merge.resolve import ResolvedMerge
@@ -65,6 +66,12 @@ class MergePlan:
     def candidates(self) -> list[AddFile]:
         """The files data skipping keeps: those the merge reads."""
         return [d.file for d in self.decisions if d.kept]
+
+    @property
+    def marks_deleted(self) -> bool:
+        """Merge-on-read: the classic executor marks the target rows it removes in deletion vectors
+        and writes only updated and inserted rows (``delta.row_deletion``); else it rewrites files."""
+        return self.executor == "classic" and writes_deletion_vectors(self.snapshot)
 
     def skipped_by(self) -> dict[str, int]:
         """How many files each skipping rule ruled out."""

@@ -17,34 +17,36 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import Column, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql import types as T
 
 from dbt.adapters.deltamerge.common.sql import quote_identifier
 from dbt.adapters.deltamerge.delta.align import store_assigned
 from dbt.adapters.deltamerge.delta.column_values import regenerated
-from dbt.adapters.deltamerge.delta.commit import CommitInfo
 from dbt.adapters.deltamerge.delta.conflicts import ReadSet
 from dbt.adapters.deltamerge.delta.errors import DeltaError
 from dbt.adapters.deltamerge.delta.files import CHANGE_TYPE, ChangeFile, WrittenFile
 from dbt.adapters.deltamerge.delta.identity import Identity
-from dbt.adapters.deltamerge.delta.metrics import dml_metrics, execution_time
+from dbt.adapters.deltamerge.delta.metrics import dml_metrics
 from dbt.adapters.deltamerge.delta.paths import local_path, table_path_of
 from dbt.adapters.deltamerge.delta.protocol import change_data_feed_enabled
 from dbt.adapters.deltamerge.delta.read import read_files
-from dbt.adapters.deltamerge.delta.row_ids import (
-    STABLE_COLUMNS,
-    STABLE_ROW_COMMIT_VERSION,
-    STABLE_ROW_ID,
-    materialized_columns,
-)
+from dbt.adapters.deltamerge.delta.row_deletion import writes_deletion_vectors
 from dbt.adapters.deltamerge.delta.schema import find_field
 from dbt.adapters.deltamerge.delta.snapshot import AddFile, Snapshot
-from dbt.adapters.deltamerge.delta.transaction import WriteResult, commit_files
+from dbt.adapters.deltamerge.delta.transaction import WriteResult
 from dbt.adapters.deltamerge.delta.write import write_files, write_files_and_changes
-from dbt.adapters.deltamerge.skipping.files import partition_types
-from dbt.adapters.deltamerge.skipping.predicates import may_satisfy, target_predicate
+from dbt.adapters.deltamerge.statements.dml_parts import (
+    aliased,
+    columns,
+    commit,
+    holds,
+    layout,
+    no_row_ids,
+    row_ids,
+    skipped,
+)
+from dbt.adapters.deltamerge.statements.dml_vectors import delete_marking, update_marking
 
 _FILE, _ROWS, _SELECTED = "_dml_file", "_dml_rows", "_dml_selected"
 
@@ -76,8 +78,10 @@ def delete_rows(
     if condition is None and not feed:
         deleted = sum(f.live_records or 0 for f in snapshot.files)
         metrics = dml_metrics(removed=snapshot.files, written=[], changes=[], deleted=deleted)
-        return _commit(snapshot, operation, None, metrics, ([], snapshot.files, []), started)
+        return commit(snapshot, operation, None, metrics, ([], snapshot.files, []), started)
     selected = condition or "true"
+    if writes_deletion_vectors(snapshot):
+        return delete_marking(spark, snapshot, condition, alias, operation, started)
     candidates, scan_ms, read = _candidates(spark, snapshot, selected, alias)
     counts = [c for c in candidates if c.selected > 0]
     whole = [c for c in counts if c.selected == c.rows and not feed]
@@ -86,15 +90,15 @@ def delete_rows(
     written: list[WrittenFile] = []
     changes: list[ChangeFile] = []
     if partial:
-        rows = _aliased(read_files(spark, snapshot, [c.file for c in partial], row_ids=True), alias)
-        hit = _holds(selected)
+        rows = aliased(read_files(spark, snapshot, [c.file for c in partial], row_ids=True), alias)
+        hit = holds(selected)
         if feed:
             change = F.when(hit, F.lit("delete")).alias(CHANGE_TYPE)
-            frame = rows.select(*_columns(snapshot), *_row_ids(rows), change)
-            written, changes = write_files_and_changes(frame, *_layout(snapshot))
+            frame = rows.select(*columns(snapshot), *row_ids(rows), change)
+            written, changes = write_files_and_changes(frame, *layout(snapshot))
         else:
-            kept = rows.where(~hit).select(*_columns(snapshot), *_row_ids(rows))
-            written = write_files(kept, *_layout(snapshot))
+            kept = rows.where(~hit).select(*columns(snapshot), *row_ids(rows))
+            written = write_files(kept, *layout(snapshot))
     removed = [c.file for c in counts]
     metrics = dml_metrics(
         removed=removed,
@@ -105,7 +109,7 @@ def delete_rows(
         scan_ms=scan_ms,
         rewrite_ms=int((time.monotonic() - rewriting) * 1000),
     )
-    return _commit(snapshot, operation, condition, metrics, (written, removed, changes), started, read)
+    return commit(snapshot, operation, condition, metrics, (written, removed, changes), started, read)
 
 
 def update_rows(
@@ -122,14 +126,16 @@ def update_rows(
     table = f"UPDATE of {snapshot.table_path}"
     values = _assigned_values(snapshot, assignments, table)
     selected = condition or "true"
+    if writes_deletion_vectors(snapshot):
+        return update_marking(spark, snapshot, values, condition, alias, started)
     candidates, scan_ms, read = _candidates(spark, snapshot, selected, alias)
     counts = [c for c in candidates if c.selected > 0]
     rewriting = time.monotonic()
     written: list[WrittenFile] = []
     changes: list[ChangeFile] = []
     if counts:
-        rows = _aliased(read_files(spark, snapshot, [c.file for c in counts], row_ids=True), alias)
-        hit = _holds(selected)
+        rows = aliased(read_files(spark, snapshot, [c.file for c in counts], row_ids=True), alias)
+        hit = holds(selected)
         new = [
             F.when(hit, store_assigned(values[f.name.lower()], f, table))
             .otherwise(F.col(quote_identifier(f.name)))
@@ -138,20 +144,20 @@ def update_rows(
             else F.col(quote_identifier(f.name))
             for f in snapshot.schema.fields
         ]
-        ids = _row_ids(rows, updated=hit)
+        ids = row_ids(rows, updated=hit)
         if change_data_feed_enabled(snapshot.metadata.configuration):
             flagged = rows.withColumn(_SELECTED, hit)
             data = flagged.select(*new, *ids, F.lit(None).cast("string").alias(CHANGE_TYPE))
             updated = flagged.where(F.col(_SELECTED))
-            none = _no_row_ids(ids)
-            before = updated.select(*_columns(snapshot), *none, F.lit("update_preimage").alias(CHANGE_TYPE))
+            none = no_row_ids(ids)
+            before = updated.select(*columns(snapshot), *none, F.lit("update_preimage").alias(CHANGE_TYPE))
             after = updated.select(*new, *none, F.lit("update_postimage").alias(CHANGE_TYPE))
             data, after = (regenerated(f, snapshot.schema, values) for f in (data, after))
             frame = data.unionByName(before).unionByName(after)
-            written, changes = write_files_and_changes(frame, *_layout(snapshot))
+            written, changes = write_files_and_changes(frame, *layout(snapshot))
         else:
             written = write_files(
-                regenerated(rows.select(*new, *ids), snapshot.schema, values), *_layout(snapshot)
+                regenerated(rows.select(*new, *ids), snapshot.schema, values), *layout(snapshot)
             )
     removed = [c.file for c in counts]
     metrics = dml_metrics(
@@ -163,7 +169,7 @@ def update_rows(
         scan_ms=scan_ms,
         rewrite_ms=int((time.monotonic() - rewriting) * 1000),
     )
-    return _commit(snapshot, "UPDATE", condition, metrics, (written, removed, changes), started, read)
+    return commit(snapshot, "UPDATE", condition, metrics, (written, removed, changes), started, read)
 
 
 def truncate(spark: SparkSession, snapshot: Snapshot) -> WriteResult:
@@ -198,93 +204,15 @@ def _candidates(
 ) -> tuple[list[FileCount], int, ReadSet]:
     """The files data skipping keeps, each with its row and selected-row counts (one Spark job)."""
     started = time.monotonic()
-    columns = [f.name for f in snapshot.schema.fields]
-    qualifiers = {"", *([alias.lower()] if alias else [])}
-    node, constants = target_predicate(spark, [condition], target_alias=qualifiers, columns=columns)
-    kinds = partition_types(snapshot)
-    kept = [f for f in snapshot.files if may_satisfy(node, f, constants, kinds)]
+    kept, read = skipped(spark, snapshot, condition, alias)
     counts: list[FileCount] = []
     if kept:
-        rows = _aliased(read_files(spark, snapshot, kept), alias).withColumn(_FILE, F.input_file_name())
+        rows = aliased(read_files(spark, snapshot, kept), alias).withColumn(_FILE, F.input_file_name())
         per_file = rows.groupBy(_FILE).agg(
-            F.count(F.lit(1)).alias(_ROWS), F.sum(_holds(condition).cast("long")).alias(_SELECTED)
+            F.count(F.lit(1)).alias(_ROWS), F.sum(holds(condition).cast("long")).alias(_SELECTED)
         )
         found = {table_path_of(r[_FILE]): (r[_ROWS], r[_SELECTED] or 0) for r in per_file.collect()}
         for file in kept:
             rows_of, selected = found.get(local_path(snapshot.table_path, file.path), (0, 0))
             counts.append(FileCount(file, int(rows_of), int(selected)))
-    read = ReadSet(
-        files_read=frozenset(f.path for f in kept),
-        reads=lambda added: any(may_satisfy(node, f, constants, kinds) for f in added),
-    )
     return counts, int((time.monotonic() - started) * 1000), read
-
-
-def _row_ids(rows: DataFrame, updated: Column | None = None) -> list[Column]:
-    """The stable row ids ``rows`` carry (``read_files(..., row_ids=True)`` of a table that keeps
-    them), kept; an updated row's commit version is the commit's own (null)."""
-    if STABLE_ROW_ID not in rows.columns:
-        return []
-    version = F.col(STABLE_ROW_COMMIT_VERSION)
-    if updated is not None:
-        version = F.when(updated, F.lit(None).cast("long")).otherwise(version)
-    return [F.col(STABLE_ROW_ID), version.alias(STABLE_ROW_COMMIT_VERSION)]
-
-
-def _no_row_ids(ids: list[Column]) -> list[Column]:
-    """Nulls in place of ``ids``, for change rows (the change feed has no row ids)."""
-    return [F.lit(None).cast("long").alias(n) for n in STABLE_COLUMNS] if ids else []
-
-
-def _aliased(df: DataFrame, alias: str | None) -> DataFrame:
-    return df.alias(alias) if alias else df
-
-
-def _holds(condition: str) -> Column:
-    return F.coalesce(F.expr(f"({condition})"), F.lit(False))
-
-
-def _columns(snapshot: Snapshot) -> list[Column]:
-    return [F.col(quote_identifier(f.name)) for f in snapshot.schema.fields]
-
-
-def _layout(snapshot: Snapshot) -> tuple[str, list[str], dict[str, str], T.StructType]:
-    return (
-        snapshot.table_path,
-        snapshot.partition_columns,
-        dict(snapshot.metadata.configuration),
-        snapshot.schema,
-    )
-
-
-def _commit(
-    snapshot: Snapshot,
-    operation: str,
-    condition: str | None,
-    metrics: dict[str, int],
-    files: tuple[list[WrittenFile], Sequence[AddFile], list[ChangeFile]],
-    started: float,
-    read: ReadSet | None = None,
-) -> WriteResult:
-    """The command's commit (``files``: written, removed, change files); none when it changes nothing."""
-    written, removed, changes = files
-    if not removed and not written and not changes:
-        return WriteResult(None, operation, metrics | execution_time(0), snapshot)
-    metrics.update(execution_time(int((time.monotonic() - started) * 1000)))
-    if read is None:
-        read = ReadSet(files_read=frozenset(f.path for f in snapshot.files))
-    preserved = materialized_columns(snapshot.metadata.configuration) is not None
-    info = CommitInfo(
-        operation, {"predicate": [condition] if condition else []}, metrics, row_ids_kept=preserved
-    )
-    return commit_files(
-        snapshot.table_path,
-        snapshot,
-        info,
-        [],
-        written,
-        list(removed),
-        snapshot.metadata.configuration,
-        changes,
-        read=read,
-    )

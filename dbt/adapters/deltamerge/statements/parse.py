@@ -25,6 +25,11 @@ from dbt.adapters.deltamerge.statements.parse_dml import (
     parse_dml,
     table_parts,
 )
+from dbt.adapters.deltamerge.statements.parse_maintenance import (
+    ReorgStatement,
+    SetPropertiesStatement,
+    parse_maintenance,
+)
 
 __all__ = ["StatementParseError", "table_parts"]
 _QUERY_STARTS = {TokenType.SELECT, TokenType.WITH, TokenType.VALUES, TokenType.FROM, TokenType.TABLE}
@@ -52,7 +57,15 @@ class RefusedStatement:
 
 def parse_write_statement(
     sql: str,
-) -> InsertStatement | RefusedStatement | DmlStatement | DdlStatement | None:
+) -> (
+    InsertStatement
+    | RefusedStatement
+    | DmlStatement
+    | DdlStatement
+    | SetPropertiesStatement
+    | ReorgStatement
+    | None
+):
     """The table write ``sql`` is, or None when it writes no table (or does not parse).
 
     >>> parse_write_statement("insert into s.t (a, b) values (1, 'x')")  # doctest: +NORMALIZE_WHITESPACE
@@ -72,7 +85,7 @@ def parse_write_statement(
         tree = sqlglot.parse_one(sql, dialect=SPARK)
     except sqlglot.errors.SqlglotError:
         tree = None  # Spark reports a syntax error itself when it runs the statement.
-    statement = parse_dml(sql, tree) or parse_ddl(sql, tree)
+    statement = parse_dml(sql, tree) or parse_maintenance(sql, tree) or parse_ddl(sql, tree)
     if statement is not None or tree is None:
         return statement
     if isinstance(tree, exp.MultitableInserts) and len(tree.expressions) > 1:

@@ -32,6 +32,7 @@ from dbt.adapters.deltamerge.statements import dml
 from dbt.adapters.deltamerge.statements.column_ddl import add_constraint, alter_column, drop_constraint
 from dbt.adapters.deltamerge.statements.ddl import add_columns, create_table, drop_columns, rename_column
 from dbt.adapters.deltamerge.statements.insert import insert_into
+from dbt.adapters.deltamerge.statements.maintenance import reorg_purge, set_properties
 from dbt.adapters.deltamerge.statements.parse import (
     RefusedStatement,
     StatementParseError,
@@ -54,9 +55,22 @@ from dbt.adapters.deltamerge.statements.parse_dml import (
     TruncateStatement,
     UpdateStatement,
 )
+from dbt.adapters.deltamerge.statements.parse_maintenance import ReorgStatement, SetPropertiesStatement
 
 _LEADING = re.compile(r"^(?:\s+|--[^\n]*(?:\n|$)|/\*.*?\*/)*([a-z]+)", re.IGNORECASE | re.DOTALL)
-_WRITING = {"insert", "with", "update", "delete", "merge", "truncate", "from", "create", "alter", "replace"}
+_WRITING = {
+    "insert",
+    "with",
+    "update",
+    "delete",
+    "merge",
+    "truncate",
+    "from",
+    "create",
+    "alter",
+    "replace",
+    "reorg",
+}
 
 
 class StatementError(DeltaError):
@@ -129,6 +143,10 @@ def run_on_delta(spark: SparkSession, sql: str) -> StatementResult | None:
         result = changed if changed is not None else WriteResult(None, "ALTER TABLE", {}, snapshot)
     elif isinstance(parsed, AddConstraintStatement):
         result = add_constraint(spark, snapshot, parsed.name, parsed.expression, name)
+    elif isinstance(parsed, SetPropertiesStatement):
+        result = set_properties(spark, snapshot, parsed, name)
+    elif isinstance(parsed, ReorgStatement):
+        result = reorg_purge(spark, snapshot, parsed)
     else:
         result = insert_into(spark, parsed, snapshot, name)
     return _done(spark, schema, identifier, result)

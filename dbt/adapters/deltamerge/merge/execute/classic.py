@@ -12,10 +12,14 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from dbt.adapters.deltamerge.common.sql import qualified
+from dbt.adapters.deltamerge.delta.read import ROW_INDEX
+from dbt.adapters.deltamerge.delta.row_deletion import VectorUpdate, collect_positions, mark_deleted
 from dbt.adapters.deltamerge.delta.snapshot import AddFile
-from dbt.adapters.deltamerge.merge.execute.actions import action_expression
+from dbt.adapters.deltamerge.merge.execute.actions import action_expression, counted_actions
 from dbt.adapters.deltamerge.merge.execute.frames import (
     ACTION,
+    COPY,
+    FILE,
     ROW_ID,
     SOURCE_PRESENT,
     TARGET_PRESENT,
@@ -48,6 +52,50 @@ def rewrite_touched_files(run: MergeRun, phase1: TouchedFiles, *, dry_run: bool)
     action = action_expression(run.merge, spec.target_alias, spec.source_alias, source_present=present)
     rows = joined.withColumn(ACTION, F.expr(action))
     return write_output_rows(run, rows, copy=True, changes=run.plan.change_data, dry_run=dry_run)
+
+
+def mark_touched_rows(
+    run: MergeRun, phase1: TouchedFiles, *, dry_run: bool
+) -> tuple[MergeOutput, VectorUpdate]:
+    """Phase 2, merge-on-read: the target rows a clause updates or deletes are marked in deletion
+    vectors; only updated and inserted rows are written (Delta's ``writeDVs`` beside the output).
+
+    The joined rows a clause takes are few: they are computed once (kept by Spark), then
+    both the positions and the written rows are read from them; rows no clause takes are
+    neither copied nor kept.
+    """
+    spec = run.spec
+    if not spec.not_matched and not phase1.files:
+        return MergeOutput(), VectorUpdate()
+    present = None
+    if phase1.unmatched_keys is not None and not (spec.matched or spec.not_matched):
+        joined, present = touched_with_unmatched_keys(run, phase1)
+    else:
+        joined = touched_joined_with_source(run, phase1)
+    action = action_expression(run.merge, spec.target_alias, spec.source_alias, source_present=present)
+    taken = joined.withColumn(ACTION, F.expr(action)).where(F.col(ACTION) != COPY)
+    if phase1.duplicate_matches:
+        both = F.col(TARGET_PRESENT).isNotNull() & F.col(SOURCE_PRESENT).isNotNull()
+        taken = taken.where(both).dropDuplicates([ROW_ID]).union(taken.where(~both))
+    taken = taken.persist()  # not a checkpoint: the clauses' expressions name the aliases
+    try:
+        return _positions_and_output(run, taken, dry_run=dry_run)
+    finally:
+        taken.unpersist()
+
+
+def _positions_and_output(
+    run: MergeRun, taken: DataFrame, *, dry_run: bool
+) -> tuple[MergeOutput, VectorUpdate]:
+    codes = counted_actions(run.merge)
+    removing = [*codes["matched_updated"], *codes["matched_deleted"]]
+    removing += [*codes["not_matched_by_source_updated"], *codes["not_matched_by_source_deleted"]]
+    marked = (
+        taken.where(F.col(TARGET_PRESENT).isNotNull() & F.col(ACTION).isin(*removing)) if removing else None
+    )
+    positions = collect_positions(marked, FILE, ROW_INDEX) if marked is not None else {}
+    output = write_output_rows(run, taken, copy=True, changes=run.plan.change_data, dry_run=dry_run)
+    return output, mark_deleted(run.snapshot, positions, dry_run=dry_run)
 
 
 def touched_joined_with_source(run: MergeRun, phase1: TouchedFiles) -> DataFrame:

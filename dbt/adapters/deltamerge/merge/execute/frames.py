@@ -86,7 +86,7 @@ def joinable_source(run: MergeRun) -> DataFrame:
 def aliased_target(run: MergeRun, files: list[AddFile]) -> DataFrame:
     """The rows of ``files`` under the target alias, with file, row id and presence flag (and the
     stable row ids a table that keeps them has, ``row_ids.py``)."""
-    target = read_files(run.spark, run.snapshot, files, row_ids=True)
+    target = read_files(run.spark, run.snapshot, files, row_ids=True, positions=run.plan.marks_deleted)
     return (
         target.withColumn(FILE, F.input_file_name())
         .withColumn(ROW_ID, F.monotonically_increasing_id())

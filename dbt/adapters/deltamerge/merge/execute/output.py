@@ -23,6 +23,7 @@ from dbt.adapters.deltamerge.delta.identity import (
     identity_value_column,
     with_identity_values,
 )
+from dbt.adapters.deltamerge.delta.row_deletion import VectorUpdate
 from dbt.adapters.deltamerge.delta.row_ids import STABLE_ROW_COMMIT_VERSION, STABLE_ROW_ID
 from dbt.adapters.deltamerge.delta.snapshot import AddFile
 from dbt.adapters.deltamerge.delta.write import write_files, write_files_and_changes
@@ -58,6 +59,9 @@ class Executed:
     rewrite_ms: int
     source_rows: int
     pruning: FilePruning | None
+    # Merge-on-read: the deletion vectors that mark the target rows it removed (``removed``
+    # then holds every file a vector changed or that went whole).
+    vectors: VectorUpdate | None = None
 
 
 def counted_output_rows(run: MergeRun, rows: DataFrame) -> tuple[DataFrame, MergeCounts]:

@@ -1,0 +1,92 @@
+"""Table properties and REORG ... APPLY (PURGE) on a Delta table, each one commit.
+
+``SET TBLPROPERTIES`` / ``UNSET TBLPROPERTIES`` change the table's ``metaData`` (with the protocol
+the properties need: ``delta.enableDeletionVectors=true`` adds the ``deletionVectors`` feature),
+refusing a property that switches on a feature this engine does not write. ``REORG TABLE t
+APPLY (PURGE)`` rewrites every file with a deletion vector (``WHERE``: of the partitions the
+predicate keeps) without its deleted rows, as Delta's ``REORG`` commit: removes and adds with
+``dataChange: false``, OPTIMIZE's metrics, rows and row ids unchanged; readers that cannot
+read deletion vectors can read the table again.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+from pyspark.sql import SparkSession
+
+from dbt.adapters.deltamerge.delta.commit import CommitInfo
+from dbt.adapters.deltamerge.delta.errors import UnsupportedTableFeature
+from dbt.adapters.deltamerge.delta.features import check_writable, configuration_problems
+from dbt.adapters.deltamerge.delta.metrics import execution_time, optimize_metrics
+from dbt.adapters.deltamerge.delta.read import read_files
+from dbt.adapters.deltamerge.delta.redefine import redefine
+from dbt.adapters.deltamerge.delta.snapshot import Snapshot
+from dbt.adapters.deltamerge.delta.transaction import WriteResult, commit_files
+from dbt.adapters.deltamerge.delta.write import write_files
+from dbt.adapters.deltamerge.statements.dml_parts import columns, layout, row_ids, skipped
+from dbt.adapters.deltamerge.statements.parse_maintenance import ReorgStatement, SetPropertiesStatement
+
+
+def set_properties(
+    spark: SparkSession, snapshot: Snapshot, statement: SetPropertiesStatement, name: str
+) -> WriteResult:
+    """SET / UNSET TBLPROPERTIES: one commit, or none when nothing changes."""
+    before = dict(snapshot.metadata.configuration)
+    after = dict(before)
+    for key, value in statement.properties:
+        if statement.unset:
+            after.pop(key, None)
+        else:
+            after[key] = value
+    operation = "UNSET TBLPROPERTIES" if statement.unset else "SET TBLPROPERTIES"
+    if after == before:
+        return WriteResult(None, operation, {}, snapshot)
+    problems = configuration_problems(after, before)
+    if problems:
+        raise UnsupportedTableFeature(
+            f"{operation} on {name}: "
+            + "; ".join(problems)
+            + " is not written by dbt-deltamerge. Nothing was committed."
+        )
+    params: dict[str, object] = (
+        {"propertyKeys": json.dumps([k for k, _ in statement.properties]), "ifExists": statement.if_exists}
+        if statement.unset
+        else {"properties": json.dumps(dict(statement.properties))}
+    )
+    return redefine(spark, snapshot, name, operation=operation, params=params, configuration=after)
+
+
+def reorg_purge(spark: SparkSession, snapshot: Snapshot, statement: ReorgStatement) -> WriteResult:
+    """REORG TABLE ... APPLY (PURGE): the files with deletion vectors rewritten with their live rows."""
+    started = time.monotonic()
+    check_writable(
+        snapshot.protocol,
+        snapshot.metadata.configuration,
+        snapshot.metadata.schema_string,
+        table=snapshot.table_path,
+    )
+    kept, read = skipped(spark, snapshot, statement.condition or "true", None)
+    purged = [f for f in kept if f.deletion_vector is not None]
+    if not purged:
+        return WriteResult(
+            None, "REORG", optimize_metrics(removed=[], written=[]) | execution_time(0), snapshot
+        )
+    rows = read_files(spark, snapshot, purged, row_ids=True)
+    written = write_files(rows.select(*columns(snapshot), *row_ids(rows)), *layout(snapshot))
+    metrics = optimize_metrics(removed=purged, written=written, vectors_removed=len(purged))
+    metrics |= execution_time(int((time.monotonic() - started) * 1000))
+    parameters = {"predicate": [statement.condition] if statement.condition else [], "applyPurge": True}
+    info = CommitInfo("REORG", parameters, metrics)
+    return commit_files(
+        snapshot.table_path,
+        snapshot,
+        info,
+        [],
+        written,
+        purged,
+        snapshot.metadata.configuration,
+        read=read,
+        data_change=False,
+    )
