@@ -228,7 +228,9 @@ def test_same_result_as_delta_rs(spark, tmp_path, seed, monkeypatch):
 def test_weighted_same_result_as_delta_rs(spark, tmp_path, seed, monkeypatch):
     """Clause sets without WHEN MATCHED, with BY SOURCE clauses, predicates and shared target keys."""
     _shuffle_joins_on_odd(seed, monkeypatch)
-    merged = _merge_both(spark, tmp_path, 100_000 + seed, feed=False, weighted=True, vectors=_vectors_on(seed))
+    merged = _merge_both(
+        spark, tmp_path, 100_000 + seed, feed=False, weighted=True, vectors=_vectors_on(seed)
+    )
     _assert_same_rows_and_counts(*merged)
 
 

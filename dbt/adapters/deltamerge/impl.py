@@ -245,6 +245,12 @@ class DeltaMergeAdapter(SparkAdapter):
             )
 
     @available
+    def delta_reorg(self, relation: Any, where: Any = None) -> Dict[str, Any]:
+        """REORG TABLE ... APPLY (PURGE) of a model's Delta table (a relation, or ``"schema.table"``)."""
+        with named_errors(f"reorg of {relation}"):
+            return operations.reorg_table(self.spark_session(), relation, where)
+
+    @available
     def delta_recover_binding(self, relation: BaseRelation) -> bool:
         """Bind again a Delta table whose catalog entry a killed run left dropped; True if it did."""
         with named_errors(f"binding of {relation}"):

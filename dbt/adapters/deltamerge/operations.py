@@ -41,6 +41,8 @@ from dbt.adapters.deltamerge.delta.paths import parse_partition_folder
 from dbt.adapters.deltamerge.delta.snapshot import load_snapshot
 from dbt.adapters.deltamerge.delta.vacuum import vacuum
 from dbt.adapters.deltamerge.errors import ModelWriteError
+from dbt.adapters.deltamerge.statements.maintenance import reorg_purge
+from dbt.adapters.deltamerge.statements.parse_maintenance import ReorgStatement
 
 
 def table_changes(spark: SparkSession, relation: Any, start: Any, end: Any = None) -> str:
@@ -92,6 +94,21 @@ def vacuum_table(
         "oldest_retained_version": result.oldest_retained_version,
         "dry_run": result.dry_run,
     }
+
+
+def reorg_table(spark: SparkSession, relation: Any, where: Any) -> dict[str, Any]:
+    """REORG ... APPLY (PURGE) of ``relation``'s Delta table (``statements.maintenance``): the version
+    committed (None when no file has a deletion vector) and Delta's metrics."""
+    if where is not None and not (isinstance(where, str) and where.strip()):
+        _checked("reorg", [f"where must be a SQL condition on partition columns, got {where!r}"])
+    schema, identifier, table_path = _delta_table(spark, relation, "reorg")
+    snapshot = load_snapshot(table_path)
+    if snapshot is None:
+        raise ModelWriteError(f"reorg: no Delta table at {table_path}")
+    result = reorg_purge(spark, snapshot, ReorgStatement((schema, identifier), where))
+    if result.version is not None:
+        binding.bind(spark, schema=schema, identifier=identifier, snapshot=result.snapshot)
+    return {"table_path": table_path, "version": result.version, "metrics": dict(result.metrics)}
 
 
 def _version(value: Any, key: str, problems: list[str]) -> int:

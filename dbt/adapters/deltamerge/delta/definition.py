@@ -30,6 +30,7 @@ from dbt.adapters.deltamerge.delta.schema import (
 )
 from dbt.adapters.deltamerge.delta.snapshot import Snapshot
 
+DELETION_VECTORS = "delta.enableDeletionVectors"
 TXN_RETENTION_PROPERTY = "delta.setTransactionRetentionDuration"
 # Far longer than any retry of one commit, short enough that hourly runs keep ~170 entries.
 DEFAULT_TXN_RETENTION = "interval 7 days"
@@ -40,6 +41,14 @@ def with_change_data_feed(current: Snapshot) -> Snapshot:
     if change_data_feed_enabled(current.metadata.configuration):
         return current
     configuration = {**current.metadata.configuration, CDF_PROPERTY: "true"}
+    return _with(current, replace(current.metadata, configuration=configuration))
+
+
+def with_deletion_vectors(current: Snapshot) -> Snapshot:
+    """``current`` with deletion vectors switched on (the protocol raised to list the feature)."""
+    if str(current.metadata.configuration.get(DELETION_VECTORS, "false")).lower() == "true":
+        return current
+    configuration = {**current.metadata.configuration, DELETION_VECTORS: "true"}
     return _with(current, replace(current.metadata, configuration=configuration))
 
 

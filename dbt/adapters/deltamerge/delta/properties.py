@@ -20,6 +20,25 @@ BOOLEAN = (
     "delta.enableIcebergCompatV1",
     "delta.enableIcebergCompatV2",
 )
+# Session configuration whose keys below give new tables their default properties, as Delta's
+# ``spark.databricks.delta.properties.defaults.enableDeletionVectors`` -> ``delta.enableDeletionVectors``.
+SESSION_DEFAULTS_PREFIX = "spark.databricks.delta.properties.defaults."
+
+
+def with_session_defaults(properties: Mapping[str, str], session: Mapping[str, str]) -> dict[str, str]:
+    """A new table's properties: ``properties`` over the session's defaults (Delta's ``mergeGlobalConfigs``).
+
+    >>> with_session_defaults({"a": "1"}, {SESSION_DEFAULTS_PREFIX + "enableDeletionVectors": "true"})
+    {'delta.enableDeletionVectors': 'true', 'a': '1'}
+    """
+    defaults = {
+        "delta." + key[len(SESSION_DEFAULTS_PREFIX) :]: str(value)
+        for key, value in session.items()
+        if key.startswith(SESSION_DEFAULTS_PREFIX)
+    }
+    return {**defaults, **properties}
+
+
 # Property -> the least value Delta accepts.
 INTEGER = {"delta.checkpointInterval": 1, "delta.dataSkippingNumIndexedCols": -1}
 INTERVAL = (

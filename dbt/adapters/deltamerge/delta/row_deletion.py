@@ -101,7 +101,9 @@ def mark_deleted(
         readded = []
     else:
         descriptors = deletion_vectors.store(snapshot.table_path, vectors)
-        readded = [_readded(snapshot, f, descriptors[local_path(snapshot.table_path, f.path)]) for f in changed]
+        readded = [
+            _readded(snapshot, f, descriptors[local_path(snapshot.table_path, f.path)]) for f in changed
+        ]
     return VectorUpdate(
         readded=readded,
         removed=[*changed, *fully],

@@ -8,6 +8,7 @@ Every check that can refuse a write runs before the first data file is written.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 import uuid
 from collections.abc import Mapping
@@ -53,7 +54,7 @@ from dbt.adapters.deltamerge.delta.mapping import (
 )
 from dbt.adapters.deltamerge.delta.metrics import execution_time, write_metrics
 from dbt.adapters.deltamerge.delta.paths import local_path, table_path_of
-from dbt.adapters.deltamerge.delta.properties import value_problems
+from dbt.adapters.deltamerge.delta.properties import value_problems, with_session_defaults
 from dbt.adapters.deltamerge.delta.protocol import (
     TableMetadata,
     change_data_feed_enabled,
@@ -110,7 +111,10 @@ def write_dataframe(spark: SparkSession, df: DataFrame, request: WriteRequest) -
     current = load_snapshot(request.table_path)
     if current is not None:
         current.check_writable()
-    if current is None or request.mode == "create_or_replace":
+    if current is None:
+        properties = with_session_defaults(request.properties, spark.conf.getAll)
+        result = _create_or_replace(df, dataclasses.replace(request, properties=properties), current)
+    elif request.mode == "create_or_replace":
         result = _create_or_replace(df, request, current)
     else:
         target = with_schema(current, request.schema) if request.schema is not None else current

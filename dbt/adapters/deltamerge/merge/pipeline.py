@@ -21,7 +21,12 @@ from dataclasses import dataclass
 from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import types as T
 
-from dbt.adapters.deltamerge.delta.definition import definition_actions, with_change_data_feed, with_schema
+from dbt.adapters.deltamerge.delta.definition import (
+    definition_actions,
+    with_change_data_feed,
+    with_deletion_vectors,
+    with_schema,
+)
 from dbt.adapters.deltamerge.delta.snapshot import Snapshot
 from dbt.adapters.deltamerge.delta.transaction import WriteResult
 from dbt.adapters.deltamerge.merge.check import check_expressions
@@ -59,16 +64,25 @@ def merge_into(
     change_data_feed: bool = False,
     txn: tuple[str, int] | None = None,
     extra_metrics: Mapping[str, int] | None = None,
+    deletion_vectors: bool = False,
 ) -> WriteResult:
     """Merge ``source_df`` into the table at ``snapshot`` as one MERGE commit (none if nothing changes).
 
     ``schema`` is the table schema the merge leaves (schema evolution): the new ``metaData``
     is part of the merge's commit, and ``*`` actions then take only the columns the source
     has (an update keeps the others, an insert writes null). ``change_data_feed`` switches the
-    table's change data feed on in the same commit. ``extra_metrics`` join Delta's in the
-    commit (CDC apply's event counts).
+    table's change data feed on in the same commit, ``deletion_vectors`` deletion vectors (and this
+    merge already writes them). ``extra_metrics`` join Delta's in the commit (CDC apply's event counts).
     """
-    prepared = prepare(spark, source_df, snapshot, spec, schema=schema, change_data_feed=change_data_feed)
+    prepared = prepare(
+        spark,
+        source_df,
+        snapshot,
+        spec,
+        schema=schema,
+        change_data_feed=change_data_feed,
+        deletion_vectors=deletion_vectors,
+    )
     executed = execute(spark, prepared, dry_run=False)
     metrics = executed_metrics(prepared.plan, executed, execution_ms=_since(prepared.started))
     metrics.update(extra_metrics or {})
@@ -83,13 +97,22 @@ def dry_run_merge(
     *,
     schema: T.StructType | None = None,
     change_data_feed: bool = False,
+    deletion_vectors: bool = False,
 ) -> DryRun:
     """What ``merge_into`` would do: both phases run with the output computed and discarded.
 
     Spark's ``noop`` sink computes every output row (a failing cast still fails), so the plan,
     row counts and touched files are the real run's; no file is written, nothing is committed.
     """
-    prepared = prepare(spark, source_df, snapshot, spec, schema=schema, change_data_feed=change_data_feed)
+    prepared = prepare(
+        spark,
+        source_df,
+        snapshot,
+        spec,
+        schema=schema,
+        change_data_feed=change_data_feed,
+        deletion_vectors=deletion_vectors,
+    )
     executed = execute(spark, prepared, dry_run=True)
     metrics = executed_metrics(prepared.plan, executed, execution_ms=_since(prepared.started))
     changes_definition = bool(definition_actions(prepared.read, prepared.plan.snapshot))
@@ -104,6 +127,7 @@ def prepare(
     *,
     schema: T.StructType | None,
     change_data_feed: bool,
+    deletion_vectors: bool = False,
 ) -> Prepared:
     """Plan a merge: features checked, definition changes applied, clauses resolved, source profiled."""
     started = time.monotonic()
@@ -111,6 +135,8 @@ def prepare(
     target = with_schema(snapshot, schema) if schema is not None else snapshot
     if change_data_feed:
         target = with_change_data_feed(target)
+    if deletion_vectors:
+        target = with_deletion_vectors(target)
     merge = resolve(spec, target=target.schema, source=source_df.schema, lenient_star=schema is not None)
     check_expressions(spark, spec, target.schema, source_df)
     if spec.is_insert_only and not target.files:

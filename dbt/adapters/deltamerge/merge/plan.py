@@ -71,7 +71,8 @@ class MergePlan:
     def marks_deleted(self) -> bool:
         """Merge-on-read: the classic executor marks the target rows it removes in deletion vectors
         and writes only updated and inserted rows (``delta.row_deletion``); else it rewrites files."""
-        return self.executor == "classic" and writes_deletion_vectors(self.snapshot)
+        classic = self.executor == "classic" and not self.spec.copy_on_write
+        return classic and writes_deletion_vectors(self.snapshot)
 
     def skipped_by(self) -> dict[str, int]:
         """How many files each skipping rule ruled out."""

@@ -43,6 +43,8 @@ class MergeSpec:
     schema_evolution: bool = False
     # A matched update that would store the values already stored is skipped (not counted).
     update_only_if_changed: bool = False
+    # ``deletion_vectors: false``: rewrite touched files even where the table takes deletion vectors.
+    copy_on_write: bool = False
 
     @property
     def is_insert_only(self) -> bool:
@@ -123,4 +125,5 @@ class MergeSpec:
             not_matched_by_source=clauses["not_matched_by_source"],
             schema_evolution=schema_evolution,
             update_only_if_changed=only_if_changed,
+            copy_on_write=config.get("deletion_vectors") is False,
         )

@@ -83,6 +83,7 @@ WRITE_KEYS: dict[str, Kind] = {
     "tblproperties": PROPERTIES,
     "location_root": PATH,
     "change_data_feed": FLAG,
+    "deletion_vectors": FLAG,
     "event_time": COLUMN,
     "generated_columns": _map("a map of column to SQL expression"),
     "column_defaults": _map("a map of column to SQL expression"),

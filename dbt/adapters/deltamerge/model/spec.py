@@ -20,6 +20,7 @@ from dbt.adapters.deltamerge.common.config_values import SpecError
 from dbt.adapters.deltamerge.common.sql import quote_identifier
 from dbt.adapters.deltamerge.delta.properties import value_problems
 from dbt.adapters.deltamerge.delta.protocol import CDF_PROPERTY, change_data_feed_enabled
+from dbt.adapters.deltamerge.delta.row_deletion import ENABLE_PROPERTY as DELETION_VECTORS_PROPERTY
 from dbt.adapters.deltamerge.delta.write import WriteMode, WriteRequest
 from dbt.adapters.deltamerge.merge.spec import MergeSpec
 from dbt.adapters.deltamerge.model.columns import ColumnDeclarations
@@ -49,6 +50,11 @@ class WriteSpec:
     event_time: str | None = None
 
     @property
+    def deletion_vectors(self) -> bool:
+        """``deletion_vectors: true`` or the table property switches deletion vectors on (merge-on-read)."""
+        return str(self.tblproperties.get(DELETION_VECTORS_PROPERTY, "false")).lower() == "true"
+
+    @property
     def change_data_feed(self) -> bool:
         """``change_data_feed: true`` or the table property asks for the feed (the one place deciding it)."""
         return change_data_feed_enabled(self.tblproperties)
@@ -64,6 +70,8 @@ class WriteSpec:
         properties = {str(k): _property_value(k, v, problems) for k, v in read("tblproperties").items()}
         if read("change_data_feed"):
             properties[CDF_PROPERTY] = "true"
+        if read("deletion_vectors"):
+            properties[DELETION_VECTORS_PROPERTY] = "true"
         problems.extend(f"tblproperties: {problem}" for problem in value_problems(properties))
         spec = cls(
             model=model,

@@ -223,14 +223,25 @@ def _apply_changes(
 
 def _merge(spark: SparkSession, df: DataFrame, table: ModelTable, spec: ModelSpec) -> WriteResult:
     merge, snapshot, evolved = _merge_inputs(df, table, spec)
-    feed = spec.write.change_data_feed
-    return merge_into(spark, df, snapshot, merge, schema=evolved, change_data_feed=feed, txn=table.txn)
+    feed, vectors = spec.write.change_data_feed, spec.write.deletion_vectors
+    return merge_into(
+        spark,
+        df,
+        snapshot,
+        merge,
+        schema=evolved,
+        change_data_feed=feed,
+        txn=table.txn,
+        deletion_vectors=vectors,
+    )
 
 
 def _dry_run(spark: SparkSession, df: DataFrame, table: ModelTable, spec: ModelSpec) -> DryRun:
     merge, snapshot, evolved = _merge_inputs(df, table, spec)
-    feed = spec.write.change_data_feed
-    return dry_run_merge(spark, df, snapshot, merge, schema=evolved, change_data_feed=feed)
+    feed, vectors = spec.write.change_data_feed, spec.write.deletion_vectors
+    return dry_run_merge(
+        spark, df, snapshot, merge, schema=evolved, change_data_feed=feed, deletion_vectors=vectors
+    )
 
 
 def _merge_inputs(
