@@ -38,6 +38,8 @@ setup(
         "delta-spark>=4.4,<4.5",
         "deltalake>=1.6,<2",
         "pyarrow>=18",
+        # Deletion vectors: Roaring's 64-bit portable format, which Delta's RoaringBitmapArray writes.
+        "pyroaring>=1.0,<2",
         # Pure-Python Spark SQL parsing (data skipping predicates); its API moves between majors.
         "sqlglot>=30.30,<31",
     ],

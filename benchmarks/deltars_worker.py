@@ -21,6 +21,9 @@ from benchmarks.workloads import ON, SOURCE, TARGET, workloads
 
 def main() -> None:
     command = json.loads(sys.argv[1])
+    if "dml" in command:
+        _dml(command)
+        return
     workload = {w.name: w for w in workloads(command["rows"])}[command["workload"]]
     started = time.monotonic()
     table = DeltaTable(command["table"])
@@ -35,6 +38,21 @@ def main() -> None:
         writer_properties=WriterProperties(compression="SNAPPY"),
     )
     metrics = workload.deltars(merger).execute()
+    seconds = time.monotonic() - started
+    peak_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    print(json.dumps({"seconds": seconds, "metrics": metrics, "peak_bytes": peak_kib * 1024}, default=str))
+
+
+def _dml(command: dict) -> None:
+    """A DELETE or UPDATE (``benchmarks.merge_on_read``): ``{"dml": {kind, predicate, set?}}``."""
+    dml = command["dml"]
+    started = time.monotonic()
+    table = DeltaTable(command["table"])
+    properties = WriterProperties(compression="SNAPPY")
+    if dml["kind"] == "delete":
+        metrics = table.delete(dml["predicate"], writer_properties=properties)
+    else:
+        metrics = table.update(updates=dml["set"], predicate=dml["predicate"], writer_properties=properties)
     seconds = time.monotonic() - started
     peak_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     print(json.dumps({"seconds": seconds, "metrics": metrics, "peak_bytes": peak_kib * 1024}, default=str))

@@ -7,7 +7,10 @@ The writer requirements of the table's features hold at every version (``_featur
 a remove repeats the deletion vector and row id fields of the add it removes; with row tracking
 every add has row ids, fresh ones above the high-water mark of the versions before, unique in
 the version and at most the mark; with in-commit timestamps ``commitInfo`` comes first, its
-timestamp above the previous commit's.
+timestamp above the previous commit's. Every deletion vector is read back (its file, offset,
+size, CRC-32 and magic, decoded with pyroaring, not our engine): its cardinality is the
+descriptor's, every index is below the file's ``numRecords``, and a file given a new vector keeps
+every row the previous one deleted (deleted rows never come back).
 """
 
 from __future__ import annotations
@@ -15,10 +18,13 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import uuid
+import zlib
 from urllib.parse import unquote
 
 import pyarrow as pa
 from deltalake import DeltaTable, QueryBuilder
+from pyroaring import BitMap64
 
 
 def problems(path: str) -> list[str]:
@@ -31,7 +37,7 @@ def problems(path: str) -> list[str]:
     if versions != list(range(len(versions))):
         found.append(f"versions are not contiguous from 0: {versions}")
     live: dict[str, int] = {}
-    state = _FeatureState()
+    state = _FeatureState(path)
     for version in versions:
         with open(os.path.join(log, f"{version:020d}.json")) as handle:
             actions = [json.loads(line) for line in handle if line.strip()]
@@ -71,6 +77,40 @@ def problems(path: str) -> list[str]:
     return sorted(set(found))
 
 
+_Z85 = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ.-:+=^!/*?&<>()[]{}@%$#"
+
+
+def _z85(text: str) -> bytes:
+    out = b""
+    for i in range(0, len(text), 5):
+        value = 0
+        for char in text[i : i + 5]:
+            value = value * 85 + _Z85.index(char)
+        out += value.to_bytes(4, "big")
+    return out
+
+
+def read_vector(table: str, descriptor: dict) -> BitMap64:
+    """The rows a deletion vector deletes, read as PROTOCOL.md describes (portable format only)."""
+    if descriptor["storageType"] == "i":
+        data = _z85(descriptor["pathOrInlineDv"])
+    else:
+        where = descriptor["pathOrInlineDv"]
+        prefix, name = where[:-20], f"deletion_vector_{uuid.UUID(bytes=_z85(where[-20:]))}.bin"
+        file = os.path.join(table, prefix, name) if descriptor["storageType"] == "u" else where
+        with open(file, "rb") as handle:
+            handle.seek(int(descriptor.get("offset") or 0))
+            size = int.from_bytes(handle.read(4), "big")
+            data = handle.read(size)
+            if size != int(descriptor["sizeInBytes"]) or zlib.crc32(data) != int.from_bytes(
+                handle.read(4), "big"
+            ):
+                raise ValueError("size or checksum mismatch")
+    if int.from_bytes(data[:4], "little") != 1681511377:
+        raise ValueError("not the portable RoaringBitmapArray format")
+    return BitMap64.deserialize(data[4:])
+
+
 def _identity_problems(path: str) -> list[str]:
     """Identity values of the live rows (GENERATED ALWAYS columns): unique, and none past the
     column's high-water mark in the step's direction (the mark a writer recorded covers them)."""
@@ -100,7 +140,9 @@ def _identity_problems(path: str) -> list[str]:
 class _FeatureState:
     """The replayed protocol, properties, live adds and row id high-water mark, version by version."""
 
-    def __init__(self) -> None:
+    def __init__(self, table: str) -> None:
+        self.table = table
+        self.vectors: dict[str, BitMap64] = {}
         self.writer_features: set[str] = set()
         self.configuration: dict[str, str] = {}
         self.adds: dict[str, dict] = {}
@@ -121,6 +163,9 @@ class _FeatureState:
                 self.configuration = dict(action["metaData"].get("configuration") or {})
         found += self._in_commit_timestamps(version, actions)
         adds = {a["add"]["path"]: a["add"] for a in actions if "add" in a}
+        for path_, add in adds.items():
+            if add.get("deletionVector"):
+                found += self._vector(version, path_, add)
         for remove in (a["remove"] for a in actions if "remove" in a):
             before = self.adds.pop(remove["path"], None)
             for key in ("deletionVector", "baseRowId", "defaultRowCommitVersion"):
@@ -132,6 +177,28 @@ class _FeatureState:
         ):
             found += self._row_ids(version, actions, adds)
         self.adds.update(adds)
+        return found
+
+    def _vector(self, version: int, path_: str, add: dict) -> list[str]:
+        descriptor = add["deletionVector"]
+        stats = json.loads(add.get("stats") or "{}")
+        if "numRecords" not in stats:
+            return [f"v{version}: {path_} has a deletion vector but no numRecords"]
+        try:
+            rows = read_vector(self.table, descriptor)
+        except Exception as exc:
+            return [f"v{version}: deletion vector of {path_} unreadable: {exc}"]
+        found = []
+        if len(rows) != int(descriptor["cardinality"]):
+            found.append(
+                f"v{version}: {path_}'s vector holds {len(rows)} rows, not {descriptor['cardinality']}"
+            )
+        if rows and rows.max() >= int(stats["numRecords"]):
+            found.append(f"v{version}: {path_}'s vector deletes row {rows.max()} of {stats['numRecords']}")
+        before = self.vectors.get(path_)
+        if before is not None and not before <= rows:
+            found.append(f"v{version}: {path_}'s new vector brings deleted rows back")
+        self.vectors[path_] = rows
         return found
 
     def _in_commit_timestamps(self, version: int, actions: list[dict]) -> list[str]:

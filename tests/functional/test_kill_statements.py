@@ -40,7 +40,12 @@ pytestmark = [
 ]
 DBT = str(Path(sys.executable).with_name("dbt"))
 KILLS = (
-    [(kind, point) for kind in ("delete", "snapshot") for point in POINTS]
+    [
+        (kind, point)
+        for kind in ("delete", "snapshot")
+        for point in POINTS
+        if point != "after_deletion_vectors"
+    ]
     if os.environ.get("DELTAMERGE_KILL_POINTS") == "all"
     else [
         ("delete", "mid_placement"),

@@ -406,7 +406,13 @@ def _check_feature_rules(
     if "rowTracking" in writers:
         adds = [a["add"] for a in actions if "add" in a]
         removes = [a["remove"] for a in actions if "remove" in a]
-        assert all(a["defaultRowCommitVersion"] == before + 1 for a in adds)
+        # A file given a deletion vector keeps its row ids and commit version (its rows are the same).
+        readded = {r["path"] for r in (a["remove"] for a in actions if "remove" in a)}
+        fresh = [a for a in adds if not (a["path"] in readded and a.get("deletionVector"))]
+        assert all(a["defaultRowCommitVersion"] == before + 1 for a in fresh)
+        for add in (a for a in adds if a not in fresh):
+            assert add["defaultRowCommitVersion"] == live_before[add["path"]].default_row_commit_version
+            assert add["baseRowId"] == live_before[add["path"]].base_row_id
         for remove in removes:
             assert remove["baseRowId"] == live_before[remove["path"]].base_row_id
         snapshot = load_snapshot(path)

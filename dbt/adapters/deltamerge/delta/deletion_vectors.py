@@ -22,6 +22,7 @@ from pyroaring import BitMap, BitMap64, FrozenBitMap64
 
 from dbt.adapters.deltamerge.delta import storage
 from dbt.adapters.deltamerge.delta.errors import DeltaError
+from dbt.adapters.deltamerge.delta.faults import crash_point
 from dbt.adapters.deltamerge.delta.paths import local_path
 from dbt.adapters.deltamerge.delta.vector_files import uuid_path_or_inline, vector_file, z85_decode
 
@@ -116,4 +117,5 @@ def store(table_path: str, vectors: Mapping[str, BitMap64]) -> dict[str, dict[st
         }
         offset += 8 + len(data)
     storage.write_durably(os.path.join(table_path, relative), b"".join(chunks))
+    crash_point("after_deletion_vectors")
     return descriptors

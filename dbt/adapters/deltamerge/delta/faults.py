@@ -21,6 +21,7 @@ POINTS = (
     "before_data_files",  # the source is computed, no file written yet
     "after_staging",  # Spark wrote the files into staging
     "mid_placement",  # the first file was moved to its place in the table
+    "after_deletion_vectors",  # merge-on-read: the commit's vector file is written, no commit yet
     "before_commit",  # every file is in place, no commit yet
     "commit_file_written",  # the commit's temporary file is written and synced, not linked
     "after_commit",  # the version is committed, no checkpoint yet

@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
+from urllib.parse import unquote
 
 import numpy as np
 from pyroaring import BitMap64
@@ -24,6 +25,7 @@ from pyspark.sql import functions as F
 
 from dbt.adapters.deltamerge.delta import deletion_vectors, storage
 from dbt.adapters.deltamerge.delta.errors import DeltaError
+from dbt.adapters.deltamerge.delta.log_replay import log_state
 from dbt.adapters.deltamerge.delta.paths import local_path, table_path_of
 from dbt.adapters.deltamerge.delta.snapshot import AddFile, Snapshot
 
@@ -79,6 +81,10 @@ def mark_deleted(
     """The commit actions that delete ``positions`` (by local file path) from the live files
     (``dry_run``: the counts only; no vector file is written, no action made)."""
     by_path = {local_path(snapshot.table_path, f.path): f for f in snapshot.files}
+    if any(by_path[p].logged is None for p in positions if p in by_path):
+        # Vectors switched on by this very commit: the snapshot was read without the log's adds.
+        adds = log_state(snapshot.table_path, snapshot.version).adds
+        by_path = {p: replace(f, logged=adds.get(unquote(f.path))) for p, f in by_path.items()}
     vectors: dict[str, BitMap64] = {}
     changed: list[AddFile] = []
     fully: list[AddFile] = []
@@ -131,6 +137,9 @@ def _readded(snapshot: Snapshot, file: AddFile, descriptor: dict[str, Any]) -> d
     stats["numRecords"] = _physical_records(snapshot, file)
     stats["tightBounds"] = False
     add = {k: v for k, v in file.logged.items() if k not in ("deletionVector", "stats") and v is not None}
+    for key in ("partitionValues", "tags"):  # maps (a checkpoint's empty one reads back as a list)
+        if key in add:
+            add[key] = dict(add[key] or {})
     return {"add": {**add, "dataChange": True, "stats": json.dumps(stats), "deletionVector": descriptor}}
 
 

@@ -1,0 +1,243 @@
+"""Merge-on-read through real dbt runs: deletion vectors written by merges, UPDATE, DELETE; REORG.
+
+Every table is read back by delta-rs's DataFusion reader (which applies deletion vectors), by
+Spark through the catalog binding (a downstream model's ``ref()``), and checked by the
+independent validator (each vector read back with pyroaring, checksums, cardinalities).
+"""
+
+from __future__ import annotations
+
+import json
+
+import pyarrow as pa
+import pytest
+from dbt.tests.util import run_dbt, run_dbt_and_capture, write_file
+from deltalake import DeltaTable
+
+from dbt.adapters.deltamerge.delta.conflicts import ConcurrentDeleteDelete, ConcurrentDeleteRead
+from dbt.adapters.deltamerge.delta.snapshot import load_snapshot
+from dbt.adapters.deltamerge.delta.write import WriteRequest, write_dataframe
+from dbt.adapters.deltamerge.statements.dml import delete_rows, update_rows
+from tests.functional.helpers import live_rows, log_actions, table_path
+from tests.validator import problems
+
+
+def _values(rows: list[tuple[int, str]]) -> str:
+    return ", ".join(f"({i}, '{v}')" for i, v in rows)
+
+
+def _model(rows: list[tuple[int, str]], **config: object) -> str:
+    base = {
+        "materialized": "incremental",
+        "incremental_strategy": "delta_merge",
+        "unique_key": "id",
+        "when_matched": [{"action": "delete", "condition": "s.v = 'gone'"}, {"action": "update", "set": "*"}],
+        "source_alias": "s",
+        "target_alias": "t",
+        **config,
+    }
+    head = "{{ config(" + ", ".join(f"{k}={v!r}" for k, v in base.items()) + ") }}\n"
+    return head + f"select * from values {_values(rows)} as r(id, v)"
+
+
+FIRST = [(i, f"a{i}") for i in range(200)]
+# Updates of 10 keys, deletes of 5, 3 new keys.
+SECOND = [(i, f"b{i}") for i in range(0, 200, 20)] + [(i, "gone") for i in range(5, 200, 40)]
+SECOND += [(i, f"n{i}") for i in (500, 501, 502)]
+
+
+def _expected() -> dict[int, str]:
+    rows = dict(FIRST)
+    for i, v in SECOND:
+        if v == "gone":
+            rows.pop(i, None)
+        else:
+            rows[i] = v
+    return rows
+
+
+def _rows(path: str) -> dict[int, str]:
+    return {r["id"]: r["v"] for r in live_rows(path)}
+
+
+def _put(project, name: str, text: str) -> None:
+    write_file(text, project.project_root, "models", f"{name}.sql")
+
+
+class TestMergeOnRead:
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {
+            # Four files of 50 rows: the second batch touches every one of them.
+            "mor.sql": _model(FIRST, deletion_vectors=True).replace(
+                "select *", "select /*+ REPARTITION(4, id) */ *"
+            ),
+            "downstream.sql": "{{ config(materialized='table') }} select * from {{ ref('mor') }}",
+            "cow.sql": _model(
+                FIRST, tblproperties={"delta.enableDeletionVectors": "true"}, deletion_vectors=False
+            ),
+            "later.sql": _model(FIRST),
+        }
+
+    def test_a_merge_marks_rows_in_vectors_and_every_reader_agrees(self, project):
+        run_dbt(["run", "--select", "mor"])
+        path = table_path(project, "mor")
+        assert DeltaTable(path).metadata().configuration["delta.enableDeletionVectors"] == "true"
+        assert "deletionVectors" in (DeltaTable(path).protocol().writer_features or [])
+        before = {f.path for f in load_snapshot(path).files}  # type: ignore[union-attr]
+        _put(project, "mor", _model(SECOND, deletion_vectors=True))
+        result = run_dbt(["run", "--select", "mor"])
+        response = result.results[0].adapter_response
+        assert _rows(path) == _expected()
+        assert response["numTargetRowsUpdated"] == 10 and response["numTargetRowsDeleted"] == 5
+        assert response["numTargetRowsInserted"] == 3 and response["numTargetRowsCopied"] == 0
+        assert response["numTargetFilesRemoved"] == 0
+        # Every old file stays, with a vector; the one new file holds the 13 written rows.
+        actions = log_actions(path, 1)
+        readded = [a["add"] for a in actions if "add" in a and a["add"].get("deletionVector")]
+        assert {a["path"] for a in readded} <= before and len(before) > 1
+        assert response["numTargetDeletionVectorsAdded"] == len(readded) > 1
+        assert response["numTargetDeletionVectorsUpdated"] == 0
+        assert sum(a["deletionVector"]["cardinality"] for a in readded) == 15
+        assert len({a["deletionVector"]["pathOrInlineDv"] for a in readded}) == 1  # one vector file
+        assert all('"tightBounds": false' in a["stats"] for a in readded)
+        new = [a["add"] for a in actions if "add" in a and not a["add"].get("deletionVector")]
+        assert sum(json.loads(a["stats"])["numRecords"] for a in new) == 13
+        assert problems(path) == []
+        # Spark through the catalog binding (a downstream model's ref) reads the same rows.
+        run_dbt(["run", "--select", "downstream"])
+        assert _rows(table_path(project, "downstream")) == _expected()
+        # Time travel: version 0 is the first batch.
+        assert {r["id"] for r in live_rows_at(path, 0)} == set(range(200))
+
+    def test_a_second_merge_updates_the_vectors(self, project):
+        path = table_path(project, "mor")
+        _put(project, "mor", _model([(0, "c0"), (25, "gone")], deletion_vectors=True))
+        result = run_dbt(["run", "--select", "mor"])
+        response = result.results[0].adapter_response
+        expected = _expected()
+        expected[0] = "c0"
+        expected.pop(25)
+        assert _rows(path) == expected
+        # Key 0's row was already rewritten into the first merge's new file (no vector yet).
+        assert response["numTargetDeletionVectorsAdded"] == 2
+        assert (
+            response["numTargetDeletionVectorsUpdated"] == 1
+            and response["numTargetDeletionVectorsRemoved"] == 1
+        )
+        assert problems(path) == []
+
+    def test_reorg_purges_the_vectors_rows_unchanged(self, project):
+        path = table_path(project, "mor")
+        rows = _rows(path)
+        marked = sum(1 for f in load_snapshot(path).files if f.deletion_vector)  # type: ignore[union-attr]
+        assert _raw_rows(path) != rows  # a reader ignoring the vectors would read deleted rows
+        args = f"{{relation: {project.test_schema}.mor}}"
+        _, out = run_dbt_and_capture(["run-operation", "reorg", "--args", args])
+        assert "files with deletion vectors rewritten" in out
+        head = log_actions(path, 3)
+        info = head[0]["commitInfo"]
+        assert info["operation"] == "REORG" and info["operationParameters"]["applyPurge"] == "true"
+        assert all(a[k]["dataChange"] is False for a in head for k in ("add", "remove") if k in a)
+        assert int(info["operationMetrics"]["numDeletionVectorsRemoved"]) == marked > 1
+        assert not any(f.deletion_vector for f in load_snapshot(path).files)  # type: ignore[union-attr]
+        # A reader that cannot read vectors reads the right rows again.
+        assert _raw_rows(path) == rows
+        assert problems(path) == []
+        # Nothing left to purge: no version.
+        run_dbt(["run-operation", "reorg", "--args", args])
+        assert DeltaTable(path).version() == 3
+
+    def test_deletion_vectors_false_rewrites_files_of_a_table_with_vectors_on(self, project):
+        run_dbt(["run", "--select", "cow"])
+        path = table_path(project, "cow")
+        _put(
+            project,
+            "cow",
+            _model(SECOND, tblproperties={"delta.enableDeletionVectors": "true"}, deletion_vectors=False),
+        )
+        response = run_dbt(["run", "--select", "cow"]).results[0].adapter_response
+        assert _rows(path) == _expected()
+        assert response["numTargetRowsCopied"] > 0 and response["numTargetDeletionVectorsAdded"] == 0
+        assert not any(a["add"].get("deletionVector") for a in log_actions(path, 1) if "add" in a)
+
+    def test_turning_vectors_on_for_an_existing_table_in_its_next_merge(self, project):
+        run_dbt(["run", "--select", "later"])
+        path = table_path(project, "later")
+        assert "deletionVectors" not in (DeltaTable(path).protocol().writer_features or [])
+        _put(project, "later", _model(SECOND, deletion_vectors=True))
+        response = run_dbt(["run", "--select", "later"]).results[0].adapter_response
+        assert _rows(path) == _expected()
+        actions = log_actions(path, 1)
+        protocol = next(a["protocol"] for a in actions if "protocol" in a)
+        assert (
+            "deletionVectors" in protocol["readerFeatures"]
+            and "deletionVectors" in protocol["writerFeatures"]
+        )
+        assert response["numTargetDeletionVectorsAdded"] >= 1 and response["numTargetRowsCopied"] == 0
+        assert problems(path) == []
+
+
+def _raw_rows(path: str) -> dict[int, str]:
+    """The live files' rows read as plain parquet, as a reader that ignores deletion vectors would."""
+    import pyarrow.parquet as pq
+
+    files = [u.removeprefix("file://") for u in DeltaTable(path).file_uris()]
+    return {r["id"]: r["v"] for r in pq.read_table(files).to_pylist()}
+
+
+def live_rows_at(path: str, version: int) -> list[dict]:
+    import pyarrow as pa
+    from deltalake import QueryBuilder
+
+    query = QueryBuilder().register("t", DeltaTable(path, version=version)).execute("select * from t")
+    return pa.table(query.read_all()).to_pylist()
+
+
+def _dv_table(spark, path: str, rows: int = 100) -> None:
+    frame = spark.range(rows).selectExpr("id", "cast(id % 7 as string) as v").repartition(2)
+    properties = {"delta.enableDeletionVectors": "true", "delta.enableChangeDataFeed": "true"}
+    write_dataframe(spark, frame, WriteRequest(path, "create_or_replace", properties=properties))
+
+
+@pytest.mark.connect
+def test_update_and_delete_write_vectors_and_the_same_change_rows(spark, tmp_path):
+    path = str(tmp_path / "t")
+    _dv_table(spark, path)
+    deleted = delete_rows(spark, load_snapshot(path), "id % 10 = 3")  # type: ignore[arg-type]
+    assert deleted.metrics["numDeletedRows"] == 10 and deleted.metrics["numDeletionVectorsAdded"] == 2
+    assert deleted.metrics["numCopiedRows"] == 0 and deleted.metrics["numRemovedFiles"] == 0
+    updated = update_rows(spark, load_snapshot(path), [("v", "'u'")], "id < 20")  # type: ignore[arg-type]
+    assert updated.metrics["numUpdatedRows"] == 18 and updated.metrics["numAddedFiles"] >= 1
+    rows = {r["id"]: r["v"] for r in live_rows(path)}
+    assert sorted(rows) == [i for i in range(100) if i % 10 != 3]
+    assert all(rows[i] == "u" for i in rows if i < 20) and rows[50] == str(50 % 7)
+    feed = pa.table(DeltaTable(path).load_cdf(starting_version=1).read_all()).to_pylist()
+    kinds = sorted((r["id"], r["_change_type"]) for r in feed)
+    assert [k for k in kinds if k[1] == "delete"] == [(i, "delete") for i in range(3, 100, 10)]
+    assert len([k for k in kinds if k[1] == "update_postimage"]) == 18
+    assert problems(path) == []
+
+
+@pytest.mark.connect
+def test_a_file_whose_every_row_goes_is_removed_not_marked(spark, tmp_path):
+    path = str(tmp_path / "t")
+    _dv_table(spark, path)
+    result = delete_rows(spark, load_snapshot(path), "id >= 0")  # type: ignore[arg-type]
+    assert result.metrics["numRemovedFiles"] == 2 and result.metrics["numDeletionVectorsAdded"] == 0
+    assert live_rows(path) == [] and load_snapshot(path).files == ()  # type: ignore[union-attr]
+
+
+def test_two_writers_marking_rows_of_one_file_conflict(spark, tmp_path):
+    """Delta's rules: the loser read (and removes) the file the winner gave a new vector."""
+    path = str(tmp_path / "t")
+    _dv_table(spark, path)
+    base = load_snapshot(path)
+    assert base is not None
+    delete_rows(spark, base, "id = 1")
+    with pytest.raises((ConcurrentDeleteRead, ConcurrentDeleteDelete)):
+        delete_rows(spark, base, "id = 2")
+    with pytest.raises((ConcurrentDeleteRead, ConcurrentDeleteDelete)):
+        update_rows(spark, base, [("v", "'x'")], "id = 3")
+    assert sorted(r["id"] for r in live_rows(path)) == [i for i in range(100) if i != 1]
+    assert problems(path) == []
