@@ -132,12 +132,15 @@ def _run(
         "seconds": seconds,
         "metrics": {k: v for k, v in metrics.items() if isinstance(v, (int, float))},
         "check": _check(table),
-        "vectors": sum(
-            1
-            for a in DeltaTable(table).get_add_actions(flatten=True).to_pylist()
-            if a.get("deletionVector.storageType")
-        ),
+        "vectors": _vectors(table),
     }
+
+
+def _vectors(table: str) -> int:
+    from dbt.adapters.deltamerge.delta.snapshot import load_snapshot
+
+    snapshot = load_snapshot(table)
+    return sum(1 for f in snapshot.files if f.deletion_vector) if snapshot else 0
 
 
 def _ours(spark: Any, rows: int, table: str, source: str | None, name: str) -> tuple[float, dict[str, Any]]:

@@ -8,6 +8,7 @@ CASE over that code, with the inserts and, when the feed is on, the change rows.
 
 from __future__ import annotations
 
+from pyroaring import BitMap64
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
@@ -31,7 +32,7 @@ from dbt.adapters.deltamerge.merge.execute.frames import (
     is_unmatched_key,
     matched_target,
 )
-from dbt.adapters.deltamerge.merge.execute.output import MergeOutput, write_output_rows
+from dbt.adapters.deltamerge.merge.execute.output import OUTPUT_ROWS_PER_FILE, MergeOutput, write_output_rows
 from dbt.adapters.deltamerge.merge.execute.touched import TouchedFiles
 
 
@@ -60,9 +61,13 @@ def mark_touched_rows(
     """Phase 2, merge-on-read: the target rows a clause updates or deletes are marked in deletion
     vectors; only updated and inserted rows are written (Delta's ``writeDVs`` beside the output).
 
-    The joined rows a clause takes are few: they are computed once (kept by Spark), then
-    both the positions and the written rows are read from them; rows no clause takes are
-    neither copied nor kept.
+    The join is scanned once for the output columns (only those the clauses' expressions name:
+    an update of every column from the source reads the target's key alone), with each row's
+    action and position; Spark keeps those few rows, the removed rows' positions are collected
+    from them and the rest written (``output.write_output_rows(marking=...)``). With the change
+    feed on, the positions are a job of their own. Rows no clause takes are neither copied nor
+    kept; the written rows go into as many files as their count needs (not one per target file,
+    as a rewrite keeps them).
     """
     spec = run.spec
     if not spec.not_matched and not phase1.files:
@@ -77,11 +82,7 @@ def mark_touched_rows(
     if phase1.duplicate_matches:
         both = F.col(TARGET_PRESENT).isNotNull() & F.col(SOURCE_PRESENT).isNotNull()
         taken = taken.where(both).dropDuplicates([ROW_ID]).union(taken.where(~both))
-    taken = taken.persist()  # not a checkpoint: the clauses' expressions name the aliases
-    try:
-        return _positions_and_output(run, taken, dry_run=dry_run)
-    finally:
-        taken.unpersist()
+    return _positions_and_output(run, taken, dry_run=dry_run)
 
 
 def _positions_and_output(
@@ -90,12 +91,31 @@ def _positions_and_output(
     codes = counted_actions(run.merge)
     removing = [*codes["matched_updated"], *codes["matched_deleted"]]
     removing += [*codes["not_matched_by_source_updated"], *codes["not_matched_by_source_deleted"]]
-    marked = (
-        taken.where(F.col(TARGET_PRESENT).isNotNull() & F.col(ACTION).isin(*removing)) if removing else None
-    )
-    positions = collect_positions(marked, FILE, ROW_INDEX) if marked is not None else {}
-    output = write_output_rows(run, taken, copy=True, changes=run.plan.change_data, dry_run=dry_run)
+    positions: dict[str, BitMap64] = {}
+
+    def marking(rows: DataFrame) -> int:
+        if removing:
+            marked = rows.where(F.col(TARGET_PRESENT).isNotNull() & F.col(ACTION).isin(*removing))
+            positions.update(collect_positions(marked, FILE, ROW_INDEX))
+        return sum(len(p) for p in positions.values())
+
+    if run.plan.change_data and not dry_run:
+        # The change rows need the target's old values: the positions are a job of their own.
+        files = _output_files(run, marking(taken))
+        output = write_output_rows(
+            run, taken.repartition(files), copy=False, changes=True, dry_run=False, keep_row_ids=True
+        )
+    else:
+        output = write_output_rows(
+            run, taken, copy=False, changes=False, dry_run=dry_run, keep_row_ids=True, marking=marking
+        )
     return output, mark_deleted(run.snapshot, positions, dry_run=dry_run)
+
+
+def _output_files(run: MergeRun, marked: int) -> int:
+    """How many files a merge-on-read merge writes: its rows (at most the source's inserts and
+    updates, plus the target rows BY SOURCE clauses update) over ``OUTPUT_ROWS_PER_FILE``."""
+    return max(1, min(64, (run.plan.source_rows + marked) // OUTPUT_ROWS_PER_FILE + 1))
 
 
 def touched_joined_with_source(run: MergeRun, phase1: TouchedFiles) -> DataFrame:

@@ -8,6 +8,7 @@ a dry run sends the same rows to Spark's ``noop`` sink, so a failing cast still 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from pyspark.sql import Column, DataFrame, Observation
@@ -23,6 +24,7 @@ from dbt.adapters.deltamerge.delta.identity import (
     identity_value_column,
     with_identity_values,
 )
+from dbt.adapters.deltamerge.delta.read import ROW_INDEX
 from dbt.adapters.deltamerge.delta.row_deletion import VectorUpdate
 from dbt.adapters.deltamerge.delta.row_ids import STABLE_ROW_COMMIT_VERSION, STABLE_ROW_ID
 from dbt.adapters.deltamerge.delta.snapshot import AddFile
@@ -30,9 +32,12 @@ from dbt.adapters.deltamerge.delta.write import write_files, write_files_and_cha
 from dbt.adapters.deltamerge.merge.counts import MergeCounts
 from dbt.adapters.deltamerge.merge.execute.actions import counted_actions, output_expressions
 from dbt.adapters.deltamerge.merge.execute.change_rows import output_with_changes
-from dbt.adapters.deltamerge.merge.execute.frames import ACTION, COPY, DROP, MergeRun
+from dbt.adapters.deltamerge.merge.execute.frames import ACTION, COPY, DROP, FILE, TARGET_PRESENT, MergeRun
 from dbt.adapters.deltamerge.merge.pruning import FilePruning
 from dbt.adapters.deltamerge.merge.source import checkpoint_with_aggregates
+
+# Rows per written file of a merge-on-read merge's output (updated and inserted rows).
+OUTPUT_ROWS_PER_FILE = 2_000_000
 
 
 @dataclass(frozen=True)
@@ -90,12 +95,24 @@ def _count_expressions(codes: dict[str, list[str]]) -> list[Column]:
 
 
 def write_output_rows(
-    run: MergeRun, rows: DataFrame, *, copy: bool, changes: bool, dry_run: bool
+    run: MergeRun,
+    rows: DataFrame,
+    *,
+    copy: bool,
+    changes: bool,
+    dry_run: bool,
+    keep_row_ids: bool = False,
+    marking: Callable[[DataFrame], int] | None = None,
 ) -> MergeOutput:
     """Write ``rows`` (each with its action code) as the table's new files; count every action.
 
     ``copy``: rows no clause takes are kept as they are (rows of rewritten files).
-    ``changes``: change data rows are written beside, in the same pass.
+    ``changes``: change data rows are written beside, in the same pass. ``keep_row_ids``:
+    updated rows keep their stable row ids though nothing is copied (merge-on-read).
+    ``marking`` (merge-on-read, no change data): the output columns are computed once with each
+    row's action, file and position, and kept by Spark; ``marking`` collects the positions of
+    the removed target rows from them (returning how many), then the kept rows are written in
+    as many files as they need. One scan of the target, of only the columns the output names.
     """
     codes = counted_actions(run.merge)
     observation = Observation("merge")
@@ -104,7 +121,8 @@ def write_output_rows(
     if identities and codes["inserted"]:
         observed = with_identity_values(observed, identities, F.col(ACTION).isin(*codes["inserted"]))
     outputs = output_expressions(run.merge, run.spec.target_alias, copy=copy)
-    kept_ids = row_id_outputs(run.spec.target_alias) if copy and STABLE_ROW_ID in rows.columns else []
+    keeps = (copy or keep_row_ids) and STABLE_ROW_ID in rows.columns
+    kept_ids = row_id_outputs(run.spec.target_alias) if keeps else []
     what = f"merge of model '{run.spec.model}'"
     table = run.snapshot
     if changes and not dry_run:
@@ -122,9 +140,45 @@ def write_output_rows(
         )
         return MergeOutput(written, change_files, MergeCounts.from_observed(observation.get))
     dropped = [DROP, *codes["matched_deleted"], *codes["not_matched_by_source_deleted"]]
+    if marking is not None:
+        return _write_marked(run, observed, outputs, kept_ids, dropped, marking, observation, dry_run)
     kept = observed.where(~F.col(ACTION).isin(*dropped)).select(
         *[F.expr(sql).alias(c) for c, sql in [*outputs, *kept_ids]]
     )
+    return _write_kept(run, kept, outputs, kept_ids, observation, dry_run)
+
+
+def _write_marked(
+    run: MergeRun,
+    observed: DataFrame,
+    outputs: list[tuple[str, str]],
+    kept_ids: list[tuple[str, str]],
+    dropped: list[str],
+    marking: Callable[[DataFrame], int],
+    observation: Observation,
+    dry_run: bool,
+) -> MergeOutput:
+    carried = [F.col(c) for c in (ACTION, FILE, ROW_INDEX, TARGET_PRESENT)]
+    projected = observed.select(*[F.expr(sql).alias(c) for c, sql in [*outputs, *kept_ids]], *carried)
+    projected = projected.persist()
+    try:
+        marked = marking(projected)
+        files = max(1, min(64, (run.plan.source_rows + marked) // OUTPUT_ROWS_PER_FILE + 1))
+        kept = projected.where(~F.col(ACTION).isin(*dropped)).select(*[c for c, _ in [*outputs, *kept_ids]])
+        return _write_kept(run, kept.repartition(files), outputs, kept_ids, observation, dry_run)
+    finally:
+        projected.unpersist()
+
+
+def _write_kept(
+    run: MergeRun,
+    kept: DataFrame,
+    outputs: list[tuple[str, str]],
+    kept_ids: list[tuple[str, str]],
+    observation: Observation,
+    dry_run: bool,
+) -> MergeOutput:
+    table, what = run.snapshot, f"merge of model '{run.spec.model}'"
     # A clause's expression must fit its column's type, or the file would contradict the schema.
     values = T.StructType(kept.schema.fields[: len(outputs)])
     aligned = aligned_columns(values, table.schema, what=what, store_assignment=True)
