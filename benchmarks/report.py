@@ -16,7 +16,8 @@ from benchmarks.workloads import workloads
 Records = list[dict[str, Any]]
 # Kept across runs: the written analysis, and the section `python -m benchmarks.connect` writes.
 KEEP = re.compile(
-    r"<!-- analysis:start -->.*?<!-- analysis:end -->(?:\s*<!-- connect:start -->.*?<!-- connect:end -->)?",
+    r"<!-- analysis:start -->.*?<!-- analysis:end -->(?:\s*<!-- connect:start -->.*?<!-- connect:end -->)?"
+    r"(?:\s*<!-- merge-on-read:start -->.*?<!-- merge-on-read:end -->)?",
     re.S,
 )
 MB = 1024 * 1024

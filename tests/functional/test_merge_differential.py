@@ -286,6 +286,7 @@ def test_a_dry_run_reports_what_the_merge_then_does(spark, tmp_path, seed, monke
         removed = sorted(a["remove"]["path"] for a in log_actions(ours, real.version) if "remove" in a)
         assert dry.plan["files_to_rewrite"] == removed, config
     assert dry.plan["executor"] == ("insert_only" if spec.is_insert_only else "classic")
+    assert dry.plan["merge_on_read"] == (_vectors_on(seed) and not spec.is_insert_only)
 
 
 def change_rows(path: str, start: int) -> list[tuple]:

@@ -2,7 +2,8 @@
 
 The plan names the executor Delta would pick, the candidate files before and after data
 skipping with their bytes (and how many files each skipping rule ruled out), the files the
-merge would rewrite, and the plan's join and change-data decisions. Metrics of files a real run
+merge would rewrite (merge-on-read: mark in deletion vectors), and the plan's join and change-data
+decisions. Metrics of files a real run
 writes (added files, bytes, partitions, change files) are left out: a dry run writes none and
 a zero would read as a fact.
 """
@@ -45,6 +46,8 @@ def describe(
         "source_broadcast": plan.broadcast_source,
         "multiple_match_check": plan.multiple_match_check,
         "writes_change_data": plan.change_data,
+        # Merge-on-read: files_to_rewrite are marked in deletion vectors (or removed whole), not copied.
+        "merge_on_read": plan.marks_deleted,
         "changes_table_definition": changes_definition,
     }
     return DryRun(described, without_written(metrics), snapshot)
