@@ -143,6 +143,7 @@ class _FeatureState:
     def __init__(self, table: str) -> None:
         self.table = table
         self.vectors: dict[str, BitMap64] = {}
+        self.readded: dict[str, dict] = {}
         self.writer_features: set[str] = set()
         self.configuration: dict[str, str] = {}
         self.adds: dict[str, dict] = {}
@@ -166,8 +167,11 @@ class _FeatureState:
         for path_, add in adds.items():
             if add.get("deletionVector"):
                 found += self._vector(version, path_, add)
+        self.readded = {}
         for remove in (a["remove"] for a in actions if "remove" in a):
             before = self.adds.pop(remove["path"], None)
+            if before is not None and remove["path"] in adds and adds[remove["path"]].get("deletionVector"):
+                self.readded[remove["path"]] = before  # the file again, with a new deletion vector
             for key in ("deletionVector", "baseRowId", "defaultRowCommitVersion"):
                 if before is not None and before.get(key) != remove.get(key):
                     found.append(f"v{version}: remove of {remove['path']} lacks its add's {key}")
@@ -223,6 +227,13 @@ class _FeatureState:
         for path, add in adds.items():
             if add.get("baseRowId") is None or add.get("defaultRowCommitVersion") is None:
                 found.append(f"v{version}: add of {path} has no row ids")
+            elif path in self.readded:
+                before = self.readded[path]
+                if (add["baseRowId"], add["defaultRowCommitVersion"]) != (
+                    before.get("baseRowId"),
+                    before.get("defaultRowCommitVersion"),
+                ):
+                    found.append(f"v{version}: {path} given a deletion vector lost its row ids")
             elif path not in self.adds and (
                 add["baseRowId"] <= self.mark or add["defaultRowCommitVersion"] != version
             ):

@@ -18,6 +18,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from dbt.adapters.deltamerge.common.sql import quote_identifier
+from dbt.adapters.deltamerge.delta import storage
 from dbt.adapters.deltamerge.delta.mapping import field_id, mapping_mode, physical_name, physical_type
 from dbt.adapters.deltamerge.delta.paths import local_path, table_path_of
 from dbt.adapters.deltamerge.delta.row_ids import (
@@ -145,30 +146,39 @@ def _read_mapped(
 def _live(rows: DataFrame, paths: Sequence[str], files: Sequence[AddFile]) -> DataFrame:
     """``rows`` without those the files' deletion vectors delete (by file and row index).
 
-    The deleted positions go to Spark as one small Arrow table, joined (broadcast, left anti)
-    on Spark's own name of each file (``input_file_name``, as ``inputFiles`` spells it) and the
-    row's position: no per-row string work, and no plan text that grows with the vectors.
+    The deleted positions go to Spark as one small Arrow table, joined (broadcast, left anti) on
+    the row's file and position: no plan text that grows with the vectors. A file is named by its
+    size (``_metadata.file_size``, a number per file, no per-row string) when no other file of the
+    read has the size of a file with a vector, else by Spark's own name of it (``input_file_name``,
+    as ``inputFiles`` spells it).
     """
     vectors = {
         os.path.abspath(p): f.deleted_rows for p, f in zip(paths, files, strict=True) if f.deleted_rows
     }
     if not vectors:
         return rows
-    names: list[str] = []
+    # The sizes Spark reads (``_metadata.file_size`` is the file's length, not the log's record).
+    sizes = {os.path.abspath(p): storage.size_and_mtime(p)[0] for p in paths}
+    marked = [sizes[p] for p in vectors]
+    by_size = len(set(marked)) == len(marked) and not set(marked) & {
+        size for p, size in sizes.items() if p not in vectors
+    }
+    keys: list[object] = []
     positions = []
     for uri in rows.inputFiles():
         deleted = vectors.get(table_path_of(uri))
         if deleted:
-            names.extend([uri] * len(deleted))
+            keys.extend([sizes[table_path_of(uri)] if by_size else uri] * len(deleted))
             positions.append(np.frombuffer(deleted.to_array(), dtype=np.uint64).astype(np.int64))
     table = pa.table(
         {
-            _DELETED_FILE: pa.array(names, pa.string()),
+            _DELETED_FILE: pa.array(keys, pa.int64() if by_size else pa.string()),
             _DELETED_ROW: pa.array(np.concatenate(positions) if positions else [], pa.int64()),
         }
     )
     deleted_rows = rows.sparkSession.createDataFrame(table)
-    located = rows.withColumns({_FILE: F.input_file_name(), _ROW: F.col("_metadata.row_index")})
+    file = F.col("_metadata.file_size") if by_size else F.input_file_name()
+    located = rows.withColumns({_FILE: file, _ROW: F.col("_metadata.row_index")})
     on = (F.col(_FILE) == F.col(_DELETED_FILE)) & (F.col(_ROW) == F.col(_DELETED_ROW))
     return located.join(F.broadcast(deleted_rows), on, "left_anti").drop(_FILE, _ROW)
 

@@ -141,11 +141,13 @@ def write_output_rows(
         return MergeOutput(written, change_files, MergeCounts.from_observed(observation.get))
     dropped = [DROP, *codes["matched_deleted"], *codes["not_matched_by_source_deleted"]]
     if marking is not None:
-        return _write_marked(run, observed, outputs, kept_ids, dropped, marking, observation, dry_run)
+        return _write_marked(run, observed, outputs, kept_ids, dropped, marking, dry_run)
     kept = observed.where(~F.col(ACTION).isin(*dropped)).select(
         *[F.expr(sql).alias(c) for c, sql in [*outputs, *kept_ids]]
     )
-    return _write_kept(run, kept, outputs, kept_ids, observation, dry_run)
+    return _write_kept(
+        run, kept, outputs, kept_ids, lambda: MergeCounts.from_observed(observation.get), dry_run
+    )
 
 
 def _write_marked(
@@ -155,17 +157,20 @@ def _write_marked(
     kept_ids: list[tuple[str, str]],
     dropped: list[str],
     marking: Callable[[DataFrame], int],
-    observation: Observation,
     dry_run: bool,
 ) -> MergeOutput:
     carried = [F.col(c) for c in (ACTION, FILE, ROW_INDEX, TARGET_PRESENT)]
     projected = observed.select(*[F.expr(sql).alias(c) for c, sql in [*outputs, *kept_ids]], *carried)
     projected = projected.persist()
     try:
+        # Counted from the kept rows (the job that fills them): an observation below a cached
+        # plan is not always reported (an empty result, with adaptive execution).
+        counted = projected.agg(*_count_expressions(counted_actions(run.merge))).first()
+        counts = MergeCounts.from_observed(counted.asDict() if counted is not None else {})
         marked = marking(projected)
         files = max(1, min(64, (run.plan.source_rows + marked) // OUTPUT_ROWS_PER_FILE + 1))
         kept = projected.where(~F.col(ACTION).isin(*dropped)).select(*[c for c, _ in [*outputs, *kept_ids]])
-        return _write_kept(run, kept.repartition(files), outputs, kept_ids, observation, dry_run)
+        return _write_kept(run, kept.repartition(files), outputs, kept_ids, lambda: counts, dry_run)
     finally:
         projected.unpersist()
 
@@ -175,7 +180,7 @@ def _write_kept(
     kept: DataFrame,
     outputs: list[tuple[str, str]],
     kept_ids: list[tuple[str, str]],
-    observation: Observation,
+    counts: Callable[[], MergeCounts],
     dry_run: bool,
 ) -> MergeOutput:
     table, what = run.snapshot, f"merge of model '{run.spec.model}'"
@@ -186,8 +191,8 @@ def _write_kept(
     if dry_run:
         checked = enforced(kept, Constraints.of(table.schema, table.metadata.configuration))
         checked.write.format("noop").mode("overwrite").save()
-        return MergeOutput(counts=MergeCounts.from_observed(observation.get))
+        return MergeOutput(counts=counts())
     written = write_files(
         kept, table.table_path, table.partition_columns, table.metadata.configuration, table.schema
     )
-    return MergeOutput(written, [], MergeCounts.from_observed(observation.get))
+    return MergeOutput(written, [], counts())
