@@ -178,7 +178,9 @@ def test_two_invocations_of_one_model_race(race, round_, case):
 
     disjoint = location / "upsert_disjoint"
     responses = {name: _responses(projects[name])["upsert_disjoint"] for name in ("a", "b")}
-    assert all(r["status"] == "success" for r in responses.values())
+    assert all(r["status"] == "success" for r in responses.values()), {
+        n: r.get("message") for n, r in responses.items()
+    }
     versions = sorted(r["adapter_response"]["delta_version"] for r in responses.values())
     assert versions == [before["upsert_disjoint"] + 1, before["upsert_disjoint"] + 2]
     assert DeltaTable(str(disjoint)).version() == before["upsert_disjoint"] + 2
