@@ -75,7 +75,7 @@ NOT_MATCHED_BY_SOURCE = [
 
 
 def random_case(
-    rng: random.Random, *, by_source_only: bool = False, weighted: bool = False
+    rng: random.Random, *, by_source_only: bool = False, weighted: bool = False, one_join: bool = False
 ) -> tuple[pa.Table, pa.Table, dict, list]:
     target_keys = rng.sample(range(200), rng.randint(0, 60))
     if weighted and target_keys and rng.random() < 0.3:
@@ -103,6 +103,8 @@ def random_case(
     )
     if by_source_only:
         matched, not_matched, by_source = [], [], rng.choice(NOT_MATCHED_BY_SOURCE[1:])
+    if one_join:
+        matched, by_source = rng.choice(MATCHED[1:]), []
     if weighted:
         if rng.random() < 0.6:
             matched = []
@@ -174,9 +176,12 @@ def _merge_both(
     by_source_only: bool = False,
     weighted: bool = False,
     vectors: bool = False,
+    one_join: bool = False,
 ) -> tuple[str, str, dict, dict, dict]:
     rng = random.Random(seed)
-    target, source, config, builder = random_case(rng, by_source_only=by_source_only, weighted=weighted)
+    target, source, config, builder = random_case(
+        rng, by_source_only=by_source_only, weighted=weighted, one_join=one_join
+    )
     ours, theirs = str(tmp_path / "ours"), str(tmp_path / "theirs")
     schema = "k bigint, v bigint, op string"
     properties = {"delta.enableChangeDataFeed": "true"} if feed else {}
@@ -248,6 +253,17 @@ def test_by_source_only_same_as_delta_rs(spark, tmp_path, seed, feed):
     ), config
     if feed:
         assert change_rows(ours, 1) == change_rows(theirs, 1), config
+
+
+@pytest.mark.parametrize("seed", range(CASES // 2))
+def test_one_join_same_as_delta_rs(spark, tmp_path, seed):
+    """Merge-on-read with WHEN MATCHED clauses, no BY SOURCE clause and a broadcast source: the
+    target is joined once (``execute/one_join.py``); odd seeds with the change feed on."""
+    feed = bool(seed % 2)
+    merged = _merge_both(spark, tmp_path, 300_000 + seed, feed=feed, vectors=True, one_join=True)
+    _assert_same_rows_and_counts(*merged)
+    if feed:
+        assert change_rows(merged[0], 1) == change_rows(merged[1], 1), merged[2]
 
 
 _TIMINGS = ("executionTimeMs", "scanTimeMs", "rewriteTimeMs")

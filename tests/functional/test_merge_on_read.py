@@ -241,3 +241,32 @@ def test_two_writers_marking_rows_of_one_file_conflict(spark, tmp_path):
         update_rows(spark, base, [("v", "'x'")], "id = 3")
     assert sorted(r["id"] for r in live_rows(path)) == [i for i in range(100) if i != 1]
     assert problems(path) == []
+
+
+@pytest.mark.connect
+def test_one_join_merge_keeps_delta_multiple_match_rule(spark, tmp_path):
+    """The one-join merge (WHEN MATCHED, no BY SOURCE, broadcast source) fails a target row two
+    source rows update, naming it, and leaves the table at its version; an unconditional delete
+    may match twice and deletes the row once."""
+    from dbt.adapters.deltamerge.merge.execute.touched import MULTIPLE_MATCHES, MultipleMatchesError
+    from dbt.adapters.deltamerge.merge.pipeline import merge_into
+    from dbt.adapters.deltamerge.merge.spec import MergeSpec
+
+    path = str(tmp_path / "t")
+    _dv_table(spark, path)
+    source = spark.createDataFrame([(5, "a"), (5, "b"), (200, "n")], "id long, v string")
+    upsert = {"unique_key": "id", "source_alias": "s", "target_alias": "t"}
+    with pytest.raises(MultipleMatchesError, match=MULTIPLE_MATCHES) as raised:
+        merge_into(spark, source, load_snapshot(path), MergeSpec.from_config("m", upsert))  # type: ignore[arg-type]
+    assert "(by ['id']): id=5." in str(raised.value)
+    assert DeltaTable(path).version() == 0
+    delete = {**upsert, "when_matched": [{"action": "delete"}], "when_not_matched": [{"action": "insert"}]}
+    result = merge_into(spark, source, load_snapshot(path), MergeSpec.from_config("m", delete))  # type: ignore[arg-type]
+    m = result.metrics
+    counts = (m["numTargetRowsDeleted"], m["numTargetRowsInserted"], m["numTargetDeletionVectorsAdded"])
+    assert counts == (1, 1, 1)
+    rows = {r["id"]: r["v"] for r in live_rows(path)}
+    assert 5 not in rows and rows[200] == "n" and len(rows) == 100
+    changes = pa.table(DeltaTable(path).load_cdf(starting_version=1).read_all()).to_pylist()
+    assert sorted((r["id"], r["_change_type"]) for r in changes) == [(5, "delete"), (200, "insert")]
+    assert problems(path) == []

@@ -7,7 +7,9 @@ resolves and checks the clause set, and plans: the source is materialized once
 phase sees the same rows, and ``plan.plan_merge`` decides everything before the target is
 read. ``execute`` runs the plan's executor: insert-only (``execute/insert_only.py``; into a
 table without files the source is written in one pass, with no materialization) or classic
-(``execute/touched.py`` finds the files, ``execute/classic.py`` rewrites them). ``commit``
+(``execute/touched.py`` finds the files, ``execute/classic.py`` rewrites them, or marks the
+rows a merge-on-read merge removes; ``execute/one_join.py`` runs such a merge in one join when it
+can). ``commit``
 (``commit.py``) makes one MERGE commit. ``dry_run_merge`` runs the same plan with the output
 sent to Spark's ``noop`` sink and describes it (``dry_run.py``).
 """
@@ -35,6 +37,7 @@ from dbt.adapters.deltamerge.merge.dry_run import DryRun, describe
 from dbt.adapters.deltamerge.merge.execute.classic import mark_touched_rows, rewrite_touched_files
 from dbt.adapters.deltamerge.merge.execute.frames import MergeRun
 from dbt.adapters.deltamerge.merge.execute.insert_only import insert_unmatched
+from dbt.adapters.deltamerge.merge.execute.one_join import joins_once, mark_rows_in_one_join
 from dbt.adapters.deltamerge.merge.execute.output import Executed
 from dbt.adapters.deltamerge.merge.execute.touched import find_touched_files
 from dbt.adapters.deltamerge.merge.plan import MergePlan, plan_merge
@@ -162,6 +165,10 @@ def execute(spark: SparkSession, prepared: Prepared, *, dry_run: bool) -> Execut
     if plan.executor == "insert_only":
         out = insert_unmatched(run, dry_run=dry_run)
         return Executed([], out, 0, _since(started), plan.source_rows, plan.pruning)
+    if joins_once(run):
+        out, vectors, scan_ms = mark_rows_in_one_join(run, dry_run=dry_run)
+        rewrite_ms = _since(started) - scan_ms
+        return Executed(vectors.removed, out, scan_ms, rewrite_ms, plan.source_rows, plan.pruning, vectors)
     phase1 = find_touched_files(run)
     scan_ms, started = _since(started), time.monotonic()
     if plan.marks_deleted:

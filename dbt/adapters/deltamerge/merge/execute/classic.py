@@ -82,12 +82,14 @@ def mark_touched_rows(
     if phase1.duplicate_matches:
         both = F.col(TARGET_PRESENT).isNotNull() & F.col(SOURCE_PRESENT).isNotNull()
         taken = taken.where(both).dropDuplicates([ROW_ID]).union(taken.where(~both))
-    return _positions_and_output(run, taken, dry_run=dry_run)
+    return positions_and_output(run, taken, dry_run=dry_run)
 
 
-def _positions_and_output(
+def positions_and_output(
     run: MergeRun, taken: DataFrame, *, dry_run: bool
 ) -> tuple[MergeOutput, VectorUpdate]:
+    """The rows clauses take (``taken``, each with its action, file and position) as deletion
+    vectors for the removed target rows and new files for the updated and inserted rows."""
     codes = counted_actions(run.merge)
     removing = [*codes["matched_updated"], *codes["matched_deleted"]]
     removing += [*codes["not_matched_by_source_updated"], *codes["not_matched_by_source_deleted"]]

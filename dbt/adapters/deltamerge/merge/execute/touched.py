@@ -8,6 +8,7 @@ matched clause is an unconditional delete.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 
 from pyspark.sql import DataFrame
@@ -94,7 +95,7 @@ def _files_with_matches(run: MergeRun, target: DataFrame) -> tuple[set[str], boo
     )
     duplicate_matches = any(r["most"] > 1 for r in per_file)
     if duplicate_matches and not spec.is_only_one_unconditional_delete:
-        raise MultipleMatchesError(_multiple_matches_message(run, joined))
+        raise MultipleMatchesError(multiple_matches_message(run, joined))
     matched_files = None
     if spec.update_only_if_changed:
         matched = {table_path_of(r[FILE]) for r in per_file}
@@ -229,8 +230,11 @@ def _repeated_keys_message(run: MergeRun, keys: DataFrame) -> str:
     )
 
 
-def _multiple_matches_message(run: MergeRun, joined: DataFrame) -> str:
-    keys = run.spec.unique_key or tuple(f.name for f in run.snapshot.schema.fields[:3])
+def multiple_matches_message(run: MergeRun, joined: DataFrame, read: Collection[str] | None = None) -> str:
+    """Delta's error text, with up to five target rows matched more than once: by their unique key,
+    else by the first three target columns the join read (``read``: those it read, default all)."""
+    names = [f.name for f in run.snapshot.schema.fields if read is None or f.name in read]
+    keys = list(run.spec.unique_key) or names[:3]
     columns = [F.col(f"{quote_identifier(run.spec.target_alias)}.{quote_identifier(k)}") for k in keys]
     dupes = joined.groupBy(ROW_ID, *columns).count().where("count > 1").limit(5).collect()
     examples = "; ".join(", ".join(f"{k}={r[i + 1]!r}" for i, k in enumerate(keys)) for r in dupes)
