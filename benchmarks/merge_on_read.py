@@ -24,7 +24,7 @@ from typing import Any
 import pyarrow as pa
 from deltalake import DeltaTable, QueryBuilder
 
-from benchmarks.measure import fresh_copy
+from benchmarks.measure import PeakMemory, fresh_copy
 
 MERGES = ("upsert_random", "delete_whole", "upsert_clustered", "three_clause")
 # DELETE / UPDATE of 1% of the rows, spread over every file (keys are the even numbers).
@@ -122,9 +122,12 @@ def _run(
             check=True,
         )
         answer = json.loads(done.stdout.strip().splitlines()[-1])
-        seconds, metrics = answer["seconds"], answer["metrics"]
+        seconds, metrics, peak = answer["seconds"], answer["metrics"], answer["peak_bytes"]
     else:
-        seconds, metrics = _ours(spark, args.rows, table, source, name)
+        # This process and its JVM (whose resident memory grows to the heap it is given, then stays).
+        with PeakMemory(os.getpid()) as sampled:
+            seconds, metrics = _ours(spark, args.rows, table, source, name)
+        peak = sampled.peak
     return {
         "workload": name,
         "files": files,
@@ -133,6 +136,7 @@ def _run(
         "metrics": {k: v for k, v in metrics.items() if isinstance(v, (int, float))},
         "check": _check(table),
         "vectors": _vectors(table),
+        "peak_bytes": peak,
     }
 
 
@@ -224,8 +228,8 @@ def report(records: list[dict[str, Any]]) -> str:
     """The markdown table: medians per workload and layout, ratios of same-round pairs."""
     lines = [
         "| workload | files | ours, vectors s | ours, copy-on-write s | delta-rs s | vectors / delta-rs "
-        "| vectors / copy-on-write | check |",
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |",
+        "| vectors / copy-on-write | peak memory vectors / delta-rs | check |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |",
     ]
     counted = [r for r in records if not r.get("warmup") and "contestant" in r]
     for key in sorted({(r["workload"], r["files"]) for r in counted}, key=lambda k: (k[1], _order(k[0]))):
@@ -238,9 +242,12 @@ def report(records: list[dict[str, Any]]) -> str:
         vs_rs = statistics.median(a["seconds"] / b["seconds"] for a, b, _ in pairs)
         vs_cow = statistics.median(a["seconds"] / c["seconds"] for a, _, c in pairs)
         checks = {json.dumps(r["check"]) for rs in mine.values() for r in rs}
+        memory = statistics.median(
+            a.get("peak_bytes", 0) / max(b.get("peak_bytes", 0), 1) for a, b, _ in pairs
+        )
         lines.append(
             f"| {key[0]} | {key[1]} | {med['ours_dv']:.2f} | {med['ours_cow']:.2f} | {med['deltars']:.2f} | "
-            f"{vs_rs:.2f} | {vs_cow:.2f} | {'ok' if len(checks) == 1 else 'ROWS DIFFER'} |"
+            f"{vs_rs:.2f} | {vs_cow:.2f} | {memory:.2f} | {'ok' if len(checks) == 1 else 'ROWS DIFFER'} |"
         )
     for scan in (r for r in records if r.get("workload") == "scan_after_merges"):
         lines.append("")
@@ -252,6 +259,10 @@ def report(records: list[dict[str, Any]]) -> str:
             f"{scan['with_vectors'] / scan['without_vectors']:.2f}x; same rows: {scan['same_rows']}."
         )
     return "\n".join(lines)
+
+
+def _peak(record: dict[str, Any]) -> int:
+    return int(record.get("peak_bytes", 0))
 
 
 def _order(name: str) -> int:

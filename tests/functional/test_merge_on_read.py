@@ -270,3 +270,37 @@ def test_one_join_merge_keeps_delta_multiple_match_rule(spark, tmp_path):
     changes = pa.table(DeltaTable(path).load_cdf(starting_version=1).read_all()).to_pylist()
     assert sorted((r["id"], r["_change_type"]) for r in changes) == [(5, "delete"), (200, "insert")]
     assert problems(path) == []
+
+
+@pytest.mark.parametrize("scd", [1, 2])
+def test_cdc_apply_turns_vectors_on_and_marks_rows(spark, tmp_path, scd):
+    """CDC apply (SCD 1 and 2) with ``deletion_vectors: true`` on an existing table: the apply turns
+    them on and marks the rows it updates or deletes; ``deletion_vectors: false`` rewrites files of a
+    table with vectors on; the rows are the same."""
+    from dbt.adapters.deltamerge.cdc.apply import apply_changes
+    from dbt.adapters.deltamerge.cdc.spec import CdcSpec
+
+    config = {"unique_key": "id", "sequence_by": "ts", "apply_as_deletes": "op = 'D'"}
+    config |= {"stored_as_scd_type": scd, "except_column_list": ["op", "ts"]}
+    first = [(i, "U", 1, f"a{i}") for i in range(20)]
+    second = [(3, "D", 2, None), (4, "U", 2, "b4"), (30, "U", 2, "b30")]
+    results = {}
+    for choice in ("on", "off", "table_on_model_off"):
+        spec = CdcSpec.from_config("cdc_dv", {**config, "deletion_vectors": choice == "on" or False})
+        path = str(tmp_path / choice)
+        properties = {"delta.enableDeletionVectors": "true"} if choice == "table_on_model_off" else {}
+        for run, events in enumerate((first, second)):
+            apply_changes(
+                spark,
+                spark.createDataFrame(events, "id INT, op STRING, ts INT, v STRING"),
+                spec,
+                table=load_snapshot(path),
+                create=WriteRequest(table_path=path, mode="create_or_replace", properties=properties),
+                txn=(f"cdc-dv-{choice}", run),
+                deletion_vectors=choice == "on" and run == 1,
+            )
+        results[choice] = sorted((tuple(sorted(r.items())) for r in live_rows(path)), key=repr)
+        marked = [a for a in log_actions(path, 1) if "add" in a and a["add"].get("deletionVector")]
+        assert bool(marked) == (choice == "on"), choice
+    assert results["on"] == results["off"] == results["table_on_model_off"]
+    assert problems(str(tmp_path / "on")) == []

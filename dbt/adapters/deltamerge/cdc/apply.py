@@ -59,13 +59,15 @@ def apply_changes(
     schema: T.StructType | None = None,
     change_data_feed: bool = False,
     full_refresh: bool = False,
+    deletion_vectors: bool = False,
 ) -> WriteResult:
     """Apply the events of ``source`` to the table at ``table``.
 
     With no table, or ``full_refresh``, the table is (re)created with ``create`` from the
     events alone, with the same semantics; otherwise the events are merged in. ``schema`` is
     the table schema the merge leaves (the model's ``on_schema_change``), None to keep it;
-    ``change_data_feed`` switches the feed on with the merge.
+    ``change_data_feed`` switches the feed on with the merge, ``deletion_vectors`` deletion vectors
+    (the merge then marks the rows it removes: merge-on-read).
     """
     table_path = create.table_path
     stored = spec.stored_columns(source.columns)
@@ -79,6 +81,7 @@ def apply_changes(
             create=create,
             txn=txn,
             change_data_feed=change_data_feed,
+            deletion_vectors=deletion_vectors,
         )
     if table is not None:
         st.recover(table_path)
@@ -108,6 +111,7 @@ def apply_changes(
                 change_data_feed=change_data_feed,
                 txn=txn,
                 extra_metrics=folded.counts,
+                deletion_vectors=deletion_vectors,
             )
     except BaseException:
         if record is not None and committed_version_of(table_path, *txn) is None:
@@ -219,6 +223,7 @@ def _merge_spec(spec: CdcSpec, stored: tuple[str, ...], target: T.StructType, *,
             }
         ],
         "update_only_if_changed": True,
+        "deletion_vectors": False if spec.copy_on_write else None,
     }
     return MergeSpec.from_config(spec.model, config)
 

@@ -201,6 +201,7 @@ def apply_scd2(
     create: WriteRequest,
     txn: tuple[str, int],
     change_data_feed: bool,
+    deletion_vectors: bool = False,
 ) -> WriteResult:
     """SCD 2: replay the run's keys' history with its events, then merge (or create) the versions."""
     events = framed_events(source, spec, key_profile_aggregates(spec.keys))
@@ -240,6 +241,7 @@ def apply_scd2(
             }
         ],
         "update_only_if_changed": True,
+        "deletion_vectors": False if spec.copy_on_write else None,
     }
     main = MergeSpec.from_config(spec.model, config)
     return merge_into(
@@ -250,6 +252,7 @@ def apply_scd2(
         change_data_feed=change_data_feed,
         txn=txn,
         extra_metrics=replayed.counts,
+        deletion_vectors=deletion_vectors,
     )
 
 

@@ -45,6 +45,8 @@ class CdcSpec:
     track_history_column_list: tuple[str, ...] | None = None
     track_history_except_column_list: tuple[str, ...] = ()
     tombstone_retention_hours: float = DEFAULT_TOMBSTONE_RETENTION_HOURS
+    # ``deletion_vectors: false``: the apply's merges rewrite files even where the table takes vectors.
+    copy_on_write: bool = False
 
     @staticmethod
     def applies(config: Mapping[str, Any]) -> bool:
@@ -100,6 +102,7 @@ class CdcSpec:
             track_history_column_list=track,
             track_history_except_column_list=track_except,
             tombstone_retention_hours=DEFAULT_TOMBSTONE_RETENTION_HOURS if retention is None else retention,
+            copy_on_write=config.get("deletion_vectors") is False,
         )
 
     def stored_columns(self, source_columns: Sequence[str]) -> tuple[str, ...]:

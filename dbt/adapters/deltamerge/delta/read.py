@@ -8,11 +8,13 @@ after a file was written read as null and partition values come back typed.
 from __future__ import annotations
 
 import os
+from collections import Counter
 from collections.abc import Sequence
 from functools import reduce
 
 import numpy as np
 import pyarrow as pa
+from pyroaring import FrozenBitMap64
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
@@ -146,11 +148,14 @@ def _read_mapped(
 def _live(rows: DataFrame, paths: Sequence[str], files: Sequence[AddFile]) -> DataFrame:
     """``rows`` without those the files' deletion vectors delete (by file and row index).
 
-    The deleted positions go to Spark as one small Arrow table, joined (broadcast, left anti) on
-    the row's file and position: no plan text that grows with the vectors. A file is named by its
-    size (``_metadata.file_size``, a number per file, no per-row string) when no other file of the
-    read has the size of a file with a vector, else by Spark's own name of it (``input_file_name``,
-    as ``inputFiles`` spells it).
+    The deleted positions go to Spark as one small Arrow table, broadcast into a join: no plan
+    text that grows with the vectors. A file whose size (``_metadata.file_size``, a number per
+    file) no other file of the read has is named by it, and its vector is sent as 64-row blocks,
+    each a long whose bits are the block's deleted rows (``_deleted_blocks``): one long key per
+    row and a table of at most one entry per block, where a random 1% of rows marked would take
+    a (file, row) entry each (measured: a scan after 10 merges marking 1M of 11M rows 2.3x
+    faster). Files sharing a size are named by Spark's own name of them (``input_file_name``, as
+    ``inputFiles`` spells it) and their positions anti-joined.
     """
     vectors = {
         os.path.abspath(p): f.deleted_rows for p, f in zip(paths, files, strict=True) if f.deleted_rows
@@ -159,26 +164,80 @@ def _live(rows: DataFrame, paths: Sequence[str], files: Sequence[AddFile]) -> Da
         return rows
     # The sizes Spark reads (``_metadata.file_size`` is the file's length, not the log's record).
     sizes = {os.path.abspath(p): storage.size_and_mtime(p)[0] for p in paths}
-    marked = [sizes[p] for p in vectors]
-    by_size = len(set(marked)) == len(marked) and not set(marked) & {
-        size for p, size in sizes.items() if p not in vectors
+    shared = {size for size, n in Counter(sizes.values()).items() if n > 1}
+    by_size = {
+        sizes[p]: deleted
+        for p, deleted in vectors.items()
+        if sizes[p] not in shared and sizes[p] < 1 << (63 - _SIZE_SHIFT) and deleted.max() < 1 << 32
     }
-    keys: list[object] = []
+    if by_size:
+        rows = _without_blocks(rows, _deleted_blocks(by_size))
+    by_uri = {p: deleted for p, deleted in vectors.items() if sizes[p] not in by_size}
+    return _without_positions(rows, by_uri) if by_uri else rows
+
+
+# A block key is the file's size shifted left by this, plus the row index's block (row >> 6):
+# unique for files below 128 GiB with fewer than 2^32 rows.
+_SIZE_SHIFT = 26
+_BLOCK, _BIT, _DELETED_BLOCK, _DELETED_MASK = "_live_block", "_live_bit", "_deleted_block", "_deleted_mask"
+
+
+def _deleted_blocks(by_size: dict[int, FrozenBitMap64]) -> pa.Table:
+    """Every 64-row block holding a deleted row, keyed by file size and block, with its bit mask.
+
+    >>> from pyroaring import BitMap64
+    >>> table = _deleted_blocks({3: BitMap64([0, 2, 64, 130])}).to_pydict()
+    >>> [(k >> 26, k & 63, m) for k, m in zip(table["_deleted_block"], table["_deleted_mask"])]
+    [(3, 0, 5), (3, 1, 1), (3, 2, 4)]
+    """
+    keys, masks = [], []
+    for size, deleted in by_size.items():
+        positions = np.frombuffer(deleted.to_array(), dtype=np.uint64)  # ascending
+        blocks = positions >> np.uint64(6)
+        starts = np.flatnonzero(np.r_[True, blocks[1:] != blocks[:-1]])
+        bits = np.left_shift(np.uint64(1), positions & np.uint64(63))
+        masks.append(np.bitwise_or.reduceat(bits, starts))
+        keys.append((np.uint64(size) << np.uint64(_SIZE_SHIFT)) | blocks[starts])
+    return pa.table(
+        {
+            _DELETED_BLOCK: pa.array(np.concatenate(keys).view(np.int64), pa.int64()),
+            _DELETED_MASK: pa.array(np.concatenate(masks).view(np.int64), pa.int64()),
+        }
+    )
+
+
+def _without_blocks(rows: DataFrame, blocks: pa.Table) -> DataFrame:
+    """``rows`` without those whose bit is set in their block's mask (a broadcast left outer join)."""
+    row = F.col("_metadata.row_index")
+    located = rows.withColumns(
+        {
+            _BLOCK: F.shiftleft(F.col("_metadata.file_size"), _SIZE_SHIFT) + F.shiftright(row, 6),
+            _BIT: F.pmod(row, F.lit(64)).cast("int"),
+        }
+    )
+    masks = F.broadcast(rows.sparkSession.createDataFrame(blocks))
+    joined = located.join(masks, F.col(_BLOCK) == F.col(_DELETED_BLOCK), "left_outer")
+    live = F.expr(f"{_DELETED_MASK} IS NULL OR (shiftrightunsigned({_DELETED_MASK}, {_BIT}) & 1) = 0")
+    return joined.where(live).drop(_BLOCK, _BIT, _DELETED_BLOCK, _DELETED_MASK)
+
+
+def _without_positions(rows: DataFrame, vectors: dict[str, FrozenBitMap64]) -> DataFrame:
+    """``rows`` without the (file URI, row index) pairs of ``vectors`` (a broadcast left anti-join)."""
+    keys: list[str] = []
     positions = []
     for uri in rows.inputFiles():
         deleted = vectors.get(table_path_of(uri))
         if deleted:
-            keys.extend([sizes[table_path_of(uri)] if by_size else uri] * len(deleted))
+            keys.extend([uri] * len(deleted))
             positions.append(np.frombuffer(deleted.to_array(), dtype=np.uint64).astype(np.int64))
     table = pa.table(
         {
-            _DELETED_FILE: pa.array(keys, pa.int64() if by_size else pa.string()),
+            _DELETED_FILE: pa.array(keys, pa.string()),
             _DELETED_ROW: pa.array(np.concatenate(positions) if positions else [], pa.int64()),
         }
     )
     deleted_rows = rows.sparkSession.createDataFrame(table)
-    file = F.col("_metadata.file_size") if by_size else F.input_file_name()
-    located = rows.withColumns({_FILE: file, _ROW: F.col("_metadata.row_index")})
+    located = rows.withColumns({_FILE: F.input_file_name(), _ROW: F.col("_metadata.row_index")})
     on = (F.col(_FILE) == F.col(_DELETED_FILE)) & (F.col(_ROW) == F.col(_DELETED_ROW))
     return located.join(F.broadcast(deleted_rows), on, "left_anti").drop(_FILE, _ROW)
 

@@ -218,6 +218,7 @@ def _apply_changes(
         schema=planned_schema(spec.write, None, current, stored) if evolves and current else None,
         change_data_feed=spec.write.change_data_feed,
         full_refresh=full_refresh,
+        deletion_vectors=spec.write.deletion_vectors,
     )
 
 
