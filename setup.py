@@ -56,6 +56,11 @@ setup(
             "hypothesis>=6.100,<7",
             "mypy>=1.10",
             "ruff>=0.6",
+            # DuckDB's delta extension as a reader of our tables; its wheel is built for one
+            # duckdb release, so the three move together (no download from extensions.duckdb.org).
+            "duckdb==1.5.5",
+            "duckdb-extension-delta==1.5.5",
+            "duckdb-extensions==1.5.5",
         ],
     },
 )

@@ -68,13 +68,39 @@ def read_files(
     reader = spark.read.schema(T.StructType(fields))
     if snapshot.partition_columns:
         reader = reader.option("basePath", snapshot.table_path)
+    frames = []
+    for paths, group in _size_groups(snapshot, files):
+        frames.append(
+            _live(reader.parquet(*paths), paths, group).select(
+                *[F.col(quote_identifier(f.name)) for f in schema.fields],
+                *_stable(hidden, paths, group),
+                *_positions(positions),
+            )
+        )
+    return reduce(DataFrame.unionAll, frames)
+
+
+# Files sharing a size are spread over at most this many scans (more: named by URI in the last).
+_SIZE_SCANS = 8
+
+
+def _size_groups(snapshot: Snapshot, files: Sequence[AddFile]) -> list[tuple[list[str], list[AddFile]]]:
+    """``files`` (with their local paths) split into scans in none of which two files share a size
+    that a file with a vector has: the n-th file of each such size goes to the n-th scan, so that
+    ``_live`` names every file with a vector by its size (a long per row) and no scan names every
+    row's file by its URI for the sake of a few (at most ``_SIZE_SCANS`` scans)."""
     paths = [local_path(snapshot.table_path, f.path) for f in files]
-    rows = _live(reader.parquet(*paths), paths, files)
-    return rows.select(
-        *[F.col(quote_identifier(f.name)) for f in schema.fields],
-        *_stable(hidden, paths, files),
-        *_positions(positions),
-    )
+    sizes = [storage.size_and_mtime(p)[0] for p in paths]
+    marked = {size for f, size in zip(files, sizes, strict=True) if f.deleted_rows}
+    seen: Counter[int] = Counter()
+    scans: dict[int, tuple[list[str], list[AddFile]]] = {}
+    for path, file, size in zip(paths, files, sizes, strict=True):
+        scan = min(seen[size], _SIZE_SCANS - 1) if size in marked else 0
+        seen[size] += 1
+        scans.setdefault(scan, ([], []))
+        scans[scan][0].append(path)
+        scans[scan][1].append(file)
+    return [scans[n] for n in sorted(scans)]
 
 
 def _positions(wanted: bool) -> list[Column]:
@@ -126,8 +152,8 @@ def _read_mapped(
     for file in files:
         groups.setdefault(tuple(sorted(file.partition_values.items())), []).append(file)
     frames = []
-    for values, group in groups.items():
-        paths = [local_path(snapshot.table_path, f.path) for f in group]
+    scans = [(values, scan) for values, group in groups.items() for scan in _size_groups(snapshot, group)]
+    for values, (paths, group) in scans:
         rows = _live(spark.read.schema(physical).parquet(*paths), paths, group)
         known = dict(values)
         frames.append(
@@ -153,9 +179,9 @@ def _live(rows: DataFrame, paths: Sequence[str], files: Sequence[AddFile]) -> Da
     file) no other file of the read has is named by it, and its vector is sent as 64-row blocks,
     each a long whose bits are the block's deleted rows (``_deleted_blocks``): one long key per
     row and a table of at most one entry per block, where a random 1% of rows marked would take
-    a (file, row) entry each (measured: a scan after 10 merges marking 1M of 11M rows 2.3x
-    faster). Files sharing a size are named by Spark's own name of them (``input_file_name``, as
-    ``inputFiles`` spells it) and their positions anti-joined.
+    a (file, row) entry each. Files sharing a size within the scan (``_size_groups`` spreads them
+    over scans of their own, so only past ``_SIZE_SCANS`` of one size) are named by Spark's own
+    name of them (``input_file_name``, as ``inputFiles`` spells it), their positions anti-joined.
     """
     vectors = {
         os.path.abspath(p): f.deleted_rows for p, f in zip(paths, files, strict=True) if f.deleted_rows
