@@ -90,6 +90,8 @@ def _size_groups(snapshot: Snapshot, files: Sequence[AddFile]) -> list[tuple[lis
     ``_live`` names every file with a vector by its size (a long per row) and no scan names every
     row's file by its URI for the sake of a few (at most ``_SIZE_SCANS`` scans)."""
     paths = [local_path(snapshot.table_path, f.path) for f in files]
+    if not any(f.deleted_rows for f in files):
+        return [(paths, list(files))]  # one scan, and no file looked up
     sizes = [storage.size_and_mtime(p)[0] for p in paths]
     marked = {size for f, size in zip(files, sizes, strict=True) if f.deleted_rows}
     seen: Counter[int] = Counter()
