@@ -8,6 +8,7 @@ independent validator (each vector read back with pyroaring, checksums, cardinal
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pyarrow as pa
 import pytest
@@ -107,6 +108,13 @@ class TestMergeOnRead:
         # Spark through the catalog binding (a downstream model's ref) reads the same rows.
         run_dbt(["run", "--select", "downstream"])
         assert _rows(table_path(project, "downstream")) == _expected()
+        # That binding is a view over the linked files (no copy of them); dbt sees a Delta table.
+        assert not any(p.name == "live" for p in (Path(path) / "_deltamerge_catalog").iterdir())
+        with project.adapter.connection_named("listing"):
+            schema = project.adapter.Relation.create(schema=project.test_schema)
+            listed = {r.identifier: r for r in project.adapter.list_relations_without_caching(schema)}
+        assert listed["mor"].is_delta and listed["mor"].type == "table"
+        assert "mor__deltamerge_files" not in listed
         # Time travel: version 0 is the first batch.
         assert {r["id"] for r in live_rows_at(path, 0)} == set(range(200))
 

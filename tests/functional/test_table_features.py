@@ -181,19 +181,28 @@ def test_vacuum_keeps_the_deletion_vector_files_retained_versions_use(tmp_path):
     assert _reference(path) == rows and len(rows) == 98  # the deleted rows stay deleted
 
 
-def test_the_binding_holds_a_copy_of_the_live_rows_of_each_file_with_a_deletion_vector(
+def test_the_binding_of_a_table_with_deletion_vectors_is_a_view_that_leaves_deleted_rows_out(
     project, spark, tmp_path
 ):
     path = _copy("table-with-dv-small", tmp_path)
-    name = f"{project.test_schema}.dv_copies"
+    name = f"{project.test_schema}.dv_view"
     project.run_sql(f"create table {name} using delta location '{path}'")
     project.run_sql(f"drop table {name}")
     project.run_sql(f"create table {name} using delta location '{path}'")  # binds the version again
     assert _listing(path) == _listing(str(FIXTURES / "table-with-dv-small"))  # nothing written into it
-    copies = [p for p in (Path(registered_root(spark, path)) / "live").iterdir() if p.suffix == ".parquet"]
-    assert len(copies) == 1 and os.stat(copies[0]).st_nlink == 2  # the copy and the version's link
-    assert pa.parquet.read_table(copies[0]).num_rows == 8  # 10 rows, 2 deleted
-    assert project.run_sql(f"select count(*) from {name}", fetch="one")[0] == 8
+    root = Path(registered_root(spark, path))
+    (version,) = [p for p in root.iterdir() if p.name.startswith("v")]
+    (data,) = [p for p in version.iterdir() if p.suffix == ".parquet"]
+    assert os.stat(data).st_ino == os.stat(Path(path) / data.name).st_ino  # the data file, not a copy
+    assert not (root / "live").exists()
+    masks = pa.parquet.read_table(version / "_masks").to_pylist()
+    deleted = load_snapshot(path).files[0].deleted_rows  # type: ignore[union-attr]
+    assert masks == [{"file": data.name, "block": 0, "mask": sum(1 << i for i in deleted)}]
+    assert project.run_sql(f"select count(*) from {name}", fetch="one")[0] == 8  # 10 rows, 2 deleted
+    assert _sorted(project.run_sql(f"select * from {name}", fetch="all")) == _reference(path)
+    tables = {r[1] for r in spark.sql(f"show tables in {project.test_schema}").collect()}
+    assert spark.sql(f"describe table extended {name}").where("col_name = 'Type'").first()[1] == "VIEW"
+    assert tables == {"dv_view", "dv_view__deltamerge_files"}  # the view stands on its files table
 
 
 # Statements on each table other writers made, and how a reference computes their result over the

@@ -4,10 +4,11 @@ Spark without Delta's jars cannot read a Delta table by itself. After every comm
 give the version its own folder of hard links to exactly its live files (partition
 folders in Spark's layout) and point an external ``USING parquet`` table with the
 Delta schema at it: queries see that version's rows, no removed or uncommitted file,
-with partition pruning. Links cost no data copy; a file Spark cannot read as it is (its
-deletion vector deletes rows, or the table maps column names) is there as a copy of its live
-rows under the schema's names, made once per logical file. Where Delta's jars are on Spark's
-classpath the table is registered ``USING delta`` instead.
+with partition pruning. Links cost no data copy. Files with deletion vectors are linked as
+they are and the entry is a view that leaves their deleted rows out (``binding_view``); a file
+of a table that maps column names is there as a copy of its live rows under the schema's names,
+made once per logical file. Where Delta's jars are on Spark's classpath the table is registered
+``USING delta`` instead.
 
 Where the folders live (the binding root): inside the table, ``<table>/_deltamerge_catalog/``,
 for the tables this adapter writes; for an existing table registered by its location (``CREATE
@@ -31,6 +32,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from dbt.adapters.deltamerge import binding_view
 from dbt.adapters.deltamerge.common.sql import column_definitions, quote_identifier, string_literal
 from dbt.adapters.deltamerge.delta import storage
 from dbt.adapters.deltamerge.delta.faults import crash_point
@@ -109,37 +111,63 @@ def bind(
     ``registering``: an existing table is brought in by its location; its link folders go under
     the warehouse (nothing is written into it). Spark SQL then reads the version's files: a
     table with reader features no read here implements is refused naming them, before any read.
+    A version whose files carry deletion vectors is bound as a view (``binding_view``).
     """
     snapshot.check_readable()
     crash_point("before_catalog_bind")
     name = table_name(schema, identifier)
-    root = _root(spark, schema, identifier, snapshot.table_path, registering)
-    # Links first: the entry is missing only for the two statements that replace it.
+    current = {} if registering else _properties(spark, schema, identifier)
+    root = registered_root(spark, snapshot.table_path) if registering else _root(current, snapshot.table_path)
+    # Links first: the entry is missing only for the statements that replace it.
     folder = None if delta_jars_available(spark) else link_version(spark, snapshot, root)
     if folder is not None and not folder.startswith(root + os.sep):
         root = bindings_root(snapshot.table_path)  # the warehouse is on another file system
+    masked = folder is not None and binding_view.has_masks(folder)
+    files = binding_view.files_identifier(identifier)
     props = (
         f"TBLPROPERTIES ('{LOCATION_PROPERTY}' = {string_literal(snapshot.table_path)}, "
         f"'{VERSION_PROPERTY}' = '{snapshot.version}'"
         + (
-            f", '{ROOT_PROPERTY}' = {string_literal(root)})"
+            f", '{ROOT_PROPERTY}' = {string_literal(root)}"
             if root != bindings_root(snapshot.table_path)
-            else ")"
+            else ""
         )
+        + (f", '{binding_view.FILES_PROPERTY}' = {string_literal(files)}" if masked else "")
+        + ")"
     )
     marker = rebinding_marker(snapshot.table_path, root)
     storage.make_dirs(os.path.dirname(marker))
     storage.delete_file(marker, missing_ok=True)  # left by an interrupted bind
     storage.write_durably(marker, f"{schema}.{identifier}".encode())
-    spark.sql(f"DROP TABLE IF EXISTS {name}")
+    spark.sql(f"DROP TABLE IF EXISTS {name}")  # a table or a view
     crash_point("mid_catalog_bind")
+    if masked or current.get(binding_view.FILES_PROPERTY):
+        spark.sql(f"DROP TABLE IF EXISTS {table_name(schema, files)}")
     if folder is None:
         spark.sql(f"CREATE TABLE {name} USING delta LOCATION {string_literal(snapshot.table_path)} {props}")
         storage.delete_file(marker, missing_ok=True)
         return
-    columns = column_definitions(_catalog_schema(schema_from_json(snapshot.metadata.schema_string)))
     description = snapshot.metadata.description
     comment = f"COMMENT {string_literal(description[:TABLE_COMMENT_LIMIT])}" if description else ""
+    if masked:
+        files_of = f"{schema}.{identifier}"
+        files_props = f"TBLPROPERTIES ('{binding_view.FILES_OF_PROPERTY}' = {string_literal(files_of)})"
+        _create_files_table(spark, table_name(schema, files), snapshot, folder, "", files_props)
+        view_schema = _catalog_schema(schema_from_json(snapshot.metadata.schema_string))
+        spark.sql(
+            binding_view.view_statement(name, table_name(schema, files), folder, view_schema, comment, props)
+        )
+    else:
+        _create_files_table(spark, name, snapshot, folder, comment, props)
+    storage.delete_file(marker, missing_ok=True)
+    prune_bindings(root, keep=KEEP_BINDINGS)
+
+
+def _create_files_table(
+    spark: SparkSession, name: str, snapshot: Snapshot, folder: str, comment: str, props: str
+) -> None:
+    """``CREATE TABLE name`` over a version folder, typed by the Delta schema, partitions found."""
+    columns = column_definitions(_catalog_schema(schema_from_json(snapshot.metadata.schema_string)))
     partitioned = (
         f"PARTITIONED BY ({', '.join(quote_identifier(c) for c in snapshot.partition_columns)})"
         if snapshot.partition_columns
@@ -151,8 +179,6 @@ def bind(
     )
     if snapshot.partition_columns:
         spark.sql(f"ALTER TABLE {name} RECOVER PARTITIONS")
-    storage.delete_file(marker, missing_ok=True)
-    prune_bindings(root, keep=KEEP_BINDINGS)
 
 
 def bindings_root(table_path: str) -> str:
@@ -167,20 +193,22 @@ def registered_root(spark: SparkSession, table_path: str) -> str:
     return os.path.join(warehouse, BINDINGS_DIR, digest)
 
 
-def _root(spark: SparkSession, schema: str, identifier: str, table_path: str, registering: bool) -> str:
-    """Where ``schema.identifier``'s link folders go: kept from its current entry, else as a
-    registration or a table of ours (``bindings_root``)."""
-    if registering:
-        return registered_root(spark, table_path)
+def _properties(spark: SparkSession, schema: str, identifier: str) -> dict[str, str]:
+    """The catalog entry's table properties; none when there is no entry."""
     try:
         rows = spark.sql(f"SHOW TBLPROPERTIES {table_name(schema, identifier)}").collect()
     except AnalysisException as error:
         if _is_missing(error):
-            return bindings_root(table_path)
+            return {}
         raise
-    props = {r[0]: r[1] for r in rows}
-    if props.get(LOCATION_PROPERTY) == table_path and props.get(ROOT_PROPERTY):
-        return str(props[ROOT_PROPERTY])
+    return {str(r[0]): str(r[1]) for r in rows}
+
+
+def _root(current: dict[str, str], table_path: str) -> str:
+    """Where a table's link folders go: kept from its current entry (``current``, its properties),
+    else inside the table (``bindings_root``)."""
+    if current.get(LOCATION_PROPERTY) == table_path and current.get(ROOT_PROPERTY):
+        return current[ROOT_PROPERTY]
     return bindings_root(table_path)
 
 
@@ -222,10 +250,11 @@ def _catalog_schema(schema: T.StructType) -> T.StructType:
 def link_version(spark: SparkSession, snapshot: Snapshot, root: str | None = None) -> str:
     """Build (once) the folder of ``snapshot``'s live files under ``root``; return its path.
 
-    A file is a hard link to the data file, or, when Spark's parquet reader cannot read it as
-    it is (its deletion vector deletes rows; the table maps column names), a hard link to a
-    copy of its live rows under the schema's names. Copies are made once per logical file,
-    in ``COPIES_DIR``, and dropped with the last version folder that links them. A root the
+    A file is a hard link to the data file (with its deleted rows in the folder's masks,
+    ``binding_view``), or, when Spark's parquet reader cannot read it as it is (the table maps
+    column names, or a ``_metadata`` column hides what the masks need), a hard link to a copy
+    of its live rows under the schema's names. Copies are made once per logical file, in
+    ``COPIES_DIR``, and dropped with the last version folder that links them. A root the
     table's files cannot be linked into (another file system) gives way to the table's own.
     """
     root = root or bindings_root(snapshot.table_path)
@@ -236,16 +265,23 @@ def link_version(spark: SparkSession, snapshot: Snapshot, root: str | None = Non
     building = f"{folder}.{uuid.uuid4().hex}.building"
     storage.make_new_dir(building)
     mapped = mapping_mode(snapshot.metadata.configuration) != "none"
-    copies = _live_copies(spark, snapshot, [f for f in snapshot.files if f.deleted_rows or mapped], root)
-    for target, source, file in _links(snapshot):
+    masked = not mapped and binding_view.can_mask(snapshot.schema)
+    copied = [f for f in snapshot.files if mapped or (f.deleted_rows and not masked)]
+    copies = _live_copies(spark, snapshot, copied, root)
+    vectors = []
+    for target, source, file in _links(snapshot, masked):
         storage.make_dirs(os.path.dirname(os.path.join(building, target)))
         if file.path in copies:
             source = copies[file.path]
+        elif file.deleted_rows:
+            vectors.append((os.path.basename(target), file.deleted_rows))
         try:
             storage.link(source, os.path.join(building, target))
         except storage.CrossDeviceLink:
             storage.delete_tree(building)
             return link_version(spark, snapshot, bindings_root(snapshot.table_path))
+    if vectors:
+        binding_view.write_masks(building, vectors)
     try:
         storage.rename(building, folder)
     except storage.StorageError:
@@ -314,17 +350,16 @@ def _live_copy(spark: SparkSession, snapshot: Snapshot, file: AddFile, copy: str
     return copy
 
 
-def _links(snapshot: Snapshot) -> Iterable[tuple[str, str, AddFile]]:
+def _links(snapshot: Snapshot, masked: bool) -> Iterable[tuple[str, str, AddFile]]:
     used: set[str] = set()
     columns = snapshot.partition_columns
     for file in snapshot.files:
         source = local_path(snapshot.table_path, file.path)
         folder = partition_folder(columns, file.partition_values) if columns else ""
-        target = os.path.join(folder, os.path.basename(source))
-        if target in used:
-            target = os.path.join(folder, f"{len(used)}-{os.path.basename(source)}")
-        used.add(target)
-        yield target, source, file
+        name = binding_view.link_name(
+            os.path.basename(source), used, plain=masked and bool(file.deleted_rows)
+        )
+        yield os.path.join(folder, name), source, file
 
 
 def prune_bindings(root: str, *, keep: int) -> None:

@@ -15,12 +15,13 @@ from typing import Any, Dict, Iterable, Optional, cast
 from dbt.adapters.base import ConstraintSupport, available
 from dbt.adapters.base.relation import BaseRelation
 from dbt.adapters.contracts.connection import AdapterResponse
+from dbt.adapters.contracts.relation import RelationType
 from dbt.adapters.spark.impl import SparkAdapter, SparkConfig
 from dbt_common.contracts.constraints import ConstraintType
 from dbt_common.exceptions import DbtRuntimeError
 from pyspark.sql import SparkSession
 
-from dbt.adapters.deltamerge import binding, cross_db, docs_catalog, operations
+from dbt.adapters.deltamerge import binding, binding_view, cross_db, docs_catalog, operations
 from dbt.adapters.deltamerge.common.config_values import dry_run_var
 from dbt.adapters.deltamerge.connections import DeltaMergeConnectionManager, session_of
 from dbt.adapters.deltamerge.delta.snapshot import load_snapshot
@@ -68,24 +69,26 @@ class DeltaMergeAdapter(SparkAdapter):
 
     def _build_spark_relation_list(self, row_list: Any, relation_info_func: Any) -> list[BaseRelation]:
         relations = super()._build_spark_relation_list(row_list, relation_info_func)
-        # Our bound tables show "Provider: parquet"; their marker property makes them Delta.
+        # Our bound tables show "Provider: parquet" (a table whose files carry deletion vectors is
+        # a view, over a files table of its own that dbt never sees): their marker makes them Delta.
         return [
-            r.incorporate(is_delta=True)
-            if binding.LOCATION_PROPERTY in (getattr(r, "information", None) or "")
+            r.incorporate(is_delta=True, type=RelationType.Table)
+            if binding.LOCATION_PROPERTY in _information(r)
             else r
             for r in relations
+            if f"{binding_view.FILES_OF_PROPERTY}=" not in _information(r)
         ]
 
     def parse_columns_from_information(self, relation: BaseRelation) -> list[Any]:
         columns = super().parse_columns_from_information(relation)
-        snapshot = docs_catalog.delta_snapshot(getattr(relation, "information", None) or "")
+        snapshot = docs_catalog.delta_snapshot(_information(relation))
         if snapshot is None:
             return columns
         stats = docs_catalog.catalog_stats(snapshot)
         return [dataclasses.replace(c, table_stats=stats) for c in columns]
 
     def _get_columns_for_catalog(self, relation: BaseRelation) -> Iterable[Dict[str, Any]]:
-        with docs_catalog.held_snapshot(getattr(relation, "information", None) or "") as snapshot:
+        with docs_catalog.held_snapshot(_information(relation)) as snapshot:
             rows = list(super()._get_columns_for_catalog(relation))  # its statistics: the same snapshot
         if snapshot is not None:
             description, comments = docs_catalog.catalog_comments(snapshot)
@@ -287,3 +290,8 @@ class DeltaMergeAdapter(SparkAdapter):
             overrides.get(name.lower()) or self.convert_type(agate_table, idx)
             for idx, name in enumerate(agate_table.column_names)
         ]
+
+
+def _information(relation: BaseRelation) -> str:
+    """dbt-spark's ``show table extended`` text of a listed relation."""
+    return getattr(relation, "information", None) or ""

@@ -220,18 +220,30 @@ def _deleted_blocks(by_size: dict[int, FrozenBitMap64]) -> pa.Table:
     """
     keys, masks = [], []
     for size, deleted in by_size.items():
-        positions = np.frombuffer(deleted.to_array(), dtype=np.uint64)  # ascending
-        blocks = positions >> np.uint64(6)
-        starts = np.flatnonzero(np.r_[True, blocks[1:] != blocks[:-1]])
-        bits = np.left_shift(np.uint64(1), positions & np.uint64(63))
-        masks.append(np.bitwise_or.reduceat(bits, starts))
-        keys.append((np.uint64(size) << np.uint64(_SIZE_SHIFT)) | blocks[starts])
+        blocks, bits = block_masks(deleted)
+        masks.append(bits)
+        keys.append((np.uint64(size) << np.uint64(_SIZE_SHIFT)) | blocks)
     return pa.table(
         {
             _DELETED_BLOCK: pa.array(np.concatenate(keys).view(np.int64), pa.int64()),
             _DELETED_MASK: pa.array(np.concatenate(masks).view(np.int64), pa.int64()),
         }
     )
+
+
+def block_masks(deleted: FrozenBitMap64) -> tuple[np.ndarray, np.ndarray]:
+    """Each 64-row block (``row_index >> 6``) holding a deleted row, and its mask: bit ``row_index
+    & 63`` set for each deleted row (unsigned 64-bit arrays, blocks ascending).
+
+    >>> from pyroaring import BitMap64
+    >>> [a.tolist() for a in block_masks(BitMap64([0, 2, 64, 130]))]
+    [[0, 1, 2], [5, 1, 4]]
+    """
+    positions = np.frombuffer(deleted.to_array(), dtype=np.uint64)  # ascending
+    blocks = positions >> np.uint64(6)
+    starts = np.flatnonzero(np.r_[True, blocks[1:] != blocks[:-1]])
+    bits = np.left_shift(np.uint64(1), positions & np.uint64(63))
+    return blocks[starts], np.bitwise_or.reduceat(bits, starts)
 
 
 def _without_blocks(rows: DataFrame, blocks: pa.Table) -> DataFrame:
