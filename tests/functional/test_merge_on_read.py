@@ -149,8 +149,10 @@ class TestMergeOnRead:
         assert all(a[k]["dataChange"] is False for a in head for k in ("add", "remove") if k in a)
         assert int(info["operationMetrics"]["numDeletionVectorsRemoved"]) == marked > 1
         assert not any(f.deletion_vector for f in load_snapshot(path).files)  # type: ignore[union-attr]
-        # A reader that cannot read vectors reads the right rows again.
+        # A reader that cannot read vectors reads the right rows again; the binding is a table again.
         assert _raw_rows(path) == rows
+        assert _tables(project) >= {"mor"} and "mor__deltamerge_files" not in _tables(project)
+        assert project.run_sql(f"select count(*) from {project.test_schema}.mor", fetch="one")[0] == len(rows)
         assert problems(path) == []
         # Nothing left to purge: no version.
         run_dbt(["run-operation", "reorg", "--args", args])
@@ -184,6 +186,15 @@ class TestMergeOnRead:
         )
         assert response["numTargetDeletionVectorsAdded"] >= 1 and response["numTargetRowsCopied"] == 0
         assert problems(path) == []
+        # dbt's drop of the relation (here: the model becomes a view) drops its files table too.
+        assert "later__deltamerge_files" in _tables(project)
+        _put(project, "later", "{{ config(materialized='view') }} select 1 as id")
+        run_dbt(["run", "--select", "later"])
+        assert "later" in _tables(project) and "later__deltamerge_files" not in _tables(project)
+
+
+def _tables(project) -> set[str]:
+    return {r[1] for r in project.run_sql(f"show tables in {project.test_schema}", fetch="all")}
 
 
 def _raw_rows(path: str) -> dict[int, str]:
