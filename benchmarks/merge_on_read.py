@@ -42,7 +42,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=2)
     parser.add_argument("--out", default="/tmp/benchout")
     parser.add_argument("--only", nargs="*", default=[])
-    parser.add_argument("--scan-merges", type=int, default=10)
+    parser.add_argument("--scan-merges", type=int, default=10, help="0: no read-cost measurement")
     args = parser.parse_args()
     os.makedirs(args.out, exist_ok=True)
     from dbt.adapters.deltamerge.spark.embedded import start_session
@@ -60,8 +60,9 @@ def main() -> None:
                     record["warmup"] = run == 0
                     records.append(record)
                     print(json.dumps(record), flush=True)
-        records.append(_scan_cost(spark, args, base, files))
-        print(json.dumps(records[-1]), flush=True)
+        if args.scan_merges:
+            records.append(_scan_cost(spark, args, base, files))
+            print(json.dumps(records[-1]), flush=True)
     with open(os.path.join(args.out, "merge_on_read.json"), "w") as handle:
         json.dump(records, handle, indent=1)
     print(report(records))

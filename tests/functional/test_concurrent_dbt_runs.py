@@ -35,6 +35,7 @@ from pathlib import Path
 import pytest
 from deltalake import DeltaTable
 
+from dbt.adapters.deltamerge.delta.snapshot import load_snapshot
 from tests.cluster import connect_profile
 from tests.conftest import ON_CONNECT
 from tests.functional.helpers import FEATURE_PROPERTIES, live_rows
@@ -69,12 +70,16 @@ ROUNDS = (
 FREE_RACES = int(os.environ.get("DELTAMERGE_FREE_RACES", "1"))
 
 
-def _config(location: Path) -> str:
+def _config(location: Path, model: str) -> str:
     # Every writer feature on: the second commit's row ids start above the winner's high-water
-    # mark, its in-commit timestamp above the winner's.
+    # mark, its in-commit timestamp above the winner's; merges mark rows in deletion vectors.
+    # upsert_same_file maps no column names: its catalog binding is the view over the linked files.
+    properties = dict(FEATURE_PROPERTIES)
+    if model == "upsert_same_file":
+        del properties["delta.columnMapping.mode"]
     return (
         "{{ config(materialized='incremental', incremental_strategy='delta_merge', "
-        f"unique_key='id', location_root='{location}', tblproperties={FEATURE_PROPERTIES!r}) }}}}\n"
+        f"unique_key='id', location_root='{location}', tblproperties={properties!r}) }}}}\n"
     )
 
 
@@ -94,7 +99,7 @@ def _write_models(project: Path, name: str, round_: int, location: Path) -> dict
         value = f"{name}{round_}"
         changes[model] = {update: value, insert: value}
         sql = f"select {update} as id, '{value}' as v union all select {insert} as id, '{value}' as v"
-        (project / "models" / f"{model}.sql").write_text(_config(location) + sql)
+        (project / "models" / f"{model}.sql").write_text(_config(location, model) + sql)
     return changes
 
 
@@ -146,7 +151,7 @@ def race(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactor
     url = request.getfixturevalue("cluster").connect_url if ON_CONNECT else None
     projects = {"a": _project(root, "a", url), "b": _project(root, "b", url)}
     for model in MODELS:
-        (projects["a"] / "models" / f"{model}.sql").write_text(_config(location) + FIRST_RUN)
+        (projects["a"] / "models" / f"{model}.sql").write_text(_config(location, model) + FIRST_RUN)
     code, out = _finish(_start(projects["a"], None, None))
     assert code == 0, out[-3000:]
     expected = {model: {i * 2: "v0" for i in range(2000)} for model in MODELS}
@@ -202,6 +207,12 @@ def test_two_invocations_of_one_model_race(race, round_, case):
         history = DeltaTable(str(location / model)).history(1 if model == "upsert_same_file" else 2)
         assert {h["operation"] for h in history} == {"MERGE"}
         assert problems(str(location / model)) == []
+        assert _marked(location / model)  # the merges that raced marked rows in deletion vectors
+
+
+def _marked(path: Path) -> bool:
+    snapshot = load_snapshot(str(path))
+    return snapshot is not None and any(f.deletion_vector for f in snapshot.files)
 
 
 @pytest.mark.parametrize("free_round", range(FREE_RACES))
@@ -234,3 +245,4 @@ def test_two_invocations_started_together_without_a_gate(race, free_round):
             race["expected"][model].update(changes[name][model])
         assert _rows(location / model) == race["expected"][model]
         assert problems(str(location / model)) == []
+        assert _marked(location / model)

@@ -1,7 +1,8 @@
 """Merge-on-read in one join: a broadcast source joined once with the target's candidate files.
 
 When a merge marks rows deleted (``plan.marks_deleted``), has no NOT MATCHED BY SOURCE
-clause and its source is broadcast, nothing needs the target rows no source row matches: no
+clause and its source is broadcast (or, for a bigger source, the columns its ON and clause
+conditions name, with each row's id), nothing needs the target rows no source row matches: no
 file is rewritten, so phase 1's list of touched files has no use, and every row a clause takes
 is in the inner join of the source with the target (matched rows) or among the source rows that
 join nothing (inserts). So the target is scanned once, reading only the columns the ON
@@ -13,7 +14,9 @@ condition and the clauses name (every column with the change feed on, for its pr
 2. a target row in several pairs fails the merge, unless its only WHEN MATCHED clause is an
    unconditional delete (then the pairs are de-duplicated);
 3. the source rows whose id no pair has are the not-matched rows;
-4. pairs and not-matched rows, each with the code of the clause that takes it, go to
+4. a source broadcast by its named columns alone gives the pairs its other columns by a join on
+   the source row id (the pairs and the source, both small next to the target);
+5. pairs and not-matched rows, each with the code of the clause that takes it, go to
    ``classic.positions_and_output``: the removed rows' positions become deletion vectors and
    the updated and inserted rows are written.
 
@@ -27,6 +30,7 @@ import time
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
 from pyspark.sql.utils import is_remote
 from sqlglot.dialects.spark import Spark
 from sqlglot.tokens import TokenType
@@ -45,8 +49,13 @@ from dbt.adapters.deltamerge.merge.execute.frames import (
     aliased_target,
 )
 from dbt.adapters.deltamerge.merge.execute.output import MergeOutput
-from dbt.adapters.deltamerge.merge.execute.touched import MultipleMatchesError, multiple_matches_message
+from dbt.adapters.deltamerge.merge.execute.touched import (
+    MultipleMatchesError,
+    counted_pairs_condition,
+    multiple_matches_message,
+)
 from dbt.adapters.deltamerge.merge.resolve import ResolvedMerge
+from dbt.adapters.deltamerge.merge.source import fits_in_broadcast
 
 SOURCE_ROW = "_merge_source_row"  # a source row's id (the source is a checkpoint: ids are stable)
 MATCHED_SOURCE_ROW = "_merge_matched_source_row"
@@ -54,9 +63,40 @@ CHECKED = "_merge_checked"  # the pair counts for the multiple-match rule
 
 
 def joins_once(run: MergeRun) -> bool:
-    """Whether this merge runs in one join (see the module docstring)."""
+    """Whether this merge runs in one join (see the module docstring): its source is broadcast, or
+    the source columns the join and the clause conditions name are small enough to be."""
     plan = run.plan
-    return plan.marks_deleted and plan.broadcast_source and not run.spec.not_matched_by_source
+    if not plan.marks_deleted or run.spec.not_matched_by_source:
+        return False
+    return plan.broadcast_source or fits_in_broadcast(_narrow_schema(run), plan.source_rows)
+
+
+def _narrow_schema(run: MergeRun) -> T.StructType:
+    """The source columns whose names the ON condition or a clause condition mention (a superset
+    of those the join and the choice of clause read), for a source too big to broadcast whole."""
+    named = condition_names(run.merge, run.plan.join_condition)
+    return T.StructType([f for f in run.source.schema.fields if f.name.lower() in named])
+
+
+def condition_names(merge: ResolvedMerge, join_condition: str) -> set[str]:
+    """Every name (lower case) in the ON condition and the clauses' conditions, whatever qualifies it.
+
+    >>> from dbt.adapters.deltamerge.merge.spec import MergeSpec
+    >>> spec = MergeSpec.from_config("m", {"unique_key": "id", "source_alias": "s"})
+    >>> merge = ResolvedMerge(spec, ("id", "v"), (), (), ())
+    >>> sorted(condition_names(merge, "t.id = s.`Id` AND s.v > 1"))
+    ['id', 's', 't', 'v']
+    """
+    texts = [join_condition]
+    for clause in (*merge.matched, *merge.not_matched, *merge.not_matched_by_source):
+        texts += [clause.condition or "", clause.unchanged or ""]
+    return {
+        token.text.lower()
+        for text in texts
+        if text
+        for token in Spark().tokenize(text)
+        if token.token_type in _NAMES
+    }
 
 
 def mark_rows_in_one_join(run: MergeRun, *, dry_run: bool) -> tuple[MergeOutput, VectorUpdate, int]:
@@ -64,20 +104,27 @@ def mark_rows_in_one_join(run: MergeRun, *, dry_run: bool) -> tuple[MergeOutput,
     started = time.monotonic()
     spec = run.spec
     source = run.source.withColumn(SOURCE_ROW, F.monotonically_increasing_id())
-    aliased = source.withColumn(SOURCE_PRESENT, F.lit(True)).alias(spec.source_alias)
+    late = not run.plan.broadcast_source  # the pairs get the source's other columns after the join
+    joined = (
+        source.select(*[quote_identifier(n) for n in _narrow_schema(run).names], SOURCE_ROW)
+        if late
+        else source
+    )
+    aliased = joined.withColumn(SOURCE_PRESENT, F.lit(True)).alias(spec.source_alias)
     target, read = _pruned_target(run, run.candidates)
     on = F.expr(run.plan.join_condition)
     # Kept by Spark (not a checkpoint, which would lose the sides' aliases the clauses name);
     # the multiple-match check is the job that computes it.
     pairs = target.join(F.broadcast(aliased), on, "inner")
-    pairs = pairs.withColumn(CHECKED, F.expr(_checked_condition(run))).persist()
+    pairs = pairs.withColumn(CHECKED, F.expr(counted_pairs_condition(spec) or "true")).persist()
     try:
         duplicates = _has_multiple_matches(pairs)
         if duplicates and not spec.is_only_one_unconditional_delete:
             raise MultipleMatchesError(multiple_matches_message(run, pairs.where(F.col(CHECKED)), read))
         join_ms = int((time.monotonic() - started) * 1000)
         action = F.expr(action_expression(run.merge, spec.target_alias, spec.source_alias))
-        taken = pairs.withColumn(ACTION, action).where(F.col(ACTION) != COPY)
+        whole = _with_whole_source_rows(run, pairs, target.columns, source, duplicates) if late else pairs
+        taken = whole.withColumn(ACTION, action).where(F.col(ACTION) != COPY)
         if duplicates:
             # A target row deleted by several source rows is one deleted row.
             taken = taken.dropDuplicates([ROW_ID])
@@ -94,6 +141,25 @@ def mark_rows_in_one_join(run: MergeRun, *, dry_run: bool) -> tuple[MergeOutput,
     finally:
         pairs.unpersist()
     return output, vectors, join_ms
+
+
+def _with_whole_source_rows(
+    run: MergeRun, pairs: DataFrame, target: list[str], source: DataFrame, duplicates: bool
+) -> DataFrame:
+    """The pairs (target side and source row id) joined with their whole source rows, under the
+    sides' aliases again: the clauses' outputs may name any source column. The pairs (at most
+    one per source row without duplicate matches) are broadcast to the source's scan when they
+    fit, so no side is shuffled."""
+    spec = run.spec
+    sides = pairs.select(
+        *[F.col(f"{quote_identifier(spec.target_alias)}.{quote_identifier(c)}") for c in target],
+        F.col(SOURCE_ROW).alias(MATCHED_SOURCE_ROW),
+    ).alias(spec.target_alias)
+    small = not duplicates and fits_in_broadcast(sides.schema, run.plan.source_rows)
+    rows = source.withColumn(SOURCE_PRESENT, F.lit(True)).alias(spec.source_alias)
+    on = F.col(MATCHED_SOURCE_ROW) == F.col(SOURCE_ROW)
+    whole = (F.broadcast(sides) if small else sides).join(rows, on, "inner")
+    return whole.drop(MATCHED_SOURCE_ROW)
 
 
 def _pruned_target(run: MergeRun, files: list[AddFile]) -> tuple[DataFrame, list[str]]:
@@ -138,15 +204,6 @@ def referenced_names(merge: ResolvedMerge, join_condition: str) -> set[str]:
 
 
 _NAMES = (TokenType.VAR, TokenType.IDENTIFIER)
-
-
-def _checked_condition(run: MergeRun) -> str:
-    """SQL true on the pairs the multiple-match rule counts (as phase 1: with only conditional
-    WHEN MATCHED clauses, a pair none of them selects is not counted)."""
-    spec = run.spec
-    if spec.is_matched_only and all(c.condition for c in spec.matched):
-        return " OR ".join(f"({c.condition})" for c in spec.matched)
-    return "true"
 
 
 def _has_multiple_matches(pairs: DataFrame) -> bool:

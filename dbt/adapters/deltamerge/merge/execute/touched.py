@@ -33,6 +33,7 @@ from dbt.adapters.deltamerge.merge.execute.frames import (
 )
 from dbt.adapters.deltamerge.merge.pruning import matches_by_key_alone
 from dbt.adapters.deltamerge.merge.source import checkpoint_with_aggregates, fits_in_broadcast
+from dbt.adapters.deltamerge.merge.spec import MergeSpec
 
 MULTIPLE_MATCHES = (
     "Cannot perform Merge as multiple source rows matched and attempted to modify the same target row "
@@ -81,8 +82,9 @@ def _files_with_matches(run: MergeRun, target: DataFrame) -> tuple[set[str], boo
     # Delta's error when a target row is matched more than once (unless an unconditional delete).
     spec = run.spec
     joined = joinable_source(run).join(target, F.expr(run.plan.join_condition), "inner")
-    if spec.is_matched_only and all(c.condition for c in spec.matched):
-        joined = joined.where(" OR ".join(f"({c.condition})" for c in spec.matched))
+    counted = counted_pairs_condition(spec)
+    if counted is not None:
+        joined = joined.where(counted)
     # With update_only_if_changed a file whose matched rows all keep their values is not touched.
     changes = (
         F.max((F.expr(matched_action_expression(run.merge)) != COPY).cast("int"))
@@ -102,6 +104,15 @@ def _files_with_matches(run: MergeRun, target: DataFrame) -> tuple[set[str], boo
         matched_files = [f for f in run.candidates if local_path(run.snapshot.table_path, f.path) in matched]
     changed = {table_path_of(r[FILE]) for r in per_file if r["changes"]} if spec.matched else set()
     return changed, duplicate_matches, matched_files
+
+
+def counted_pairs_condition(spec: MergeSpec) -> str | None:
+    """SQL true on the matched pairs Delta's multiple-match rule counts, None for all of them: with
+    only WHEN MATCHED clauses, all conditional, a pair none of them selects is not counted (Delta's
+    ``matchedPredicate``)."""
+    if spec.is_matched_only and all(c.condition for c in spec.matched):
+        return " OR ".join(f"({c.condition})" for c in spec.matched)
+    return None
 
 
 def _source_repeats_a_key(run: MergeRun) -> bool:
