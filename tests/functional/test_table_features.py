@@ -202,7 +202,7 @@ def test_the_binding_of_a_table_with_deletion_vectors_is_a_view_that_leaves_dele
     assert _sorted(project.run_sql(f"select * from {name}", fetch="all")) == _reference(path)
     tables = {r[1] for r in spark.sql(f"show tables in {project.test_schema}").collect()}
     assert spark.sql(f"describe table extended {name}").where("col_name = 'Type'").first()[1] == "VIEW"
-    assert tables == {"dv_view", "dv_view__deltamerge_files"}  # the view stands on its files table
+    assert {"dv_view", "dv_view__deltamerge_files"} <= tables  # the view stands on its files table
 
 
 # Statements on each table other writers made, and how a reference computes their result over the
