@@ -70,7 +70,7 @@ ROUNDS = (
 FREE_RACES = int(os.environ.get("DELTAMERGE_FREE_RACES", "1"))
 
 
-def _config(location: Path, model: str) -> str:
+def _config(location: Path, model: str | None = None) -> str:
     # Every writer feature on: the second commit's row ids start above the winner's high-water
     # mark, its in-commit timestamp above the winner's; merges mark rows in deletion vectors.
     # upsert_same_file maps no column names: its catalog binding is the view over the linked files.
