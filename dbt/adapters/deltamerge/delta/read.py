@@ -69,9 +69,9 @@ def read_files(
     if snapshot.partition_columns:
         reader = reader.option("basePath", snapshot.table_path)
     frames = []
-    for paths, group in _size_groups(snapshot, files):
+    for paths, group, sizes in _size_groups(snapshot, files):
         frames.append(
-            _live(reader.parquet(*paths), paths, group).select(
+            _live(reader.parquet(*paths), paths, group, sizes).select(
                 *[F.col(quote_identifier(f.name)) for f in schema.fields],
                 *_stable(hidden, paths, group),
                 *_positions(positions),
@@ -84,24 +84,28 @@ def read_files(
 _SIZE_SCANS = 8
 
 
-def _size_groups(snapshot: Snapshot, files: Sequence[AddFile]) -> list[tuple[list[str], list[AddFile]]]:
-    """``files`` (with their local paths) split into scans in none of which two files share a size
-    that a file with a vector has: the n-th file of each such size goes to the n-th scan, so that
-    ``_live`` names every file with a vector by its size (a long per row) and no scan names every
-    row's file by its URI for the sake of a few (at most ``_SIZE_SCANS`` scans)."""
+def _size_groups(
+    snapshot: Snapshot, files: Sequence[AddFile]
+) -> list[tuple[list[str], list[AddFile], list[int] | None]]:
+    """``files`` (with their local paths and sizes) split into scans in none of which two files
+    share a size that a file with a vector has: the n-th file of each such size goes to the n-th
+    scan, so that ``_live`` names every file with a vector by its size (a long per row) and no scan
+    names every row's file by its URI for the sake of a few (at most ``_SIZE_SCANS`` scans). Sizes
+    are looked up once, and only when a file has a vector (None otherwise)."""
     paths = [local_path(snapshot.table_path, f.path) for f in files]
     if not any(f.deleted_rows for f in files):
-        return [(paths, list(files))]  # one scan, and no file looked up
+        return [(paths, list(files), None)]  # one scan, and no file looked up
     sizes = [storage.size_and_mtime(p)[0] for p in paths]
     marked = {size for f, size in zip(files, sizes, strict=True) if f.deleted_rows}
     seen: Counter[int] = Counter()
-    scans: dict[int, tuple[list[str], list[AddFile]]] = {}
+    scans: dict[int, tuple[list[str], list[AddFile], list[int]]] = {}
     for path, file, size in zip(paths, files, sizes, strict=True):
         scan = min(seen[size], _SIZE_SCANS - 1) if size in marked else 0
         seen[size] += 1
-        scans.setdefault(scan, ([], []))
-        scans[scan][0].append(path)
-        scans[scan][1].append(file)
+        in_scan = scans.setdefault(scan, ([], [], []))
+        in_scan[0].append(path)
+        in_scan[1].append(file)
+        in_scan[2].append(size)
     return [scans[n] for n in sorted(scans)]
 
 
@@ -155,8 +159,8 @@ def _read_mapped(
         groups.setdefault(tuple(sorted(file.partition_values.items())), []).append(file)
     frames = []
     scans = [(values, scan) for values, group in groups.items() for scan in _size_groups(snapshot, group)]
-    for values, (paths, group) in scans:
-        rows = _live(spark.read.schema(physical).parquet(*paths), paths, group)
+    for values, (paths, group, sizes) in scans:
+        rows = _live(spark.read.schema(physical).parquet(*paths), paths, group, sizes)
         known = dict(values)
         frames.append(
             rows.select(
@@ -173,8 +177,11 @@ def _read_mapped(
     return reduce(DataFrame.unionAll, frames)
 
 
-def _live(rows: DataFrame, paths: Sequence[str], files: Sequence[AddFile]) -> DataFrame:
-    """``rows`` without those the files' deletion vectors delete (by file and row index).
+def _live(
+    rows: DataFrame, paths: Sequence[str], files: Sequence[AddFile], known: Sequence[int] | None
+) -> DataFrame:
+    """``rows`` without those the files' deletion vectors delete (by file and row index);
+    ``known``: the files' sizes, if looked up already (``_size_groups``).
 
     The deleted positions go to Spark as one small Arrow table, broadcast into a join: no plan
     text that grows with the vectors. A file whose size (``_metadata.file_size``, a number per
@@ -191,7 +198,8 @@ def _live(rows: DataFrame, paths: Sequence[str], files: Sequence[AddFile]) -> Da
     if not vectors:
         return rows
     # The sizes Spark reads (``_metadata.file_size`` is the file's length, not the log's record).
-    sizes = {os.path.abspath(p): storage.size_and_mtime(p)[0] for p in paths}
+    lengths = known if known is not None else [storage.size_and_mtime(p)[0] for p in paths]
+    sizes = {os.path.abspath(p): size for p, size in zip(paths, lengths, strict=True)}
     shared = {size for size, n in Counter(sizes.values()).items() if n > 1}
     by_size = {
         sizes[p]: deleted
