@@ -149,25 +149,32 @@ def bind(
         return
     description = snapshot.metadata.description
     comment = f"COMMENT {string_literal(description[:TABLE_COMMENT_LIMIT])}" if description else ""
+    columns = _catalog_schema(schema_from_json(snapshot.metadata.schema_string))
     if masked:
         files_of = f"{schema}.{identifier}"
         files_props = f"TBLPROPERTIES ('{binding_view.FILES_OF_PROPERTY}' = {string_literal(files_of)})"
-        _create_files_table(spark, table_name(schema, files), snapshot, folder, "", files_props)
-        view_schema = _catalog_schema(schema_from_json(snapshot.metadata.schema_string))
+        _create_files_table(spark, table_name(schema, files), snapshot, columns, folder, "", files_props)
         spark.sql(
-            binding_view.view_statement(name, table_name(schema, files), folder, view_schema, comment, props)
+            binding_view.view_statement(name, table_name(schema, files), folder, columns, comment, props)
         )
     else:
-        _create_files_table(spark, name, snapshot, folder, comment, props)
+        _create_files_table(spark, name, snapshot, columns, folder, comment, props)
     storage.delete_file(marker, missing_ok=True)
     prune_bindings(root, keep=KEEP_BINDINGS)
 
 
 def _create_files_table(
-    spark: SparkSession, name: str, snapshot: Snapshot, folder: str, comment: str, props: str
+    spark: SparkSession,
+    name: str,
+    snapshot: Snapshot,
+    schema: T.StructType,
+    folder: str,
+    comment: str,
+    props: str,
 ) -> None:
-    """``CREATE TABLE name`` over a version folder, typed by the Delta schema, partitions found."""
-    columns = column_definitions(_catalog_schema(schema_from_json(snapshot.metadata.schema_string)))
+    """``CREATE TABLE name`` over a version folder, typed by ``schema`` (the Delta schema as the
+    catalog stores it), partitions found."""
+    columns = column_definitions(schema)
     partitioned = (
         f"PARTITIONED BY ({', '.join(quote_identifier(c) for c in snapshot.partition_columns)})"
         if snapshot.partition_columns
