@@ -38,7 +38,9 @@ class DeltaCursor(Cursor):
             if handled is not None:
                 result = handled.result
                 logger.debug(f"{result.operation} of {handled.table}: Delta version {result.version}")
-                names = ", ".join(f"{k} long" for k in handled.affected)
+                names = ", ".join(
+                    f"{k} {'string' if isinstance(v, str) else 'long'}" for k, v in handled.affected.items()
+                )
                 self._df = self.spark.createDataFrame([tuple(handled.affected.values())], names)
                 self._rows = None
                 return

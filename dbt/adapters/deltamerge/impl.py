@@ -254,6 +254,14 @@ class DeltaMergeAdapter(SparkAdapter):
             return operations.reorg_table(self.spark_session(), relation, where)
 
     @available
+    def delta_optimize(
+        self, relation: Any, where: Any = None, zorder_by: Any = None, dry_run: Any = False
+    ) -> Dict[str, Any]:
+        """OPTIMIZE [ZORDER BY] of a model's Delta table (a relation, or ``"schema.table"``)."""
+        with named_errors(f"optimize of {relation}"):
+            return operations.optimize_table(self.spark_session(), relation, where, zorder_by, dry_run)
+
+    @available
     def delta_recover_binding(self, relation: BaseRelation) -> bool:
         """Bind again a Delta table whose catalog entry a killed run left dropped; True if it did."""
         with named_errors(f"binding of {relation}"):

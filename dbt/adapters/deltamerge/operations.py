@@ -25,7 +25,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql import types as T
 
 from dbt.adapters.deltamerge import binding
-from dbt.adapters.deltamerge.common.config_values import SpecError, number, operation_flag, text
+from dbt.adapters.deltamerge.common.config_values import SpecError, names, number, operation_flag, text
 from dbt.adapters.deltamerge.common.sql import quote_identifier, string_literal
 from dbt.adapters.deltamerge.delta import storage
 from dbt.adapters.deltamerge.delta.change_feed import read_changes
@@ -37,12 +37,13 @@ from dbt.adapters.deltamerge.delta.convert import (
     convert_to_delta,
     parse_partition_schema,
 )
+from dbt.adapters.deltamerge.delta.optimize import optimize, plan_bins
 from dbt.adapters.deltamerge.delta.paths import parse_partition_folder
 from dbt.adapters.deltamerge.delta.snapshot import load_snapshot
 from dbt.adapters.deltamerge.delta.vacuum import vacuum
 from dbt.adapters.deltamerge.errors import ModelWriteError
-from dbt.adapters.deltamerge.statements.maintenance import reorg_purge
-from dbt.adapters.deltamerge.statements.parse_maintenance import ReorgStatement
+from dbt.adapters.deltamerge.statements.maintenance import optimize_plan, reorg_purge
+from dbt.adapters.deltamerge.statements.parse_maintenance import OptimizeStatement, ReorgStatement
 
 
 def table_changes(spark: SparkSession, relation: Any, start: Any, end: Any = None) -> str:
@@ -109,6 +110,52 @@ def reorg_table(spark: SparkSession, relation: Any, where: Any) -> dict[str, Any
     if result.version is not None:
         binding.bind(spark, schema=schema, identifier=identifier, snapshot=result.snapshot)
     return {"table_path": table_path, "version": result.version, "metrics": dict(result.metrics)}
+
+
+def optimize_table(
+    spark: SparkSession, relation: Any, where: Any, zorder_by: Any, dry_run: Any
+) -> dict[str, Any]:
+    """OPTIMIZE of ``relation``'s Delta table (``delta.optimize``): the version committed (None when
+    no file needed rewriting) and Delta's metrics; ``dry_run``: the bins it would write, nothing written."""
+    problems: list[str] = []
+    if where is not None and not (isinstance(where, str) and where.strip()):
+        problems.append(f"where must be a SQL condition on partition columns, got {where!r}")
+    columns = names(zorder_by, "zorder_by", problems) if zorder_by is not None else ()
+    listing = operation_flag(dry_run, "dry_run", problems)
+    _checked("optimize", problems)
+    schema, identifier, table_path = _delta_table(spark, relation, "optimize")
+    snapshot = load_snapshot(table_path)
+    if snapshot is None:
+        raise ModelWriteError(f"optimize: no Delta table at {table_path}")
+    statement = OptimizeStatement((schema, identifier), where, tuple(columns))
+    considered, options = optimize_plan(spark, snapshot, statement)
+    if listing:
+        bins = plan_bins(considered, options)
+        return {
+            "table_path": table_path,
+            "dry_run": True,
+            "bins": [
+                {
+                    "partition": dict(b.partition_values),
+                    "files": len(b.files),
+                    "bytes": b.size,
+                    "files_out": b.files_out,
+                }
+                for b in bins
+            ],
+            "files_in": sum(len(b.files) for b in bins),
+            "files_out": sum(b.files_out for b in bins),
+            "bytes": sum(b.size for b in bins),
+        }
+    result = optimize(spark, snapshot, considered, options, [where] if where else [])
+    if result.version is not None:
+        binding.bind(spark, schema=schema, identifier=identifier, snapshot=result.snapshot)
+    return {
+        "table_path": table_path,
+        "dry_run": False,
+        "version": result.version,
+        "metrics": dict(result.metrics),
+    }
 
 
 def _version(value: Any, key: str, problems: list[str]) -> int:

@@ -19,7 +19,7 @@ import logging
 import os
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -74,6 +74,8 @@ class CommitInfo:
     txn: tuple[str, int] | None = None
     # The rows this commit copies or updates keep their stable row ids (``row_ids.py``).
     row_ids_kept: bool = False
+    # Delta's isolation level: SnapshotIsolation for commits that change no data (OPTIMIZE).
+    isolation_level: str = "WriteSerializable"
 
     def to_action(
         self,
@@ -91,7 +93,7 @@ class CommitInfo:
             "operationParameters": {
                 k: v if isinstance(v, str) else json.dumps(v) for k, v in self.operation_parameters.items()
             },
-            "isolationLevel": "WriteSerializable",
+            "isolationLevel": self.isolation_level,
             "isBlindAppend": self.is_blind_append,
             "operationMetrics": {k: str(v) for k, v in self.operation_metrics.items()},
             "engineInfo": f"dbt-deltamerge/{_VERSION}",
@@ -294,3 +296,23 @@ def maybe_checkpoint(table_path: str, version: int, interval: int) -> bool:
         _LOG.warning("Delta table at %s: checkpoint of version %s failed (%s)", table_path, version, exc)
         return False
     return True
+
+
+def clean_expired_logs(table_path: str, configuration: Mapping[str, str]) -> None:
+    """Delete the log files and checkpoints older than ``delta.logRetentionDuration`` (30 days)
+    that no version inside the retention needs (with delta-rs, after a checkpoint, as Delta does);
+    off with ``delta.enableExpiredLogCleanup = false``.
+
+    delta-rs keeps every commit newer than the cutoff and the newest checkpoint at or before the
+    oldest of them, deleting only older commits and checkpoints: every version inside the
+    retention stays readable (time travel), the versions before it do not. A failure is logged:
+    the commit stands, and the next checkpoint tries again.
+    """
+    if str(configuration.get("delta.enableExpiredLogCleanup", "true")).lower() == "false":
+        return
+    from deltalake import DeltaTable
+
+    try:
+        DeltaTable(table_path).cleanup_metadata()
+    except Exception as exc:  # whatever failed, the commit stands
+        _LOG.warning("Delta table at %s: log cleanup failed (%s)", table_path, exc)

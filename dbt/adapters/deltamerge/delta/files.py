@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import os
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass
 from urllib.parse import unquote
 
@@ -28,6 +29,7 @@ STAGING_DIR = "_deltamerge_staging"
 CHANGE_DATA_DIR = "_change_data"
 CHANGE_TYPE = "_change_type"
 _CDC_PARTITION = "__is_cdc"
+OPTIMIZE_WRITE = "delta.autoOptimize.optimizeWrite"
 
 
 @dataclass(frozen=True)
@@ -72,6 +74,15 @@ class ChangeFile:
                 "dataChange": False,
             }
         }
+
+
+def optimized(df: DataFrame, partition_columns: list[str], configuration: Mapping[str, str]) -> DataFrame:
+    """``df`` as an optimized write (``delta.autoOptimize.optimizeWrite``) writes it: rebalanced by
+    the partition columns into Spark's adaptive partitions (a few right-sized files per partition,
+    not one per task); unchanged when the table does not ask for it."""
+    if str(configuration.get(OPTIMIZE_WRITE, "false")).lower() != "true":
+        return df
+    return df.hint("rebalance", *partition_columns)
 
 
 def write_data_and_changes(

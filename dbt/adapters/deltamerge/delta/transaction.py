@@ -18,6 +18,7 @@ from typing import Any
 from dbt.adapters.deltamerge.delta.commit import (
     DEFAULT_CHECKPOINT_INTERVAL,
     CommitInfo,
+    clean_expired_logs,
     commit,
     maybe_checkpoint,
     now_ms,
@@ -141,8 +142,8 @@ def commit_files(
     if any("metaData" in a for a in leading) and info.is_blind_append:
         info = replace(info, is_blind_append=False)
     protocol, properties, domains = _effective(current, leading)
-    if removed:
-        check_removable(properties, table=table_path)
+    if removed and data_change:
+        check_removable(properties, table=table_path)  # rearranging rows is no change of them
     actions = [
         *leading,
         *[_stored(f.remove_action(stamp), current) for f in removed],
@@ -168,7 +169,8 @@ def commit_files(
         stamps=CommitStamps.for_table(protocol, properties, domains),
     )
     interval = int(configuration.get("delta.checkpointInterval", DEFAULT_CHECKPOINT_INTERVAL))
-    maybe_checkpoint(table_path, version, interval)
+    if maybe_checkpoint(table_path, version, interval):
+        clean_expired_logs(table_path, configuration)
     snapshot = load_snapshot(table_path, version)
     assert snapshot is not None
     return WriteResult(version, info.operation, dict(info.operation_metrics), snapshot)

@@ -42,6 +42,7 @@ from dbt.adapters.deltamerge.delta.files import (
     CHANGE_TYPE,
     ChangeFile,
     WrittenFile,
+    optimized,
     write_data_and_changes,
     write_data_files,
 )
@@ -283,7 +284,11 @@ def write_files(
     mapping metadata) is needed when the table maps columns: files hold physical names.
     Every row is checked against the table's constraints in the same Spark job."""
     num_indexed = int(configuration.get("delta.dataSkippingNumIndexedCols", DEFAULT_NUM_INDEXED_COLS))
-    df = enforced(df, Constraints.of(schema or T.StructType(), configuration))
+    df = optimized(
+        enforced(df, Constraints.of(schema or T.StructType(), configuration)),
+        partition_columns,
+        configuration,
+    )
     df, partition_columns, unindexed = _as_stored(df, partition_columns, configuration, schema)
     _unshredded_variants(df)
     return write_data_files(
@@ -302,7 +307,9 @@ def write_files_and_changes(
     rows checked against the table's constraints in the same Spark job)."""
     num_indexed = int(configuration.get("delta.dataSkippingNumIndexedCols", DEFAULT_NUM_INDEXED_COLS))
     constraints = Constraints.of(schema or T.StructType(), configuration)
-    df = enforced(df, constraints, rows=F.col(CHANGE_TYPE).isNull())
+    df = optimized(
+        enforced(df, constraints, rows=F.col(CHANGE_TYPE).isNull()), partition_columns, configuration
+    )
     df, partition_columns, unindexed = _as_stored(df, partition_columns, configuration, schema)
     _unshredded_variants(df)
     return write_data_and_changes(

@@ -88,6 +88,9 @@ WRITE_KEYS: dict[str, Kind] = {
     "generated_columns": _map("a map of column to SQL expression"),
     "column_defaults": _map("a map of column to SQL expression"),
     "identity_columns": _map("a map of column to {start, step, generated}"),
+    "zorder": COLUMNS,
+    "optimize_after_run": FLAG,
+    "auto_optimize": FLAG,
 }
 MERGE_KEYS: dict[str, Kind] = {
     "unique_key": COLUMNS,

@@ -18,6 +18,8 @@ from typing import Any, Literal, TypeVar
 from dbt.adapters.deltamerge.cdc.spec import CdcSpec
 from dbt.adapters.deltamerge.common.config_values import SpecError
 from dbt.adapters.deltamerge.common.sql import quote_identifier
+from dbt.adapters.deltamerge.delta.auto_optimize import AUTO_COMPACT
+from dbt.adapters.deltamerge.delta.files import OPTIMIZE_WRITE
 from dbt.adapters.deltamerge.delta.properties import value_problems
 from dbt.adapters.deltamerge.delta.protocol import CDF_PROPERTY, change_data_feed_enabled
 from dbt.adapters.deltamerge.delta.row_deletion import ENABLE_PROPERTY as DELETION_VECTORS_PROPERTY
@@ -48,6 +50,9 @@ class WriteSpec:
     location_root: str | None = None
     on_schema_change: str = "ignore"
     event_time: str | None = None
+    # OPTIMIZE after each run (``optimize_after_run``), Z-ordered by ``zorder`` (which implies it).
+    zorder: tuple[str, ...] = ()
+    optimize_after_run: bool = False
 
     @property
     def deletion_vectors(self) -> bool:
@@ -72,6 +77,9 @@ class WriteSpec:
             properties[CDF_PROPERTY] = "true"
         if read("deletion_vectors"):
             properties[DELETION_VECTORS_PROPERTY] = "true"
+        if read("auto_optimize"):
+            for key in (AUTO_COMPACT, OPTIMIZE_WRITE):  # tblproperties may still turn one off
+                properties.setdefault(key, "true")
         problems.extend(f"tblproperties: {problem}" for problem in value_problems(properties))
         spec = cls(
             model=model,
@@ -82,6 +90,8 @@ class WriteSpec:
             location_root=read("location_root"),
             on_schema_change=read("on_schema_change") or "ignore",
             event_time=read("event_time"),
+            zorder=read("zorder"),
+            optimize_after_run=bool(read("optimize_after_run")),
         )
         problems.extend(misspelling_problems(config))
         if problems:

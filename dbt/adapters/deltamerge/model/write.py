@@ -19,6 +19,8 @@ from pyspark.sql import types as T
 from dbt.adapters.deltamerge import binding
 from dbt.adapters.deltamerge.cdc.apply import apply_changes
 from dbt.adapters.deltamerge.common.sql import quote_identifier
+from dbt.adapters.deltamerge.delta.auto_optimize import auto_compact, auto_compact_enabled
+from dbt.adapters.deltamerge.delta.optimize import OptimizeOptions, optimize
 from dbt.adapters.deltamerge.delta.paths import table_path_of
 from dbt.adapters.deltamerge.delta.redefine import redefine
 from dbt.adapters.deltamerge.delta.snapshot import Snapshot, has_delta_log, load_snapshot
@@ -89,9 +91,25 @@ def write_model(
         result = _table_write(
             spark, df, table, spec, materialization, full_refresh=full_refresh, batch=batch, contract=contract
         )
+    latest = _maintained(spark, result, spec) if result.version is not None else result.snapshot
     if result.version is not None or write == "table_write" or not table.bound:
-        binding.bind(spark, schema=table.schema, identifier=table.identifier, snapshot=result.snapshot)
+        binding.bind(spark, schema=table.schema, identifier=table.identifier, snapshot=latest)
     return result
+
+
+def _maintained(spark: SparkSession, result: WriteResult, spec: ModelSpec) -> Snapshot:
+    """The table after the maintenance a committed write asks for: auto compaction (the table's or
+    the model's ``auto_optimize``), then the model's OPTIMIZE (``optimize_after_run``, ``zorder``)."""
+    compacted = auto_compact(spark, result, enabled=auto_compact_enabled(spec.write.tblproperties))
+    latest = compacted if compacted is not None and compacted.version is not None else result
+    if spec.write.optimize_after_run or spec.write.zorder:
+        snapshot = latest.snapshot
+        options = OptimizeOptions.for_table(
+            dict(snapshot.metadata.configuration), zorder_by=spec.write.zorder
+        )
+        optimized = optimize(spark, snapshot, snapshot.files, options)
+        latest = optimized if optimized.version is not None else latest
+    return latest.snapshot
 
 
 def _replaces(spec: ModelSpec, materialization: Materialization, write: Write, full_refresh: bool) -> bool:

@@ -6,27 +6,41 @@ refusing a property that switches on a feature this engine does not write. ``REO
 APPLY (PURGE)`` rewrites every file with a deletion vector (``WHERE``: of the partitions the
 predicate keeps) without its deleted rows, as Delta's ``REORG`` commit: removes and adds with
 ``dataChange: false``, OPTIMIZE's metrics, rows and row ids unchanged; readers that cannot
-read deletion vectors can read the table again.
+read deletion vectors can read the table again. ``OPTIMIZE t [WHERE ...] [ZORDER BY (...)]``
+runs ``delta/optimize.py`` on the files of the partitions the predicate keeps. The predicates of
+both may name partition columns only (Delta's refusal otherwise).
 """
 
 from __future__ import annotations
 
 import json
 import time
+from dataclasses import replace
 
 from pyspark.sql import SparkSession
 
 from dbt.adapters.deltamerge.delta.commit import CommitInfo
-from dbt.adapters.deltamerge.delta.errors import UnsupportedTableFeature
+from dbt.adapters.deltamerge.delta.errors import DeltaError, UnsupportedTableFeature
 from dbt.adapters.deltamerge.delta.features import check_writable, configuration_problems
 from dbt.adapters.deltamerge.delta.metrics import execution_time, optimize_metrics
+from dbt.adapters.deltamerge.delta.optimize import OptimizeOptions, optimize, zorder_problems
 from dbt.adapters.deltamerge.delta.read import read_files
 from dbt.adapters.deltamerge.delta.redefine import redefine
-from dbt.adapters.deltamerge.delta.snapshot import Snapshot
+from dbt.adapters.deltamerge.delta.snapshot import AddFile, Snapshot
 from dbt.adapters.deltamerge.delta.transaction import WriteResult, commit_files
 from dbt.adapters.deltamerge.delta.write import write_files
+from dbt.adapters.deltamerge.delta.zorder import ZOrderError
 from dbt.adapters.deltamerge.statements.dml_parts import columns, layout, row_ids, skipped
-from dbt.adapters.deltamerge.statements.parse_maintenance import ReorgStatement, SetPropertiesStatement
+from dbt.adapters.deltamerge.statements.parse_maintenance import (
+    OptimizeStatement,
+    ReorgStatement,
+    SetPropertiesStatement,
+    non_partition_column,
+)
+
+
+class MaintenanceError(DeltaError):
+    """An OPTIMIZE or REORG Delta refuses (a predicate on data columns): nothing was committed."""
 
 
 def set_properties(
@@ -67,6 +81,7 @@ def reorg_purge(spark: SparkSession, snapshot: Snapshot, statement: ReorgStateme
         snapshot.metadata.schema_string,
         table=snapshot.table_path,
     )
+    _check_predicate(statement.condition, snapshot)
     kept, read = skipped(spark, snapshot, statement.condition or "true", None)
     purged = [f for f in kept if f.deletion_vector is not None]
     if not purged:
@@ -90,3 +105,30 @@ def reorg_purge(spark: SparkSession, snapshot: Snapshot, statement: ReorgStateme
         read=read,
         data_change=False,
     )
+
+
+def optimize_table(spark: SparkSession, snapshot: Snapshot, statement: OptimizeStatement) -> WriteResult:
+    """OPTIMIZE [WHERE partition predicate] [ZORDER BY]: one ``OPTIMIZE`` commit, or none."""
+    considered, options = optimize_plan(spark, snapshot, statement)
+    predicate = [statement.condition] if statement.condition else []
+    return optimize(spark, snapshot, considered, options, predicate)
+
+
+def optimize_plan(
+    spark: SparkSession, snapshot: Snapshot, statement: OptimizeStatement
+) -> tuple[list[AddFile], OptimizeOptions]:
+    """The files an OPTIMIZE considers (its predicate's partitions) and its options (Z-order
+    columns checked as Delta checks them), before anything is read: the dry run's plan too."""
+    _check_predicate(statement.condition, snapshot)
+    considered, _ = skipped(spark, snapshot, statement.condition or "true", None)
+    options = OptimizeOptions.for_table(dict(snapshot.metadata.configuration), zorder_by=statement.zorder_by)
+    problems, columns = zorder_problems(snapshot, options.zorder_by)
+    if problems:
+        raise ZOrderError("; ".join(problems) + ". Nothing was committed.")
+    return considered, replace(options, zorder_by=tuple(columns))
+
+
+def _check_predicate(condition: str | None, snapshot: Snapshot) -> None:
+    problem = non_partition_column(condition, snapshot.partition_columns) if condition else None
+    if problem:
+        raise MaintenanceError(f"{problem}. Nothing was committed.")

@@ -26,6 +26,7 @@ from dbt.adapters.deltamerge.statements.parse_dml import (
     table_parts,
 )
 from dbt.adapters.deltamerge.statements.parse_maintenance import (
+    OptimizeStatement,
     ReorgStatement,
     SetPropertiesStatement,
     parse_maintenance,
@@ -64,6 +65,7 @@ def parse_write_statement(
     | DdlStatement
     | SetPropertiesStatement
     | ReorgStatement
+    | OptimizeStatement
     | None
 ):
     """The table write ``sql`` is, or None when it writes no table (or does not parse).

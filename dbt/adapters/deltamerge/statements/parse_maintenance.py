@@ -1,7 +1,8 @@
 """Table property and maintenance statements on a Delta table, parsed (pure).
 
 ``ALTER TABLE t SET TBLPROPERTIES ('k' = 'v', ...)``, ``ALTER TABLE t UNSET TBLPROPERTIES
-[IF EXISTS] ('k', ...)`` and ``REORG TABLE t [WHERE partition_predicate] APPLY (PURGE)``.
+[IF EXISTS] ('k', ...)``, ``REORG TABLE t [WHERE partition_predicate] APPLY (PURGE)`` and
+``OPTIMIZE t [WHERE partition_predicate] [ZORDER BY (c1, c2)]``.
 sqlglot reads the first; the others it does not know, so they are matched here and only their
 table name and predicate are handed to sqlglot.
 """
@@ -35,6 +36,22 @@ class ReorgStatement:
     condition: str | None
 
 
+@dataclass(frozen=True)
+class OptimizeStatement:
+    """``OPTIMIZE t [WHERE predicate] [ZORDER BY (columns)]``."""
+
+    parts: tuple[str, ...]
+    condition: str | None
+    zorder_by: tuple[str, ...] = ()
+
+
+_OPTIMIZE = re.compile(
+    r"^\s*optimize\s+(?P<table>.+?)(?:\s+where\s+(?P<where>.+?))?"
+    r"(?:\s+zorder\s+by\s*(?P<zorder>\(.*\)|[^()]+?))?\s*;?\s*$",
+    re.IGNORECASE | re.DOTALL,
+)
+# Comments before a statement (dbt's query comment): the patterns below match what follows them.
+_LEADING_COMMENTS = re.compile(r"^(?:\s+|--[^\n]*(?:\n|$)|/\*.*?\*/)*", re.DOTALL)
 _UNSET = re.compile(
     r"^\s*alter\s+table\s+(?P<table>.+?)\s+unset\s+tblproperties\s+(?P<exists>if\s+exists\s+)?\((?P<keys>.*)\)\s*;?\s*$",
     re.IGNORECASE | re.DOTALL,
@@ -45,8 +62,15 @@ _REORG = re.compile(
 )
 
 
-def parse_maintenance(sql: str, tree: exp.Expr | None) -> SetPropertiesStatement | ReorgStatement | None:
-    """The property or REORG statement ``sql`` is, or None.
+def parse_maintenance(
+    sql: str, tree: exp.Expr | None
+) -> SetPropertiesStatement | ReorgStatement | OptimizeStatement | None:
+    """The property, REORG or OPTIMIZE statement ``sql`` is, or None.
+
+    >>> parse_maintenance("OPTIMIZE s.t WHERE d >= '2024-01-01' ZORDER BY (a, `b c`)", None)
+    OptimizeStatement(parts=('s', 't'), condition="d >= '2024-01-01'", zorder_by=('a', 'b c'))
+    >>> parse_maintenance("/* dbt */ -- note\\n optimize t zorder by a", None)
+    OptimizeStatement(parts=('t',), condition=None, zorder_by=('a',))
 
     >>> parse_maintenance("REORG TABLE s.t WHERE p = 'x' APPLY (PURGE)", None)
     ReorgStatement(parts=('s', 't'), condition="p = 'x'")
@@ -61,6 +85,14 @@ def parse_maintenance(sql: str, tree: exp.Expr | None) -> SetPropertiesStatement
         if len(found) == 1 and isinstance(found[0], exp.Properties):
             pairs = tuple((_text(p.this), _text(p.args.get("value"))) for p in found[0].expressions)
             return SetPropertiesStatement(table_parts(tree.this), pairs)
+    sql = _LEADING_COMMENTS.sub("", sql, count=1)
+    if (match := _OPTIMIZE.match(sql)) is not None:
+        where, zorder = match["where"], match["zorder"]
+        return OptimizeStatement(
+            _table(match["table"]),
+            sql_of(sqlglot.parse_one(where, dialect=SPARK)) if where else None,
+            _names(zorder.strip().removeprefix("(").removesuffix(")")) if zorder else (),
+        )
     if (match := _UNSET.match(sql)) is not None:
         keys = tuple((k.strip().strip("'\"`"), "") for k in match["keys"].split(",") if k.strip())
         return SetPropertiesStatement(
@@ -80,6 +112,29 @@ def parse_maintenance(sql: str, tree: exp.Expr | None) -> SetPropertiesStatement
 
 def _table(text: str) -> tuple[str, ...]:
     return table_parts(sqlglot.parse_one(text.strip(), dialect=SPARK, into=exp.Table))
+
+
+def non_partition_column(condition: str, partition_columns: list[str]) -> str | None:
+    """Delta's refusal of an OPTIMIZE or REORG predicate naming a column that is not a partition column.
+
+    >>> non_partition_column("p = 'a' and q > 1", ["p"])
+    "Predicate references non-partition column 'q'. Only the partition columns may be referenced: [p]"
+    >>> non_partition_column("P = 'a'", ["p"]) is None
+    True
+    """
+    allowed = {c.lower() for c in partition_columns}
+    for column in sqlglot.parse_one(condition, dialect=SPARK).find_all(exp.Column):
+        if column.name.lower() not in allowed:
+            return (
+                f"Predicate references non-partition column '{column.name}'. Only the partition columns "
+                f"may be referenced: [{', '.join(partition_columns)}]"
+            )
+    return None
+
+
+def _names(text: str) -> tuple[str, ...]:
+    query = sqlglot.parse_one(f"SELECT {text}", dialect=SPARK)
+    return tuple(e.name for e in query.expressions)
 
 
 def _text(node: exp.Expr | None) -> str:

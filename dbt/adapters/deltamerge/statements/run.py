@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pyspark.sql import SparkSession
 
 from dbt.adapters.deltamerge import binding
+from dbt.adapters.deltamerge.delta.auto_optimize import auto_compact
 from dbt.adapters.deltamerge.delta.errors import DeltaError
 from dbt.adapters.deltamerge.delta.metrics import rows_affected
 from dbt.adapters.deltamerge.delta.paths import table_path_of
@@ -32,7 +33,7 @@ from dbt.adapters.deltamerge.statements import dml
 from dbt.adapters.deltamerge.statements.column_ddl import add_constraint, alter_column, drop_constraint
 from dbt.adapters.deltamerge.statements.ddl import add_columns, create_table, drop_columns, rename_column
 from dbt.adapters.deltamerge.statements.insert import insert_into
-from dbt.adapters.deltamerge.statements.maintenance import reorg_purge, set_properties
+from dbt.adapters.deltamerge.statements.maintenance import optimize_table, reorg_purge, set_properties
 from dbt.adapters.deltamerge.statements.parse import (
     RefusedStatement,
     StatementParseError,
@@ -55,7 +56,11 @@ from dbt.adapters.deltamerge.statements.parse_dml import (
     TruncateStatement,
     UpdateStatement,
 )
-from dbt.adapters.deltamerge.statements.parse_maintenance import ReorgStatement, SetPropertiesStatement
+from dbt.adapters.deltamerge.statements.parse_maintenance import (
+    OptimizeStatement,
+    ReorgStatement,
+    SetPropertiesStatement,
+)
 
 _LEADING = re.compile(r"^(?:\s+|--[^\n]*(?:\n|$)|/\*.*?\*/)*([a-z]+)", re.IGNORECASE | re.DOTALL)
 _WRITING = {
@@ -70,6 +75,7 @@ _WRITING = {
     "alter",
     "replace",
     "reorg",
+    "optimize",
 }
 
 
@@ -83,7 +89,7 @@ class StatementResult:
 
     table: str
     result: WriteResult
-    affected: dict[str, int]
+    affected: dict[str, int | str]
 
 
 def may_write_table(sql: str) -> bool:
@@ -147,6 +153,8 @@ def run_on_delta(spark: SparkSession, sql: str) -> StatementResult | None:
         result = set_properties(spark, snapshot, parsed, name)
     elif isinstance(parsed, ReorgStatement):
         result = reorg_purge(spark, snapshot, parsed)
+    elif isinstance(parsed, OptimizeStatement):
+        result = optimize_table(spark, snapshot, parsed)
     else:
         result = insert_into(spark, parsed, snapshot, name)
     return _done(spark, schema, identifier, result)
@@ -221,5 +229,15 @@ def _merge(spark: SparkSession, statement: MergeStatement, snapshot: Snapshot, n
 
 def _done(spark: SparkSession, schema: str, identifier: str, result: WriteResult) -> StatementResult:
     if result.version is not None:
-        binding.bind(spark, schema=schema, identifier=identifier, snapshot=result.snapshot)
-    return StatementResult(f"{schema}.{identifier}", result, rows_affected(result.operation, result.metrics))
+        compacted = auto_compact(spark, result)  # the table's auto compaction, if it asks for it
+        latest = (
+            compacted.snapshot if compacted is not None and compacted.version is not None else result.snapshot
+        )
+        binding.bind(spark, schema=schema, identifier=identifier, snapshot=latest)
+    if result.operation in ("OPTIMIZE", "REORG"):
+        # Delta's result of both: the table's path and the operation's metrics.
+        row: dict[str, int | str] = {"path": result.snapshot.table_path, **result.metrics}
+        return StatementResult(f"{schema}.{identifier}", result, row)
+    return StatementResult(
+        f"{schema}.{identifier}", result, dict(rows_affected(result.operation, result.metrics))
+    )

@@ -1,0 +1,305 @@
+"""OPTIMIZE, Z-order, auto compaction, optimized writes and log cleanup on real Delta tables.
+
+Through dbt (SQL ``OPTIMIZE`` from a macro's ``run_query``, ``dbt run-operation optimize``, the
+``zorder`` / ``optimize_after_run`` / ``auto_optimize`` model config) and through the engine on the
+test session (conflicts, deletion vectors, column mapping, a table delta-rs wrote). Every table is
+read back by delta-rs; rows never change, the layout does.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+from dbt.tests.util import run_dbt, run_dbt_and_capture
+from deltalake import DeltaTable, write_deltalake
+from deltalake.exceptions import TableNotFoundError
+
+from dbt.adapters.deltamerge.delta.conflicts import ConcurrentDeleteRead
+from dbt.adapters.deltamerge.delta.optimize import OptimizeOptions, optimize
+from dbt.adapters.deltamerge.delta.snapshot import load_snapshot
+from dbt.adapters.deltamerge.delta.write import WriteRequest, write_dataframe
+from dbt.adapters.deltamerge.statements.dml import delete_rows
+from tests.functional.helpers import live_rows, log_actions, rows, table_path
+from tests.validator import problems
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "delta-rs"
+
+# Six INSERTs of small files into both partitions; then OPTIMIZE from SQL (one partition, then all).
+SQL_MACRO = """
+{% macro small_files_then_optimize(table) %}
+  {% for i in range(6) %}
+    {% set offset = (i + 1) * 1000 %}
+    {% do run_query("insert into " ~ table ~ " select id + " ~ offset ~ ", a, b, p from " ~ table
+                    ~ " where id < 1000") %}
+  {% endfor %}
+  {% set one = run_query("OPTIMIZE " ~ table ~ " WHERE p = 'x'") %}
+  {% set all = run_query("optimize " ~ table) %}
+  {% set found = {"one": one.rows[0] | list, "all": all.rows[0] | list, "names": one.column_names | list} %}
+  {% do log("RESULT " ~ tojson(found), info=True) %}
+{% endmacro %}
+"""
+
+BASE = (
+    "{{ config(materialized='table', partition_by=['p'], "
+    "tblproperties={'delta.targetFileSize': '30000'}) }}\n"
+    "select /*+ REPARTITION(4) */ id, cast(id * 7919 % 1000 as int) as a, "
+    "cast(id * 104729 % 997 as int) as b, "
+    "case when id % 2 = 0 then 'x' else 'y' end as p from range(1000) as t(id)"
+)
+
+
+def _rows(path: str) -> list[tuple]:
+    return sorted(tuple(r.values()) for r in live_rows(path))
+
+
+def _files(path: str) -> list[dict]:
+    return pa.table(DeltaTable(path).get_add_actions(flatten=True)).to_pylist()
+
+
+class TestOptimizeThroughDbt:
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {
+            "small.sql": BASE,
+            "zordered.sql": BASE.replace("partition_by=['p'], ", "")
+            .replace("materialized='table'", "materialized='table', zorder=['a', 'b']")
+            .replace("range(1000)", "range(20000)")
+            .replace("'30000'", "'8000'"),
+            "compacted.sql": (
+                "{{ config(materialized='incremental', incremental_strategy='append', partition_by=['p'], "
+                "auto_optimize=true, tblproperties={'delta.autoOptimize.optimizeWrite': 'false'}) }}\n"
+                "select /*+ REPARTITION(60) */ id, 'x' as p "
+                "from range({{ 600 if is_incremental() else 10 }}) as t(id)"
+            ),
+        }
+
+    @pytest.fixture(scope="class")
+    def macros(self):
+        return {"optimize_steps.sql": SQL_MACRO}
+
+    def test_sql_optimize_bin_packs_each_partition_rows_unchanged(self, project):
+        run_dbt(["run", "--select", "small"])
+        path = table_path(project, "small")
+        relation = f"{project.test_schema}.small"
+        _, out = run_dbt_and_capture(
+            ["run-operation", "small_files_then_optimize", "--args", f"{{table: {relation}}}"]
+        )
+        result = json.loads(out.split("RESULT ", 1)[1].splitlines()[0])
+        names = result["names"]
+        one = dict(zip(names, result["one"], strict=True))
+        everything = dict(zip(names, result["all"], strict=True))
+        assert names[0] == "path" and one["path"] == path
+        history = DeltaTable(path).history()
+        assert [h["operation"] for h in history[:2]] == ["OPTIMIZE", "OPTIMIZE"]
+        first = history[1]
+        before = sorted(tuple(r.values()) for r in rows(path, first["version"] - 1))
+        assert first["operationParameters"]["predicate"] == "[\"p = 'x'\"]"
+        assert (
+            first["operationParameters"]["zOrderBy"] == "[]"
+            and first["operationParameters"]["auto"] == "false"
+        )
+        assert first["isolationLevel"] == "SnapshotIsolation"
+        # Partition x: 4 files of the table write + 6 inserts, each small (30 kB target) -> bins.
+        assert one["numRemovedFiles"] == int(first["operationMetrics"]["numRemovedFiles"]) >= 8
+        assert 1 <= one["numAddedFiles"] < one["numRemovedFiles"]
+        actions = log_actions(path, first["version"])
+        removed = [a["remove"] for a in actions if "remove" in a]
+        added = [a["add"] for a in actions if "add" in a]
+        assert {r["partitionValues"]["p"] for r in removed} == {"x"} and not any(
+            r["dataChange"] for r in removed
+        )
+        assert all(not a["dataChange"] and json.loads(a["stats"])["numRecords"] > 0 for a in added)
+        assert sum(json.loads(a["stats"])["numRecords"] for a in added) == 3500
+        assert everything["numRemovedFiles"] >= 8  # partition y now
+        assert _rows(path) == before and len(before) == 7000
+        assert sorted(r["id"] for r in live_rows(path)) == list(range(7000))
+        # Running it again finds nothing worth rewriting: no new version.
+        version = DeltaTable(path).version()
+        run_dbt(["run-operation", "optimize", "--args", f"{{relation: {relation}}}"])
+        assert DeltaTable(path).version() == version
+        assert problems(path) == []
+
+    def test_zorder_operation_dry_run_and_delta_refusals(self, project):
+        path = table_path(project, "small")
+        relation = f"{project.test_schema}.small"
+        version = DeltaTable(path).version()
+        _, out = run_dbt_and_capture(
+            [
+                "run-operation",
+                "optimize",
+                "--args",
+                f"{{relation: {relation}, zorder_by: [a, b], dry_run: true}}",
+            ]
+        )
+        assert "would rewrite" in out and DeltaTable(path).version() == version
+        for args, message in [
+            ("zorder_by: [p]", "p is a partition column. Z-Ordering can only be performed on data columns"),
+            ("zorder_by: [nope]", "Z-Ordering column nope does not exist in data schema."),
+            ('where: "a > 1"', "Predicate references non-partition column 'a'. Only the partition columns"),
+        ]:
+            _, out = run_dbt_and_capture(
+                ["run-operation", "optimize", "--args", f"{{relation: {relation}, {args}}}"],
+                expect_pass=False,
+            )
+            assert message in out and DeltaTable(path).version() == version
+        before = _rows(path)
+        run_dbt(["run-operation", "optimize", "--args", f"{{relation: {relation}, zorder_by: [a, b]}}"])
+        latest = DeltaTable(path).history(1)[0]
+        assert latest["operation"] == "OPTIMIZE" and latest["operationParameters"]["zOrderBy"] == '["a", "b"]'
+        assert _rows(path) == before and problems(path) == []
+
+    def test_zorder_config_clusters_both_columns_for_data_skipping(self, project):
+        run_dbt(["run", "--select", "zordered"])
+        path = table_path(project, "zordered")
+        assert [h["operation"] for h in DeltaTable(path).history()[:2]] == [
+            "OPTIMIZE",
+            "CREATE TABLE AS SELECT",
+        ]
+        files = _files(path)
+        assert len(files) >= 4
+        # Files whose range of a (and of b) meets a tenth of its values: far fewer than all.
+        for column in ("a", "b"):
+            met = [f for f in files if f[f"min.{column}"] < 100]
+            assert len(met) <= len(files) // 2, (column, len(met), len(files))
+        assert sorted(r["id"] for r in live_rows(path)) == list(range(20000))
+
+    def test_auto_compaction_follows_a_write_that_leaves_many_small_files(self, project):
+        run_dbt(["run", "--select", "compacted"])
+        path = table_path(project, "compacted")
+        result = run_dbt(["run", "--select", "compacted"])
+        history = DeltaTable(path).history()
+        assert [h["operation"] for h in history[:2]] == ["OPTIMIZE", "WRITE"]
+        assert history[0]["operationParameters"]["auto"] == "true"
+        assert result.results[0].adapter_response["delta_version"] == history[1]["version"]
+        assert len(_files(path)) == 1  # 10 + 60 small files in partition x: one file of 128 MiB at most
+        assert sorted(r["id"] for r in live_rows(path)) == sorted([*range(10), *range(600)])
+
+
+def _table(
+    spark, path: str, rows: int, files: int, properties: dict | None = None, partition: bool = False
+) -> None:
+    frame = spark.range(rows).selectExpr("id", "cast(id % 97 as int) as a", "concat('v', id) as s")
+    if partition:
+        frame = frame.selectExpr("*", "cast(id % 2 as string) as p")
+    write_dataframe(
+        spark,
+        frame.repartition(files),
+        WriteRequest(
+            path, "create_or_replace", partition_by=("p",) if partition else (), properties=properties or {}
+        ),
+    )
+
+
+def test_optimize_conflicts_as_delta_a_removed_file_fails_a_blind_append_does_not(spark, tmp_path):
+    path = str(tmp_path / "t")
+    _table(spark, path, 400, 8)
+    stale = load_snapshot(path)
+    assert stale is not None
+    appended = write_dataframe(
+        spark,
+        spark.range(400, 410, numPartitions=1).selectExpr("id", "1 as a", "'n' as s"),
+        WriteRequest(path, "append"),
+    )
+    result = optimize(spark, stale, stale.files, OptimizeOptions.for_table({}))
+    assert result.version == 2 and sorted(r["id"] for r in live_rows(path)) == list(range(410))
+    assert (
+        appended.metrics["numFiles"] == 1 and len(_files(path)) == 2
+    )  # the compacted file, the appended one
+    stale = load_snapshot(path)
+    assert stale is not None
+    write_dataframe(
+        spark, spark.range(410, 420).selectExpr("id", "1 as a", "'n' as s"), WriteRequest(path, "append")
+    )
+    fresh = load_snapshot(path)
+    assert fresh is not None
+    delete_rows(spark, fresh, "id < 5")  # removes the compacted file the stale OPTIMIZE reads
+    with pytest.raises(ConcurrentDeleteRead):
+        optimize(spark, stale, stale.files, OptimizeOptions.for_table({}))
+    assert DeltaTable(path).history(1)[0]["operation"] == "DELETE"
+    assert sorted(r["id"] for r in live_rows(path)) == list(range(5, 420))
+
+
+@pytest.mark.parametrize("mapped", [False, True])
+def test_optimize_drops_deleted_rows_and_keeps_row_ids(spark, tmp_path, mapped):
+    path = str(tmp_path / "t")
+    properties = {"delta.enableDeletionVectors": "true", "delta.enableRowTracking": "true"}
+    if mapped:
+        properties["delta.columnMapping.mode"] = "name"
+    _table(spark, path, 600, 6, properties, partition=True)
+    snapshot = load_snapshot(path)
+    assert snapshot is not None
+    delete_rows(spark, snapshot, "id % 10 = 0")  # merge-on-read: vectors mark the rows
+    ids_before = _row_ids(spark, path)
+    snapshot = load_snapshot(path)
+    assert snapshot is not None and snapshot.deleted_files > 0
+    result = optimize(spark, snapshot, snapshot.files, OptimizeOptions.for_table({}))
+    assert result.metrics["numDeletionVectorsRemoved"] > 0 and result.metrics["numAddedFiles"] == 2
+    after = load_snapshot(path)
+    assert after is not None and after.deleted_files == 0
+    assert sorted(r["id"] for r in live_rows(path)) == [i for i in range(600) if i % 10]
+    assert _row_ids(spark, path) == ids_before  # stable row ids survive the rewrite
+    assert problems(path) == []
+
+
+def _row_ids(spark, path: str) -> dict[int, int]:
+    from dbt.adapters.deltamerge.delta.read import read_files
+    from dbt.adapters.deltamerge.delta.row_ids import STABLE_ROW_ID
+
+    snapshot = load_snapshot(path)
+    assert snapshot is not None
+    rows = read_files(spark, snapshot, snapshot.files, row_ids=True)
+    if STABLE_ROW_ID not in rows.columns:
+        return {}
+    return {r["id"]: r[STABLE_ROW_ID] for r in rows.select("id", STABLE_ROW_ID).collect()}
+
+
+def test_optimize_a_table_delta_rs_wrote_and_refuse_a_clustered_one(spark, tmp_path):
+    path = str(tmp_path / "ours")
+    for i in range(5):
+        write_deltalake(
+            path, pa.table({"id": list(range(i * 10, i * 10 + 10)), "v": [str(i)] * 10}), mode="append"
+        )
+    snapshot = load_snapshot(path)
+    assert snapshot is not None
+    result = optimize(spark, snapshot, snapshot.files, OptimizeOptions.for_table({}, zorder_by=["v", "id"]))
+    assert result.version == 5 and sorted(r["id"] for r in live_rows(path)) == list(range(50))
+    clustered = str(tmp_path / "clustered")
+    shutil.copytree(FIXTURES / "table_with_liquid_clustering", clustered)
+    snapshot = load_snapshot(clustered)
+    assert snapshot is not None
+    version = snapshot.version
+    with pytest.raises(Exception, match="clustered \\(liquid clustering\\)"):
+        optimize(spark, snapshot, snapshot.files, OptimizeOptions.for_table({}))
+    assert DeltaTable(clustered).version() == version
+
+
+def test_log_cleanup_after_a_checkpoint_keeps_every_version_inside_the_retention(spark, tmp_path):
+    path = str(tmp_path / "t")
+    properties = {"delta.checkpointInterval": "5", "delta.logRetentionDuration": "interval 2 days"}
+    _table(spark, path, 10, 1, properties)
+    for i in range(9):  # versions 1..9; a checkpoint at 5
+        write_dataframe(
+            spark, spark.range(i, i + 1).selectExpr("id", "1 as a", "'x' as s"), WriteRequest(path, "append")
+        )
+    log = Path(path) / "_delta_log"
+    old = time.time() - 10 * 86400
+    for entry in log.iterdir():
+        if entry.name[:20].isdigit() and int(entry.name[:20]) <= 6:
+            os.utime(entry, (old, old))
+    write_dataframe(
+        spark, spark.range(1).selectExpr("id", "1 as a", "'y' as s"), WriteRequest(path, "append")
+    )
+    assert (log / f"{10:020d}.checkpoint.parquet").exists()
+    left = sorted(int(e.name[:20]) for e in log.iterdir() if e.name.endswith(".json"))
+    # Versions 7.. are inside the retention; 7 needs checkpoint 5 and commit 6: both kept.
+    assert left == list(range(5, 11))
+    assert DeltaTable(path, version=7).to_pyarrow_table().num_rows == 17
+    assert DeltaTable(path).to_pyarrow_table().num_rows == 20
+    with pytest.raises(TableNotFoundError):
+        DeltaTable(path, version=4)
