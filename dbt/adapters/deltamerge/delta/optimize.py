@@ -43,12 +43,13 @@ from dbt.adapters.deltamerge.delta.snapshot import AddFile, Snapshot
 from dbt.adapters.deltamerge.delta.stats import DEFAULT_NUM_INDEXED_COLS, indexed_leaves
 from dbt.adapters.deltamerge.delta.transaction import WriteResult, commit_files
 from dbt.adapters.deltamerge.delta.write import write_files
-from dbt.adapters.deltamerge.delta.zorder import ZOrderError, zorder_boundaries, zordered
+from dbt.adapters.deltamerge.delta.zorder import ZOrderBin, ZOrderError, zordered
 
 TARGET_FILE_SIZE = "delta.targetFileSize"
 OPTIMIZE_MAX_FILE_SIZE = 1024 * 1024 * 1024
 AUTO_COMPACT_MAX_FILE_SIZE = 128 * 1024 * 1024
 MAX_DELETED_ROWS_RATIO = 0.05
+_UNION_PARTITIONING = "spark.sql.unionOutputPartitioning"
 
 
 @dataclass(frozen=True)
@@ -232,12 +233,19 @@ def _rows(
         rows = read_files(spark, snapshot, files, row_ids=bool(kept))
         return rows.select(*names, *[F.col(n) for n in kept])
 
+    if spark.conf.get(_UNION_PARTITIONING, "true") != "false":
+        # Spark 4 zips a union of one-partition children into one task: every bin would be one file.
+        spark.conf.set(_UNION_PARTITIONING, "false")
     if zorder_by:
-        everything = live([f for b in bins for f in b.files])
-        boundaries = zorder_boundaries(everything, zorder_by)
-        frames = [zordered(live(b.files), zorder_by, boundaries, b.files_out) for b in bins]
-    else:
-        frames = [live(b.files).coalesce(1) for b in bins]
+        rows = [
+            sum(f.live_records or 0 for f in b.files)
+            if all(f.num_records is not None for f in b.files)
+            else None
+            for b in bins
+        ]
+        zbins = [ZOrderBin(live(b.files), b.files_out, n) for b, n in zip(bins, rows, strict=True)]
+        return zordered(spark, zbins, zorder_by)
+    frames = [live(b.files).coalesce(1) for b in bins]
     return reduce(DataFrame.unionAll, frames)
 
 

@@ -2,34 +2,41 @@
 
 As Delta's ``ZOrderClustering``: each Z-order column's value becomes its range id (the number of
 quantile boundaries at or below it, nulls lowest), the ids' bits are interleaved into one
-number, and the rows are range-partitioned by it into the bin's output files. Files then hold
-narrow ranges of every Z-ordered column, so data skipping prunes by each of them.
+number (the Z-value), and each bin's rows are range-partitioned by it into the bin's output
+files. Files then hold narrow ranges of every Z-ordered column, so data skipping prunes by each.
 
-Delta's ``range_partition_id`` is a Spark expression of its own jars; here each column gets a
-monotone numeric key (strings by their first 7 UTF-8 bytes), one aggregate job finds the
-keys' quantiles (``percentile_approx``), and the range id is a balanced search over them in
-SQL (depth log2 of the ranges). Delta's random tie-breaking byte is a hash of the Z-order
-columns here: deterministic, so a retried Spark task places every row where the first did.
+Delta's ``range_partition_id`` is a Spark expression of its own jars, and range partitioning
+samples its whole input in a Spark job of its own. Here one small job samples the Z-order
+columns' monotone numeric keys (strings by their first 7 UTF-8 bytes) of every bin; the driver
+takes the columns' quantile boundaries and, from the sample's Z-values, each bin's file
+boundaries. The write computes each row's Z-value and file in SQL (balanced searches over the
+boundaries) and shuffles it straight to its file's partition (a partition key whose hash is that
+partition, found by a tiny job), so the rows are read once and shuffled once. The file of a row
+depends on its values only: a retried Spark task places every row where the first did.
 The SQL is built by the pure functions below (unit-tested without Spark).
 """
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import reduce
 
-from pyspark.sql import DataFrame
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from dbt.adapters.deltamerge.common.sql import quote_identifier
 from dbt.adapters.deltamerge.delta.errors import DeltaError
 
-# Ranges per column (Delta: spark.databricks.io.skipping.mdc.rangeId.max = 1000): 8 bits each,
-# finer than any file layout needs and a search of depth 8.
-RANGES = 256
-_NOISE_BITS = 8
-_KEY, _Z = "__deltamerge_zkey_", "__deltamerge_z"
+# Most bits of a column's range id (Delta: spark.databricks.io.skipping.mdc.rangeId.max = 1000
+# ranges); fewer when the files are few: file-level skipping needs a few bits more than a file
+# count's share, and each bit is one level of the search a row's range id takes.
+MAX_BITS = 8
+_SAMPLE_ROWS = 100_000
+_KEY, _Z, _FILE = "__deltamerge_zkey_", "__deltamerge_z", "__deltamerge_zfile"
 _NUMERIC = (T.ByteType, T.ShortType, T.IntegerType, T.LongType, T.FloatType, T.DoubleType, T.DecimalType)
 
 
@@ -64,8 +71,9 @@ def order_key(column_sql: str, kind: T.DataType) -> str:
     raise ZOrderError(f"Z-Ordering on a column of type {kind.simpleString()} is not supported")
 
 
-def range_id(key_sql: str, boundaries: Sequence[float]) -> str:
-    """SQL of the number of ``boundaries`` (sorted) at or below the key; null keys are 0.
+def range_id(key_sql: str, boundaries: Sequence[float], labels: Sequence[int] | None = None) -> str:
+    """SQL of the number of ``boundaries`` (sorted) at or below the key (null keys: 0), or that
+    number's entry of ``labels``.
 
     >>> range_id("k", [])
     '0'
@@ -73,28 +81,33 @@ def range_id(key_sql: str, boundaries: Sequence[float]) -> str:
     'CASE WHEN k IS NULL THEN 0 WHEN k < 10.0D THEN 0 ELSE 1 END'
     >>> range_id("k", [1.0, 2.0, 3.0]).count("CASE")
     3
+    >>> range_id("k", [5.0], labels=[7, 9])
+    'CASE WHEN k IS NULL THEN 7 WHEN k < 5.0D THEN 7 ELSE 9 END'
     """
+    names = list(labels) if labels is not None else list(range(len(boundaries) + 1))
     if not boundaries:
-        return "0"
+        return str(names[0])
 
     def search(low: int, high: int) -> str:
         if low == high:
-            return str(low)
+            return str(names[low])
         middle = (low + high) // 2
         below, above = search(low, middle), search(middle + 1, high)
         return f"CASE WHEN {key_sql} < {boundaries[middle]!r}D THEN {below} ELSE {above} END"
 
     inner = search(0, len(boundaries))
-    return f"CASE WHEN {key_sql} IS NULL THEN 0 WHEN {inner[len('CASE WHEN ') :]}"
+    return f"CASE WHEN {key_sql} IS NULL THEN {names[0]} WHEN {inner[len('CASE WHEN ') :]}"
 
 
-def bits_per_column(columns: int) -> int:
-    """Bits of each column's range id in the interleaved value (a long: 63 bits, 8 of them noise).
+def bits_per_column(columns: int, files: int = 2**16) -> int:
+    """Bits of each column's range id: enough for ``files`` files (4 more than a column's share of
+    their count's bits, ``MAX_BITS`` at most), all of them in a long.
 
-    >>> bits_per_column(2), bits_per_column(7)
-    (8, 7)
+    >>> bits_per_column(2), bits_per_column(2, files=60), bits_per_column(9)
+    (8, 7, 6)
     """
-    return min(int(math.log2(RANGES)), (63 - _NOISE_BITS) // max(1, columns))
+    share = math.ceil(math.log2(max(2, files)) / max(1, columns))
+    return max(1, min(MAX_BITS, share + 4, 63 // max(1, columns)))
 
 
 def interleave(ids_sql: Sequence[str], bits: int) -> str:
@@ -112,52 +125,105 @@ def interleave(ids_sql: Sequence[str], bits: int) -> str:
     return " | ".join(terms)
 
 
-def usable_boundaries(quantiles: Sequence[float | None], bits: int) -> list[float]:
-    """The distinct finite quantiles, at most ``2**bits - 1`` of them (evenly thinned).
+def z_value(keys: Sequence[float | None], boundaries: Sequence[Sequence[float]], bits: int) -> int:
+    """The Z-value ``interleave`` of ``range_id`` computes for one row's keys, in Python.
 
-    >>> usable_boundaries([3.0, 1.0, 1.0, None, float("nan")], 8)
-    [1.0, 3.0]
-    >>> usable_boundaries([float(i) for i in range(10)], 2)
-    [0.0, 3.0, 6.0]
+    >>> z_value([5.0, 0.0], [[1.0, 9.0], [1.0]], 2)  # range ids 1 (01) and 0 (00): bits a1 b1 a0 b0
+    2
+    >>> z_value([None, 2.0], [[1.0], [1.0]], 1)
+    1
     """
-    distinct = sorted({q for q in quantiles if q is not None and math.isfinite(q)})
-    most = 2**bits - 1
-    if len(distinct) <= most:
-        return distinct
-    step = len(distinct) / most
-    return [distinct[int(i * step)] for i in range(most)]
+    ids = [0 if key is None else bisect.bisect_right(b, key) for key, b in zip(keys, boundaries, strict=True)]
+    k, z = len(ids), 0
+    for bit in range(bits - 1, -1, -1):
+        for i, rank in enumerate(ids):
+            z |= ((rank >> bit) & 1) << (bit * k + (k - 1 - i))
+    return z
 
 
-def zorder_boundaries(rows: DataFrame, columns: Sequence[str]) -> list[list[float]]:
-    """Each column's range boundaries over ``rows``: one aggregate job for all columns."""
-    kinds = {f.name: f.dataType for f in rows.schema.fields}
-    fractions = F.array(*[F.lit(i / RANGES) for i in range(1, RANGES)])
-    aggregates = [
-        F.percentile_approx(F.expr(order_key(quote_identifier(c), kinds[c])), fractions, 10000).alias(f"q{i}")
-        for i, c in enumerate(columns)
+def usable_boundaries(values: Sequence[float | None], most: int) -> list[float]:
+    """Up to ``most`` boundaries splitting ``values`` into equal parts (distinct, finite).
+
+    >>> usable_boundaries([3.0, 1.0, 1.0, None, float("nan")], 255)
+    [1.0, 3.0]
+    >>> usable_boundaries([float(i) for i in range(10)], 3)
+    [2.0, 5.0, 7.0]
+    """
+    finite = sorted(v for v in values if v is not None and math.isfinite(v))
+    if not finite:
+        return []
+    if len(set(finite)) <= most:
+        return sorted(set(finite))
+    cuts = {finite[min(len(finite) - 1, (i * len(finite)) // (most + 1))] for i in range(1, most + 1)}
+    return sorted(cuts)
+
+
+@dataclass(frozen=True)
+class ZOrderBin:
+    """Rows of one bin, written as ``files`` files ordered by their Z-values; ``rows``: how many
+    (from the files' statistics; None if unknown)."""
+
+    frame: DataFrame
+    files: int
+    rows: int | None
+
+
+def zordered(spark: SparkSession, bins: Sequence[ZOrderBin], columns: Sequence[str]) -> DataFrame:
+    """Every bin's rows, in one partition per output file (a bin's files in Z-value ranges)."""
+    total = sum(b.files for b in bins)
+    frames = [_keyed(b.frame, columns) for b in bins]
+    samples = _samples(frames, bins, len(columns))
+    bits = bits_per_column(len(columns), max(b.files for b in bins))
+    boundaries = [
+        usable_boundaries([row[i] for s in samples for row in s], 2**bits - 1) for i in range(len(columns))
     ]
-    found = rows.agg(*aggregates).collect()[0]
-    bits = bits_per_column(len(columns))
-    return [usable_boundaries(found[f"q{i}"] or [], bits) for i in range(len(columns))]
+    keys = partition_keys(spark, total)
+    placed, offset = [], 0
+    z_sql = interleave([range_id(quote_identifier(f"{_KEY}{i}"), b) for i, b in enumerate(boundaries)], bits)
+    for frame, zbin, sample in zip(frames, bins, samples, strict=True):
+        sampled_z = [float(z_value(row, boundaries, bits)) for row in sample]
+        cuts = usable_boundaries(sampled_z, zbin.files - 1) if zbin.files > 1 else []
+        labels = keys[offset : offset + len(cuts) + 1]
+        offset += zbin.files
+        with_z = frame.withColumn(_Z, F.expr(z_sql))  # a column: the file's search reads it, not its SQL
+        placed.append(with_z.withColumn(_FILE, F.expr(range_id(_Z, cuts, labels))))
+    together = reduce(DataFrame.unionAll, placed).repartition(total, F.col(_FILE))
+    return together.drop(_FILE, _Z, *[f"{_KEY}{i}" for i in range(len(columns))])
 
 
-def zordered(
-    rows: DataFrame, columns: Sequence[str], boundaries: Sequence[Sequence[float]], files: int
-) -> DataFrame:
-    """``rows`` range-partitioned into ``files`` partitions by their Z-order value."""
-    if files <= 1:
-        return rows.coalesce(1)
+def _keyed(rows: DataFrame, columns: Sequence[str]) -> DataFrame:
     kinds = {f.name: f.dataType for f in rows.schema.fields}
-    bits = bits_per_column(len(columns))
-    keyed = rows.select(
-        "*",
-        *[
-            F.expr(order_key(quote_identifier(c), kinds[c])).alias(f"{_KEY}{i}")
-            for i, c in enumerate(columns)
-        ],
-    )
-    ids = [range_id(quote_identifier(f"{_KEY}{i}"), b) for i, b in enumerate(boundaries)]
-    noise = f"pmod(xxhash64({', '.join(quote_identifier(c) for c in columns)}), {2**_NOISE_BITS})"
-    value = F.expr(f"shiftleft({interleave(ids, bits)}, {_NOISE_BITS}) | {noise}")
-    ordered = keyed.withColumn(_Z, value).repartitionByRange(files, F.col(_Z))
-    return ordered.drop(_Z, *[f"{_KEY}{i}" for i in range(len(columns))])
+    keys = [
+        F.expr(order_key(quote_identifier(c), kinds[c])).alias(f"{_KEY}{i}") for i, c in enumerate(columns)
+    ]
+    return rows.select("*", *keys)
+
+
+def _samples(frames: Sequence[DataFrame], bins: Sequence[ZOrderBin], count: int) -> list[list[tuple]]:
+    """Up to ``_SAMPLE_ROWS`` rows' keys of each bin (one Spark job for all bins)."""
+    names = [f"{_KEY}{i}" for i in range(count)]
+    parts = []
+    for index, (frame, zbin) in enumerate(zip(frames, bins, strict=True)):
+        fraction = min(1.0, _SAMPLE_ROWS / zbin.rows) if zbin.rows else 0.05
+        sampled = frame.select(F.lit(index).alias("bin"), *names)
+        parts.append(sampled.sample(fraction=fraction, seed=17) if fraction < 1.0 else sampled)
+    found: list[list[tuple]] = [[] for _ in bins]
+    for row in reduce(DataFrame.unionAll, parts).collect():
+        found[row["bin"]].append(tuple(row[n] for n in names))
+    return found
+
+
+def partition_keys(spark: SparkSession, partitions: int) -> list[int]:
+    """For each of ``partitions`` shuffle partitions, an int whose hash partitioning (Spark's
+    Murmur3 hash, modulo the partitions) sends rows to it: one tiny Spark job."""
+    keys: dict[int, int] = {}
+    span = 16 * partitions
+    while len(keys) < partitions:
+        candidates = spark.range(span - 16 * partitions, span).select(
+            F.col("id").cast("int").alias("k"),
+            F.pmod(F.hash(F.col("id").cast("int")), F.lit(partitions)).alias("p"),
+        )
+        for row in candidates.collect():
+            keys.setdefault(row["p"], row["k"])
+        span += 16 * partitions
+    return [keys[p] for p in range(partitions)]

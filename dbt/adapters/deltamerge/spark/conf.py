@@ -29,6 +29,8 @@ SESSION_DEFAULTS = {
     "spark.sql.sources.parallelPartitionDiscovery.threshold": "4096",
     # Other Delta readers misread Spark's default INT96 timestamps.
     "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
+    # A union of one-task reads stays one task each (OPTIMIZE's bins); Spark 4 merges them into one.
+    "spark.sql.unionOutputPartitioning": "false",
     "spark.hadoop.mapreduce.fileoutputcommitter.marksuccessfuljobs": "false",
     "spark.hadoop.parquet.summary.metadata.level": "NONE",
 }

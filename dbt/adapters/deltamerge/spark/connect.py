@@ -27,6 +27,8 @@ REACH_TIMEOUT_SECONDS = 5.0
 CONNECT_SETTINGS = {
     # Other Delta readers misread Spark's default INT96 timestamps.
     "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
+    # A union of one-task reads stays one task each (OPTIMIZE's bins); Spark 4 merges them into one.
+    "spark.sql.unionOutputPartitioning": "false",
     "mapreduce.fileoutputcommitter.marksuccessfuljobs": "false",
     "parquet.summary.metadata.level": "NONE",
     # An error's message, not the server's JVM stack trace, goes to dbt (the server logs it).
