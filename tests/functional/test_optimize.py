@@ -259,7 +259,7 @@ def _row_ids(spark, path: str) -> dict[int, int]:
     return {r["id"]: r[STABLE_ROW_ID] for r in rows.select("id", STABLE_ROW_ID).collect()}
 
 
-def test_optimize_a_table_delta_rs_wrote_and_refuse_a_clustered_one(spark, tmp_path):
+def test_optimize_a_table_delta_rs_wrote_and_cluster_one_databricks_wrote(spark, tmp_path):
     path = str(tmp_path / "ours")
     for i in range(5):
         write_deltalake(
@@ -271,12 +271,19 @@ def test_optimize_a_table_delta_rs_wrote_and_refuse_a_clustered_one(spark, tmp_p
     assert result.version == 5 and sorted(r["id"] for r in live_rows(path)) == list(range(50))
     clustered = str(tmp_path / "clustered")
     shutil.copytree(FIXTURES / "table_with_liquid_clustering", clustered)
+    before = _rows(clustered)
     snapshot = load_snapshot(clustered)
-    assert snapshot is not None
-    version = snapshot.version
-    with pytest.raises(Exception, match="clustered \\(liquid clustering\\)"):
-        optimize(spark, snapshot, snapshot.files, OptimizeOptions.for_table({}))
-    assert DeltaTable(clustered).version() == version
+    assert snapshot is not None and snapshot.clustering == ("id",)  # Databricks' delta.liquid domain
+    result = optimize(spark, snapshot, snapshot.files, OptimizeOptions.for_table({}))
+    assert result.version == snapshot.version + 1 and _rows(clustered) == before
+    latest = DeltaTable(clustered).history(1)[0]
+    assert latest["operationParameters"]["clusterBy"] == '["id"]'
+    assert all(
+        a["add"]["clusteringProvider"] == "liquid"
+        for a in log_actions(clustered, result.version)
+        if "add" in a
+    )
+    assert problems(clustered) == []
 
 
 def test_log_cleanup_after_a_checkpoint_keeps_every_version_inside_the_retention(spark, tmp_path):
@@ -303,3 +310,107 @@ def test_log_cleanup_after_a_checkpoint_keeps_every_version_inside_the_retention
     assert DeltaTable(path).to_pyarrow_table().num_rows == 20
     with pytest.raises(TableNotFoundError):
         DeltaTable(path, version=4)
+
+
+CLUSTER_MACRO = """
+{% macro clustered_sql(schema) %}
+  {% do run_query("create table " ~ schema ~ ".lc using delta cluster by (a) as "
+                  ~ "select /*+ REPARTITION(3) */ id, cast(id % 13 as int) as a, cast(id % 7 as int) as b "
+                  ~ "from range(300) as t(id)") %}
+  {% do run_query("optimize " ~ schema ~ ".lc") %}
+  {% do run_query("insert into " ~ schema ~ ".lc select id, 1, 2 from range(300, 310) as t(id)") %}
+  {% do run_query("optimize " ~ schema ~ ".lc") %}
+  {% do run_query("alter table " ~ schema ~ ".lc cluster by (b, a)") %}
+  {% do run_query("optimize " ~ schema ~ ".lc full") %}
+  {% do run_query("alter table " ~ schema ~ ".lc cluster by none") %}
+{% endmacro %}
+"""
+
+
+class TestLiquidClustering:
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {
+            "clustered.sql": (
+                "{{ config(materialized='incremental', incremental_strategy='append', "
+                "liquid_clustered_by=['a', 'b']) }}\n"
+                "select /*+ REPARTITION(4) */ id, cast(id % 11 as int) as a, cast(id % 5 as int) as b "
+                "from range({{ 1000 if is_incremental() else 0 }}, "
+                "{{ 1010 if is_incremental() else 400 }}) as t(id)"
+            ),
+        }
+
+    @pytest.fixture(scope="class")
+    def macros(self):
+        return {"clustered_sql.sql": CLUSTER_MACRO}
+
+    def test_cluster_by_config_creates_a_clustered_table_and_clusters_new_files_only(self, project):
+        run_dbt(["run", "--select", "clustered"])
+        path = table_path(project, "clustered")
+        table = DeltaTable(path)
+        assert {"clustering", "domainMetadata"} <= set(table.protocol().writer_features or ())
+        domain = next(a["domainMetadata"] for a in log_actions(path, 0) if "domainMetadata" in a)
+        assert json.loads(domain["configuration"]) == {
+            "clusteringColumns": [["a"], ["b"]],
+            "domainName": "delta.clustering",
+        }
+        first = table.history(1)[0]
+        assert first["operation"] == "OPTIMIZE" and first["operationParameters"]["clusterBy"] == '["a", "b"]'
+        clustered = {a["add"]["path"] for a in log_actions(path, first["version"]) if "add" in a}
+        assert all(
+            a["add"]["clusteringProvider"] == "liquid"
+            for a in log_actions(path, first["version"])
+            if "add" in a
+        )
+        run_dbt(["run", "--select", "clustered"])
+        latest = DeltaTable(path).history(1)[0]
+        assert latest["operation"] == "OPTIMIZE"
+        removed = [a["remove"]["path"] for a in log_actions(path, latest["version"]) if "remove" in a]
+        assert removed and not set(removed) & clustered  # only the appended, unclustered files
+        assert sorted(r["id"] for r in live_rows(path)) == [*range(400), *range(1000, 1010)]
+        assert problems(path) == []
+
+    def test_sql_create_alter_and_optimize_full_of_a_clustered_table(self, project):
+        run_dbt(["run-operation", "clustered_sql", "--args", f"{{schema: {project.test_schema}}}"])
+        path = table_path(project, "lc")
+        history = list(reversed(DeltaTable(path).history()))
+        assert [h["operation"] for h in history] == [
+            "CREATE TABLE AS SELECT",
+            "OPTIMIZE",
+            "WRITE",
+            "OPTIMIZE",
+            "CLUSTER BY",
+            "OPTIMIZE",
+            "CLUSTER BY",
+        ]
+        # The second OPTIMIZE clusters the inserted files only.
+        assert history[3]["operationMetrics"]["numRemovedFiles"] == history[2]["operationMetrics"]["numFiles"]
+        assert history[5]["operationParameters"]["clusterBy"] == '["b", "a"]'
+        assert history[5]["operationParameters"]["isFull"] == "true"
+        full = log_actions(path, history[5]["version"])
+        before_full = DeltaTable(path, version=history[5]["version"] - 1).file_uris()
+        assert len([a for a in full if "remove" in a]) == len(before_full) == 2  # clustered ones too
+        last = next(
+            a["domainMetadata"] for a in log_actions(path, history[6]["version"]) if "domainMetadata" in a
+        )
+        assert json.loads(last["configuration"])["clusteringColumns"] == []
+        assert sorted(r["id"] for r in live_rows(path)) == list(range(310))
+        schema = project.test_schema
+        refused = [
+            (f"optimize {schema}.lc zorder by (a)", "Delta table with clustering cannot specify ZORDER BY"),
+            (
+                f"create table {schema}.bad using delta partitioned by (p) cluster by (a) "
+                "as select 1 as a, 'x' as p",
+                "Clustering and partitioning cannot both be specified",
+            ),
+            (
+                f"optimize {schema}.clustered full where a = 1",
+                "Predicate references non-partition column 'a'",
+            ),
+        ]
+        version = DeltaTable(path).version()
+        for sql, message in refused:
+            with pytest.raises(Exception, match=message):
+                project.run_sql(sql)
+        assert DeltaTable(path).version() == version
+        assert problems(path) == []

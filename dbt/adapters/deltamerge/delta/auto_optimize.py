@@ -24,7 +24,7 @@ from dbt.adapters.deltamerge.delta import storage
 from dbt.adapters.deltamerge.delta.commit import version_file
 from dbt.adapters.deltamerge.delta.errors import ConcurrentModification
 from dbt.adapters.deltamerge.delta.mapping import physical_names
-from dbt.adapters.deltamerge.delta.optimize import OptimizeOptions, is_clustered, optimize
+from dbt.adapters.deltamerge.delta.optimize import OptimizeOptions, optimize
 from dbt.adapters.deltamerge.delta.snapshot import AddFile, Snapshot
 from dbt.adapters.deltamerge.delta.transaction import WriteResult
 
@@ -69,8 +69,8 @@ def auto_compact(spark: SparkSession, result: WriteResult, *, enabled: bool = Fa
     snapshot = result.snapshot
     if result.version is None or result.operation == "OPTIMIZE":
         return None
-    if not (enabled or auto_compact_enabled(snapshot.metadata.configuration)) or is_clustered(snapshot):
-        return None  # a clustered table's OPTIMIZE clusters, which is not done here
+    if not (enabled or auto_compact_enabled(snapshot.metadata.configuration)) or snapshot.clustering:
+        return None  # a clustered table's new files wait for its OPTIMIZE, which clusters them
     touched = _partitions_added_to(snapshot, result.version)
     options = OptimizeOptions.for_table(dict(snapshot.metadata.configuration), auto=True)
     due = partitions_to_compact(snapshot.files, touched, options.small_size)

@@ -41,19 +41,22 @@ class WrittenFile:
     partition_values: dict[str, str | None]
     stats: str
     num_records: int
+    # The clustering implementation that clustered the file (OPTIMIZE of a clustered table).
+    clustering_provider: str | None = None
 
     def add_action(self, *, modification_time: int) -> dict[str, object]:
         """The ``add`` action for this file."""
-        return {
-            "add": {
-                "path": self.path,
-                "partitionValues": self.partition_values,
-                "size": self.size,
-                "modificationTime": modification_time,
-                "dataChange": True,
-                "stats": self.stats,
-            }
+        add: dict[str, object] = {
+            "path": self.path,
+            "partitionValues": self.partition_values,
+            "size": self.size,
+            "modificationTime": modification_time,
+            "dataChange": True,
+            "stats": self.stats,
         }
+        if self.clustering_provider is not None:
+            add["clusteringProvider"] = self.clustering_provider
+        return {"add": add}
 
 
 @dataclass(frozen=True)

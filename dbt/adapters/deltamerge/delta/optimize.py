@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import reduce
 
 from pyspark.sql import DataFrame, SparkSession
@@ -32,9 +32,9 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from dbt.adapters.deltamerge.common.sql import quote_identifier
+from dbt.adapters.deltamerge.delta.clustering import PROVIDER, is_clustered_file
 from dbt.adapters.deltamerge.delta.commit import CommitInfo
 from dbt.adapters.deltamerge.delta.conflicts import ReadSet
-from dbt.adapters.deltamerge.delta.errors import UnsupportedTableFeature
 from dbt.adapters.deltamerge.delta.files import OPTIMIZE_WRITE
 from dbt.adapters.deltamerge.delta.metrics import execution_time, optimize_metrics
 from dbt.adapters.deltamerge.delta.read import read_files
@@ -60,10 +60,18 @@ class OptimizeOptions:
     small_size: int
     zorder_by: tuple[str, ...] = ()
     auto: bool = False
+    # A clustered table's clustering columns (its OPTIMIZE clusters); FULL: every file, not only new ones.
+    clustering: tuple[str, ...] = ()
+    full: bool = False
 
     @classmethod
     def for_table(
-        cls, configuration: dict[str, str], *, zorder_by: Sequence[str] = (), auto: bool = False
+        cls,
+        configuration: dict[str, str],
+        *,
+        zorder_by: Sequence[str] = (),
+        auto: bool = False,
+        full: bool = False,
     ) -> OptimizeOptions:
         """Delta's sizes for the table: ``delta.targetFileSize`` or the defaults above.
 
@@ -74,7 +82,7 @@ class OptimizeOptions:
         """
         default = AUTO_COMPACT_MAX_FILE_SIZE if auto else OPTIMIZE_MAX_FILE_SIZE
         target = int(configuration.get(TARGET_FILE_SIZE, default))
-        return cls(target, target // 2 if auto else target, tuple(zorder_by), auto)
+        return cls(target, target // 2 if auto else target, tuple(zorder_by), auto, full=full)
 
 
 @dataclass(frozen=True)
@@ -174,11 +182,7 @@ def optimize(
     or none when no bin needs rewriting."""
     started = time.monotonic()
     snapshot.check_writable()
-    if is_clustered(snapshot):
-        raise UnsupportedTableFeature(
-            f"OPTIMIZE of {snapshot.table_path}: the table is clustered (liquid clustering), whose OPTIMIZE "
-            "clusters its rows; dbt-deltamerge does not cluster yet. Nothing was committed."
-        )
+    options, considered = _clustered(snapshot, options, considered)
     problems, columns = zorder_problems(snapshot, options.zorder_by)
     if problems:
         raise ZOrderError("; ".join(problems) + ". Nothing was committed.")
@@ -189,15 +193,19 @@ def optimize(
             None, "OPTIMIZE", optimize_metrics(removed=[], written=[]) | execution_time(0), snapshot
         )
     written = write_files(_rows(spark, snapshot, bins, columns), *_layout(snapshot))
+    if options.clustering:
+        written = [replace(w, clustering_provider=PROVIDER) for w in written]
     metrics = optimize_metrics(
         removed=removed, written=written, vectors_removed=sum(1 for f in removed if f.deletion_vector)
     )
     metrics |= execution_time(int((time.monotonic() - started) * 1000))
-    parameters = {
+    clustered = snapshot.clustering is not None
+    parameters: dict[str, object] = {
         "predicate": list(predicate),
-        "zOrderBy": list(columns),
-        "clusterBy": [],
+        "zOrderBy": [] if clustered else list(columns),
+        "clusterBy": list(options.clustering),
         "auto": options.auto,
+        **({"isFull": options.full} if options.clustering else {}),
     }
     preserved = materialized_columns(snapshot.metadata.configuration) is not None
     info = CommitInfo(
@@ -217,9 +225,23 @@ def optimize(
     )
 
 
-def is_clustered(snapshot: Snapshot) -> bool:
-    """Whether the table is clustered (the ``clustering`` feature or Databricks' ``liquid``)."""
-    return bool({"clustering", "liquid"} & set(snapshot.protocol.writer_features or ()))
+def _clustered(
+    snapshot: Snapshot, options: OptimizeOptions, considered: Sequence[AddFile]
+) -> tuple[OptimizeOptions, Sequence[AddFile]]:
+    """A clustered table's OPTIMIZE: its files not clustered yet (``FULL``: all) ordered by its
+    clustering columns (Z-order here; Delta's curve is Hilbert's); Delta's refusal of ZORDER BY."""
+    columns = snapshot.clustering
+    if columns is None:
+        return options, considered
+    if options.zorder_by:
+        raise ZOrderError(
+            "OPTIMIZE command for Delta table with clustering cannot specify ZORDER BY. Please remove "
+            f"ZORDER BY ({', '.join(options.zorder_by)}). Nothing was committed."
+        )
+    if not columns:
+        return options, considered  # clustered by nothing (CLUSTER BY NONE): compaction
+    unclustered = [f for f in considered if options.full or not is_clustered_file(f.logged)]
+    return replace(options, zorder_by=columns, clustering=columns), unclustered
 
 
 def _rows(

@@ -4,22 +4,25 @@ constraint it adds, as Delta's ALTER TABLE does.
 A CHECK constraint the definition adds is counted against every live row, and each column it
 makes NOT NULL against its nulls, in one Spark job; any failing row refuses the change with
 Delta's text (``DELTA_NEW_CHECK_CONSTRAINT_VIOLATION``, ``DELTA_NEW_NOT_NULL_VIOLATION``) and
-nothing is committed. The commit carries the protocol the definition needs.
+nothing is committed. The commit carries the protocol the definition needs. ``recluster``: ALTER
+TABLE ... CLUSTER BY's new clustering columns.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 from pyspark.sql import SparkSession
 from pyspark.sql import types as T
 
 from dbt.adapters.deltamerge.common.sql import quote_identifier
+from dbt.adapters.deltamerge.delta.clustering import FEATURES, clustering_action, clustering_problems
 from dbt.adapters.deltamerge.delta.commit import CommitInfo
 from dbt.adapters.deltamerge.delta.constraints import check_constraints, referenced_columns
 from dbt.adapters.deltamerge.delta.definition import definition_actions, with_metadata
 from dbt.adapters.deltamerge.delta.errors import DeltaError
+from dbt.adapters.deltamerge.delta.protocol import upgraded
 from dbt.adapters.deltamerge.delta.read import read_files
 from dbt.adapters.deltamerge.delta.schema import schema_to_json
 from dbt.adapters.deltamerge.delta.snapshot import Snapshot
@@ -85,3 +88,28 @@ def redefine(
     leading = definition_actions(snapshot, with_metadata(snapshot, metadata))
     info = CommitInfo(operation, params, {})
     return commit_files(snapshot.table_path, snapshot, info, leading, [], [], metadata.configuration)
+
+
+def recluster(snapshot: Snapshot, columns: Sequence[str], name: str) -> WriteResult:
+    """ALTER TABLE ... CLUSTER BY (columns) / NONE: the ``delta.clustering`` domain (and the
+    ``clustering`` feature) as one ``CLUSTER BY`` commit; none when the columns stay the same.
+    Files keep their layout: the next OPTIMIZE clusters by the new columns."""
+    before = snapshot.clustering
+    if snapshot.partition_columns:
+        raise DeltaError(
+            f"ALTER TABLE CLUSTER BY cannot be applied to a partitioned table ({name}). "
+            "Nothing was committed."
+        )
+    problems, resolved = clustering_problems(columns, snapshot.schema, [], snapshot.metadata.configuration)
+    if problems:
+        raise DeltaError("; ".join(problems) + f" ({name}). Nothing was committed.")
+    if before is not None and tuple(resolved) == before:
+        return WriteResult(None, "CLUSTER BY", {}, snapshot)
+    leading: list[dict[str, object]] = []
+    protocol = upgraded(snapshot.protocol, set(FEATURES))
+    if protocol != snapshot.protocol:
+        leading.append(protocol.to_action())
+    leading.append(clustering_action(resolved, snapshot.schema))
+    parameters = {"oldClusteringColumns": ",".join(before or ()), "newClusteringColumns": ",".join(resolved)}
+    info = CommitInfo("CLUSTER BY", parameters, {})
+    return commit_files(snapshot.table_path, snapshot, info, leading, [], [], snapshot.metadata.configuration)

@@ -21,6 +21,7 @@ from pyroaring import FrozenBitMap64
 from pyspark.sql import types as T
 
 from dbt.adapters.deltamerge.delta import deletion_vectors, storage
+from dbt.adapters.deltamerge.delta.clustering import clustering_columns
 from dbt.adapters.deltamerge.delta.errors import DeltaError, NotADeltaTable, UnsupportedTableFeature
 from dbt.adapters.deltamerge.delta.features import (
     KNOWN_FEATURES,
@@ -102,6 +103,11 @@ class Snapshot:
     def partition_columns(self) -> list[str]:
         """Partition columns in table order."""
         return list(self.metadata.partition_columns)
+
+    @property
+    def clustering(self) -> tuple[str, ...] | None:
+        """The clustering columns (logical names) of a clustered table; None when it is not one."""
+        return clustering_columns(self.domains, self.schema, self.protocol.writer_features)
 
     @property
     def size_bytes(self) -> int:

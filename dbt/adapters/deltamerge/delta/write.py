@@ -21,6 +21,7 @@ from pyspark.sql import types as T
 
 from dbt.adapters.deltamerge.common.sql import quote_identifier
 from dbt.adapters.deltamerge.delta.align import align_to_schema
+from dbt.adapters.deltamerge.delta.clustering import definition_clustering
 from dbt.adapters.deltamerge.delta.column_values import declared
 from dbt.adapters.deltamerge.delta.commit import (
     CommitInfo,
@@ -104,6 +105,8 @@ class WriteRequest:
     # nullability (NOT NULL) and metadata (generation, default, identity) are the table's; declared
     # columns the data lacks are computed (``column_values``).
     definition: T.StructType | None = None
+    # A new definition's clustering columns (``CLUSTER BY``, a model's ``cluster_by``).
+    cluster_by: tuple[str, ...] | None = None
 
 
 def write_dataframe(spark: SparkSession, df: DataFrame, request: WriteRequest) -> WriteResult:
@@ -172,9 +175,12 @@ def _create_or_replace(df: DataFrame, request: WriteRequest, current: Snapshot |
         created_time=current.metadata.created_time if current else now_ms(),
         description=request.description,
     )
-    protocol = upgraded(
-        current.protocol if current else None, table_features(configuration, required_features(schema))
+    current_clustering = current.clustering if current else None
+    clustered, domains = definition_clustering(
+        request.cluster_by, schema, partition_columns, configuration, current_clustering
     )
+    features = table_features(configuration, required_features(schema)) | clustered
+    protocol = upgraded(current.protocol if current else None, features)
     written = write_files(
         df.select(*[F.col(quote_identifier(f.name)) for f in schema.fields]),
         request.table_path,
@@ -185,7 +191,7 @@ def _create_or_replace(df: DataFrame, request: WriteRequest, current: Snapshot |
     actions: list[dict[str, object]] = []
     if current is None or protocol != current.protocol:
         actions.append(protocol.to_action())
-    actions.append(metadata.to_action())
+    actions += [metadata.to_action(), *domains]
     removed = list(current.files) if current else []
     operation = "CREATE OR REPLACE TABLE AS SELECT" if current else "CREATE TABLE AS SELECT"
     params: dict[str, object] = {

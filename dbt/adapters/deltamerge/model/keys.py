@@ -89,6 +89,8 @@ WRITE_KEYS: dict[str, Kind] = {
     "column_defaults": _map("a map of column to SQL expression"),
     "identity_columns": _map("a map of column to {start, step, generated}"),
     "zorder": COLUMNS,
+    "cluster_by": COLUMNS,
+    "liquid_clustered_by": COLUMNS,
     "optimize_after_run": FLAG,
     "auto_optimize": FLAG,
 }

@@ -53,6 +53,8 @@ class WriteSpec:
     # OPTIMIZE after each run (``optimize_after_run``), Z-ordered by ``zorder`` (which implies it).
     zorder: tuple[str, ...] = ()
     optimize_after_run: bool = False
+    # Liquid clustering (``cluster_by``, dbt-databricks' ``liquid_clustered_by``): OPTIMIZE after each run.
+    cluster_by: tuple[str, ...] = ()
 
     @property
     def deletion_vectors(self) -> bool:
@@ -92,7 +94,12 @@ class WriteSpec:
             event_time=read("event_time"),
             zorder=read("zorder"),
             optimize_after_run=bool(read("optimize_after_run")),
+            cluster_by=read("cluster_by") or read("liquid_clustered_by"),
         )
+        if read("cluster_by") and read("liquid_clustered_by"):
+            problems.append("cluster_by and liquid_clustered_by name the same thing: set one of them")
+        if spec.cluster_by and spec.zorder:
+            problems.append("zorder cannot be used with cluster_by: a clustered table's OPTIMIZE clusters")
         problems.extend(misspelling_problems(config))
         if problems:
             raise SpecError(model, problems)
@@ -221,6 +228,7 @@ def plan_write(
         partition_by=spec.partition_by,
         properties=spec.tblproperties,
         replace_where=replace_where,
+        cluster_by=spec.cluster_by or None,
     )
 
 

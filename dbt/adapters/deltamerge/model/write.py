@@ -22,7 +22,7 @@ from dbt.adapters.deltamerge.common.sql import quote_identifier
 from dbt.adapters.deltamerge.delta.auto_optimize import auto_compact, auto_compact_enabled
 from dbt.adapters.deltamerge.delta.optimize import OptimizeOptions, optimize
 from dbt.adapters.deltamerge.delta.paths import table_path_of
-from dbt.adapters.deltamerge.delta.redefine import redefine
+from dbt.adapters.deltamerge.delta.redefine import recluster, redefine
 from dbt.adapters.deltamerge.delta.snapshot import Snapshot, has_delta_log, load_snapshot
 from dbt.adapters.deltamerge.delta.transaction import WriteResult
 from dbt.adapters.deltamerge.delta.write import WriteRequest, write_dataframe
@@ -99,10 +99,18 @@ def write_model(
 
 def _maintained(spark: SparkSession, result: WriteResult, spec: ModelSpec) -> Snapshot:
     """The table after the maintenance a committed write asks for: auto compaction (the table's or
-    the model's ``auto_optimize``), then the model's OPTIMIZE (``optimize_after_run``, ``zorder``)."""
+    the model's ``auto_optimize``), the model's clustering columns (``cluster_by`` changed on an
+    existing table), then the model's OPTIMIZE (``optimize_after_run``, ``zorder``, ``cluster_by``:
+    a clustered table's OPTIMIZE clusters the files not clustered yet)."""
     compacted = auto_compact(spark, result, enabled=auto_compact_enabled(spec.write.tblproperties))
     latest = compacted if compacted is not None and compacted.version is not None else result
-    if spec.write.optimize_after_run or spec.write.zorder:
+    wanted = spec.write.cluster_by
+    if wanted and tuple(c.lower() for c in latest.snapshot.clustering or ()) != tuple(
+        c.lower() for c in wanted
+    ):
+        reclustered = recluster(latest.snapshot, wanted, spec.model)  # the config's new clustering columns
+        latest = reclustered if reclustered.version is not None else latest
+    if spec.write.optimize_after_run or spec.write.zorder or wanted:
         snapshot = latest.snapshot
         options = OptimizeOptions.for_table(
             dict(snapshot.metadata.configuration), zorder_by=spec.write.zorder
@@ -163,9 +171,9 @@ def _with_contract(
 def decide(spec: ModelSpec, *, exists: bool, full_refresh: bool) -> Write:
     """The one write a run of a model makes.
 
-    >>> from dbt.adapters.deltamerge.model.spec import WriteSpec
-    >>> decide(ModelSpec(WriteSpec("m")), exists=True, full_refresh=False)
-    'table_write'
+        >>>     from dbt.adapters.deltamerge.model.spec import WriteSpec
+        >>> decide(ModelSpec(WriteSpec("m")), exists=True, full_refresh=False)
+        'table_write'
     """
     if spec.cdc is not None:
         return "cdc_apply"  # also the first run and --full-refresh: the same semantics

@@ -105,6 +105,7 @@ def create_table(
         properties={**dict(statement.properties), **constraint_properties(statement.checks)},
         description=statement.comment,
         definition=rows.schema if statement.columns else None,
+        cluster_by=statement.cluster_by,
     )
     return write_dataframe(spark, rows, request)
 

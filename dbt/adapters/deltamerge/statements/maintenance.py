@@ -121,7 +121,13 @@ def optimize_plan(
     columns checked as Delta checks them), before anything is read: the dry run's plan too."""
     _check_predicate(statement.condition, snapshot)
     considered, _ = skipped(spark, snapshot, statement.condition or "true", None)
-    options = OptimizeOptions.for_table(dict(snapshot.metadata.configuration), zorder_by=statement.zorder_by)
+    configuration = dict(snapshot.metadata.configuration)
+    options = OptimizeOptions.for_table(configuration, zorder_by=statement.zorder_by, full=statement.full)
+    if statement.full and not snapshot.clustering:
+        raise MaintenanceError(
+            "OPTIMIZE FULL is only supported for clustered tables with non-empty clustering columns. "
+            "Nothing was committed."
+        )
     problems, columns = zorder_problems(snapshot, options.zorder_by)
     if problems:
         raise ZOrderError("; ".join(problems) + ". Nothing was committed.")
@@ -132,3 +138,4 @@ def _check_predicate(condition: str | None, snapshot: Snapshot) -> None:
     problem = non_partition_column(condition, snapshot.partition_columns) if condition else None
     if problem:
         raise MaintenanceError(f"{problem}. Nothing was committed.")
+

@@ -26,6 +26,7 @@ from dbt.adapters.deltamerge.statements.parse_dml import (
     table_parts,
 )
 from dbt.adapters.deltamerge.statements.parse_maintenance import (
+    ClusterByStatement,
     OptimizeStatement,
     ReorgStatement,
     SetPropertiesStatement,
@@ -66,6 +67,7 @@ def parse_write_statement(
     | SetPropertiesStatement
     | ReorgStatement
     | OptimizeStatement
+    | ClusterByStatement
     | None
 ):
     """The table write ``sql`` is, or None when it writes no table (or does not parse).

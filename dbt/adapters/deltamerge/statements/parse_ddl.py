@@ -57,6 +57,8 @@ class CreateTableStatement:
     checks: tuple[tuple[str, str], ...] = ()
     # ``USING delta`` was written (a LIKE of a table of another format stays Spark's without it).
     using_delta: bool = False
+    # ``CLUSTER BY (columns)``: liquid clustering.
+    cluster_by: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -168,6 +170,7 @@ def _create(tree: exp.Create, sql: str) -> CreateTableStatement:
     checks = tuple(_table_check(c) for c in items if isinstance(c, exp.Constraint))
     columns = tuple(_column(c) for c in items if not isinstance(c, exp.Constraint))
     partition_by: tuple[str, ...] = ()
+    cluster_by: tuple[str, ...] = ()
     properties: list[tuple[str, str]] = []
     comment = location = None
     like: tuple[str, ...] = ()
@@ -177,6 +180,8 @@ def _create(tree: exp.Create, sql: str) -> CreateTableStatement:
             like = table_parts(prop.this)
         elif isinstance(prop, exp.PartitionedByProperty):
             partition_by = tuple(e.name for e in prop.this.expressions)
+        elif isinstance(prop, exp.ClusterProperty):
+            cluster_by = tuple(e.name for e in prop.expressions)
         elif isinstance(prop, exp.SchemaCommentProperty):
             comment = prop.this.name
         elif isinstance(prop, exp.LocationProperty):
@@ -203,6 +208,7 @@ def _create(tree: exp.Create, sql: str) -> CreateTableStatement:
         like=like,
         checks=checks,
         using_delta=_file_format(tree) == "delta",
+        cluster_by=cluster_by,
     )
 
 

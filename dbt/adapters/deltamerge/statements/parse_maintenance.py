@@ -43,10 +43,23 @@ class OptimizeStatement:
     parts: tuple[str, ...]
     condition: str | None
     zorder_by: tuple[str, ...] = ()
+    full: bool = False
 
 
+@dataclass(frozen=True)
+class ClusterByStatement:
+    """``ALTER TABLE t CLUSTER BY (columns)`` (``CLUSTER BY NONE``: no columns)."""
+
+    parts: tuple[str, ...]
+    columns: tuple[str, ...]
+
+
+_CLUSTER_BY = re.compile(
+    r"^\s*alter\s+table\s+(?P<table>.+?)\s+cluster\s+by\s+(?P<columns>none|\(.*\))\s*;?\s*$",
+    re.IGNORECASE | re.DOTALL,
+)
 _OPTIMIZE = re.compile(
-    r"^\s*optimize\s+(?P<table>.+?)(?:\s+where\s+(?P<where>.+?))?"
+    r"^\s*optimize\s+(?P<table>.+?)(?P<full>\s+full)?(?:\s+where\s+(?P<where>.+?))?"
     r"(?:\s+zorder\s+by\s*(?P<zorder>\(.*\)|[^()]+?))?\s*;?\s*$",
     re.IGNORECASE | re.DOTALL,
 )
@@ -64,13 +77,17 @@ _REORG = re.compile(
 
 def parse_maintenance(
     sql: str, tree: exp.Expr | None
-) -> SetPropertiesStatement | ReorgStatement | OptimizeStatement | None:
+) -> SetPropertiesStatement | ReorgStatement | OptimizeStatement | ClusterByStatement | None:
     """The property, REORG or OPTIMIZE statement ``sql`` is, or None.
 
     >>> parse_maintenance("OPTIMIZE s.t WHERE d >= '2024-01-01' ZORDER BY (a, `b c`)", None)
-    OptimizeStatement(parts=('s', 't'), condition="d >= '2024-01-01'", zorder_by=('a', 'b c'))
+    OptimizeStatement(parts=('s', 't'), condition="d >= '2024-01-01'", zorder_by=('a', 'b c'), full=False)
     >>> parse_maintenance("/* dbt */ -- note\\n optimize t zorder by a", None)
-    OptimizeStatement(parts=('t',), condition=None, zorder_by=('a',))
+    OptimizeStatement(parts=('t',), condition=None, zorder_by=('a',), full=False)
+    >>> parse_maintenance("OPTIMIZE t FULL", None).full
+    True
+    >>> parse_maintenance("alter table t cluster by none", None)
+    ClusterByStatement(parts=('t',), columns=())
 
     >>> parse_maintenance("REORG TABLE s.t WHERE p = 'x' APPLY (PURGE)", None)
     ReorgStatement(parts=('s', 't'), condition="p = 'x'")
@@ -92,7 +109,12 @@ def parse_maintenance(
             _table(match["table"]),
             sql_of(sqlglot.parse_one(where, dialect=SPARK)) if where else None,
             _names(zorder.strip().removeprefix("(").removesuffix(")")) if zorder else (),
+            full=bool(match["full"]),
         )
+    if (match := _CLUSTER_BY.match(sql)) is not None:
+        columns = match["columns"].strip()
+        names = () if columns.lower() == "none" else _names(columns[1:-1])
+        return ClusterByStatement(_table(match["table"]), names)
     if (match := _UNSET.match(sql)) is not None:
         keys = tuple((k.strip().strip("'\"`"), "") for k in match["keys"].split(",") if k.strip())
         return SetPropertiesStatement(

@@ -24,6 +24,7 @@ from dbt.adapters.deltamerge.delta.auto_optimize import auto_compact
 from dbt.adapters.deltamerge.delta.errors import DeltaError
 from dbt.adapters.deltamerge.delta.metrics import rows_affected
 from dbt.adapters.deltamerge.delta.paths import table_path_of
+from dbt.adapters.deltamerge.delta.redefine import recluster
 from dbt.adapters.deltamerge.delta.snapshot import Snapshot, load_snapshot
 from dbt.adapters.deltamerge.delta.transaction import WriteResult
 from dbt.adapters.deltamerge.merge.pipeline import merge_into
@@ -57,6 +58,7 @@ from dbt.adapters.deltamerge.statements.parse_dml import (
     UpdateStatement,
 )
 from dbt.adapters.deltamerge.statements.parse_maintenance import (
+    ClusterByStatement,
     OptimizeStatement,
     ReorgStatement,
     SetPropertiesStatement,
@@ -155,6 +157,8 @@ def run_on_delta(spark: SparkSession, sql: str) -> StatementResult | None:
         result = reorg_purge(spark, snapshot, parsed)
     elif isinstance(parsed, OptimizeStatement):
         result = optimize_table(spark, snapshot, parsed)
+    elif isinstance(parsed, ClusterByStatement):
+        result = recluster(snapshot, parsed.columns, name)
     else:
         result = insert_into(spark, parsed, snapshot, name)
     return _done(spark, schema, identifier, result)
