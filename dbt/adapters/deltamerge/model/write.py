@@ -171,9 +171,9 @@ def _with_contract(
 def decide(spec: ModelSpec, *, exists: bool, full_refresh: bool) -> Write:
     """The one write a run of a model makes.
 
-        >>>     from dbt.adapters.deltamerge.model.spec import WriteSpec
-        >>> decide(ModelSpec(WriteSpec("m")), exists=True, full_refresh=False)
-        'table_write'
+    >>> from dbt.adapters.deltamerge.model.spec import WriteSpec
+    >>> decide(ModelSpec(WriteSpec("m")), exists=True, full_refresh=False)
+    'table_write'
     """
     if spec.cdc is not None:
         return "cdc_apply"  # also the first run and --full-refresh: the same semantics
