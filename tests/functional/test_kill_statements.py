@@ -1,7 +1,7 @@
 """Crash safety of SQL statements and snapshots: real dbt processes SIGKILLed while committing.
 
-A DELETE statement (``dbt run-operation``) and a snapshot run (its MERGE statement) are
-killed at crash points of their commit, one table per point: by default the points where a
+A DELETE statement (``dbt run-operation``), an OPTIMIZE statement and a snapshot run (its MERGE
+statement) are killed at crash points of their commit, one table per point: by default the points where a
 statement's own steps meet the shared commit path (files placed and not committed; committed
 with the catalog entry dropped; the commit file written; the merge harness kills before the
 catalog binding),
@@ -42,7 +42,7 @@ DBT = str(Path(sys.executable).with_name("dbt"))
 KILLS = (
     [
         (kind, point)
-        for kind in ("delete", "snapshot")
+        for kind in ("delete", "snapshot", "optimize")
         for point in POINTS
         if point != "after_deletion_vectors"
     ]
@@ -52,9 +52,16 @@ KILLS = (
         ("delete", "mid_catalog_bind"),
         ("snapshot", "commit_file_written"),
         ("snapshot", "mid_catalog_bind"),
+        ("optimize", "mid_placement"),
+        ("optimize", "commit_file_written"),
     ]
 )
-PREFIX = {"delete": "del", "snapshot": "snap"}
+PREFIX = {"delete": "del", "snapshot": "snap", "optimize": "opt"}
+# Four small files: an OPTIMIZE compacts them into one, rows unchanged.
+SMALL_FILES = (
+    "{{ config(materialized='table') }}\n"
+    "select /*+ REPARTITION(4) */ id, concat('v', cast(id as string)) as v from range(40)\n"
+)
 RUN_SQL = "{% macro run_sql(sql) %}{% do run_query(sql) %}{% endmacro %}\n"
 TABLE = "{{ config(materialized='table') }}\nselect id, concat('v', cast(id as string)) as v from range(40)\n"
 # Batch 2 changes ids 0-9 (a later updated_at), removes 30-39 and adds 40-44.
@@ -109,6 +116,7 @@ def test_a_delete_and_a_snapshot_killed_at_commit_points_then_converge(tmp_path,
     for name in names:
         (project / "models" / f"del_{name}.sql").write_text(TABLE)
         (project / "models" / f"src_{name}.sql").write_text(SOURCE)
+        (project / "models" / f"opt_{name}.sql").write_text(SMALL_FILES)
         snapshot = SNAPSHOT.replace("NAME", f"snap_{name}").replace("SRC", f"src_{name}")
         (project / "snapshots" / f"snap_{name}.sql").write_text(snapshot)
     for args in (("run", "--vars", "{batch: 1}"), ("snapshot", "--vars", "{batch: 1}")):
@@ -118,17 +126,25 @@ def test_a_delete_and_a_snapshot_killed_at_commit_points_then_converge(tmp_path,
     assert done.returncode == 0, done.stdout[-3000:]
 
     def command(kind: str, name: str) -> tuple[str, ...]:
-        if kind == "delete":
-            sql = f"delete from kill.del_{name} where id % 3 = 0"
+        if kind in ("delete", "optimize"):
+            sql = (
+                f"delete from kill.del_{name} where id % 3 = 0"
+                if kind == "delete"
+                else f"optimize kill.opt_{name}"
+            )
             return ("run-operation", "run_sql", "--args", json.dumps({"sql": sql}))
         return ("snapshot", "--vars", "{batch: 2}", "--select", f"snap_{name}")
 
-    old = {"delete": _rows(tables / "del_reference"), "snapshot": _rows(tables / "snap_reference")}
-    for kind in ("delete", "snapshot"):
+    kinds = ("delete", "snapshot", "optimize")
+    old = {kind: _rows(tables / f"{PREFIX[kind]}_reference") for kind in kinds}
+    for kind in kinds:
         done = _dbt(project, *command(kind, "reference"))
         assert done.returncode == 0, done.stdout[-3000:]
-    new = {"delete": _rows(tables / "del_reference"), "snapshot": _rows(tables / "snap_reference")}
+    new = {kind: _rows(tables / f"{PREFIX[kind]}_reference") for kind in kinds}
     assert new["delete"] != old["delete"] and new["snapshot"] != old["snapshot"]
+    assert (
+        new["optimize"] == old["optimize"] and len(DeltaTable(str(tables / "opt_reference")).file_uris()) == 1
+    )
 
     for kind, point in KILLS:
         table = tables / f"{PREFIX[kind]}_{point}"
@@ -142,6 +158,9 @@ def test_a_delete_and_a_snapshot_killed_at_commit_points_then_converge(tmp_path,
         assert done.returncode == 0, done.stdout[-3000:]
         assert _rows(table) == new[kind], f"{kind} {point}: no convergence after the kill"
         assert problems(str(table)) == [], (kind, point)
+        if kind == "optimize":  # compacted once, by the killed run or the re-run
+            assert len(DeltaTable(str(table)).file_uris()) == 1, point
+            assert [h["operation"] for h in DeltaTable(str(table)).history()].count("OPTIMIZE") == 1, point
 
     read = subprocess.run(
         [
