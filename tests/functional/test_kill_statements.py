@@ -52,7 +52,6 @@ KILLS = (
         ("delete", "mid_catalog_bind"),
         ("snapshot", "commit_file_written"),
         ("snapshot", "mid_catalog_bind"),
-        ("optimize", "mid_placement"),
         ("optimize", "commit_file_written"),
     ]
 )
