@@ -19,6 +19,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from dbt.adapters.deltamerge.common.sql import quote_identifier
 from dbt.adapters.deltamerge.delta import storage
 from dbt.adapters.deltamerge.delta.commit import now_ms
 from dbt.adapters.deltamerge.delta.faults import crash_point
@@ -85,7 +86,8 @@ def optimized(df: DataFrame, partition_columns: list[str], configuration: Mappin
     not one per task); unchanged when the table does not ask for it."""
     if str(configuration.get(OPTIMIZE_WRITE, "false")).lower() != "true":
         return df
-    return df.hint("rebalance", *partition_columns)
+    # Columns, not names: a hint's text parameter is parsed (a name with a space would not parse).
+    return df.hint("rebalance", *[F.col(quote_identifier(c)) for c in partition_columns])
 
 
 def write_data_and_changes(
