@@ -71,6 +71,7 @@ class TestOptimizeThroughDbt:
             .replace("materialized='table'", "materialized='table', zorder=['a', 'b']")
             .replace("range(1000)", "range(20000)")
             .replace("'30000'", "'8000'"),
+            "badzorder.sql": "{{ config(materialized='table', zorder=['nope']) }}\nselect 1 as id",
             "compacted.sql": (
                 "{{ config(materialized='incremental', incremental_strategy='append', partition_by=['p'], "
                 "auto_optimize=true, tblproperties={'delta.autoOptimize.optimizeWrite': 'false'}) }}\n"
@@ -168,6 +169,11 @@ class TestOptimizeThroughDbt:
             met = [f for f in files if f[f"min.{column}"] < 100]
             assert len(met) <= len(files) // 2, (column, len(met), len(files))
         assert sorted(r["id"] for r in live_rows(path)) == list(range(20000))
+
+    def test_a_wrong_zorder_column_fails_the_model_before_its_write(self, project):
+        _, out = run_dbt_and_capture(["run", "--select", "badzorder"], expect_pass=False)
+        assert "Z-Ordering column nope does not exist in data schema." in out
+        assert not os.path.exists(os.path.join(table_path(project, "badzorder"), "_delta_log"))
 
     def test_auto_compaction_follows_a_write_that_leaves_many_small_files(self, project):
         run_dbt(["run", "--select", "compacted"])

@@ -19,7 +19,7 @@ from pyspark.sql import types as T
 
 from dbt.adapters.deltamerge.delta.errors import DeltaError
 from dbt.adapters.deltamerge.delta.mapping import physical_names
-from dbt.adapters.deltamerge.delta.stats import DEFAULT_NUM_INDEXED_COLS, indexed_leaves
+from dbt.adapters.deltamerge.delta.stats import columns_with_stats
 
 CLUSTERING_DOMAIN = "delta.clustering"
 LIQUID_DOMAIN = "delta.liquid"
@@ -104,8 +104,7 @@ def clustering_problems(
             "to create a Delta table with clustering."
         )
     fields = {f.name.lower(): f.name for f in schema.fields}
-    num_indexed = int(configuration.get("delta.dataSkippingNumIndexedCols", DEFAULT_NUM_INDEXED_COLS))
-    with_stats = {path[0].lower() for path, _ in indexed_leaves(schema, num_indexed) if len(path) == 1}
+    with_stats = columns_with_stats(schema, configuration)
     resolved, missing = [], []
     for column in columns:
         name = fields.get(column.lower())

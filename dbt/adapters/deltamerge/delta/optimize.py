@@ -40,7 +40,7 @@ from dbt.adapters.deltamerge.delta.metrics import execution_time, optimize_metri
 from dbt.adapters.deltamerge.delta.read import read_files
 from dbt.adapters.deltamerge.delta.row_ids import STABLE_COLUMNS, materialized_columns
 from dbt.adapters.deltamerge.delta.snapshot import AddFile, Snapshot
-from dbt.adapters.deltamerge.delta.stats import DEFAULT_NUM_INDEXED_COLS, indexed_leaves
+from dbt.adapters.deltamerge.delta.stats import columns_with_stats
 from dbt.adapters.deltamerge.delta.transaction import WriteResult, commit_files
 from dbt.adapters.deltamerge.delta.write import write_files
 from dbt.adapters.deltamerge.delta.zorder import ZOrderBin, ZOrderError, zordered
@@ -147,12 +147,7 @@ def zorder_problems(snapshot: Snapshot, columns: Sequence[str]) -> tuple[list[st
     problems, resolved = [], []
     fields = {f.name.lower(): f.name for f in snapshot.schema.fields}
     partitions = {c.lower() for c in snapshot.partition_columns}
-    num_indexed = int(
-        snapshot.metadata.configuration.get("delta.dataSkippingNumIndexedCols", DEFAULT_NUM_INDEXED_COLS)
-    )
-    with_stats = {
-        path[0].lower() for path, _ in indexed_leaves(snapshot.schema, num_indexed) if len(path) == 1
-    }
+    with_stats = columns_with_stats(snapshot.schema, snapshot.metadata.configuration)
     for column in columns:
         name = fields.get(column.lower())
         if name is None:

@@ -13,7 +13,7 @@ import decimal
 import json
 import math
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import pyarrow.parquet as pq
@@ -42,6 +42,16 @@ def indexed_leaves(
     if num_indexed_cols >= 0:
         leaves = leaves[:num_indexed_cols]
     return [(path, t) for path, t in leaves if not isinstance(t, (T.ArrayType, T.MapType, T.VariantType))]
+
+
+def columns_with_stats(schema: T.StructType, configuration: Mapping[str, str]) -> set[str]:
+    """Top-level columns (lower case) that get statistics under ``delta.dataSkippingNumIndexedCols``.
+
+    >>> sorted(columns_with_stats(T.StructType([T.StructField("A", T.IntegerType())]), {}))
+    ['a']
+    """
+    num_indexed = int(configuration.get("delta.dataSkippingNumIndexedCols", DEFAULT_NUM_INDEXED_COLS))
+    return {path[0].lower() for path, _ in indexed_leaves(schema, num_indexed) if len(path) == 1}
 
 
 def _leaves(dtype: T.StructType, prefix: tuple[str, ...]) -> Iterator[tuple[tuple[str, ...], T.DataType]]:

@@ -98,6 +98,8 @@ class WriteSpec:
         )
         if read("cluster_by") and read("liquid_clustered_by"):
             problems.append("cluster_by and liquid_clustered_by name the same thing: set one of them")
+        if spec.cluster_by and spec.partition_by:
+            problems.append("cluster_by cannot be used with partition_by (Delta: not both)")
         if spec.cluster_by and spec.zorder:
             problems.append("zorder cannot be used with cluster_by: a clustered table's OPTIMIZE clusters")
         problems.extend(misspelling_problems(config))

@@ -18,6 +18,7 @@ from pyspark.sql import types as T
 
 from dbt.adapters.deltamerge import binding
 from dbt.adapters.deltamerge.cdc.apply import apply_changes
+from dbt.adapters.deltamerge.common.config_values import SpecError
 from dbt.adapters.deltamerge.common.sql import quote_identifier
 from dbt.adapters.deltamerge.delta.auto_optimize import auto_compact, auto_compact_enabled
 from dbt.adapters.deltamerge.delta.optimize import OptimizeOptions, optimize
@@ -79,6 +80,7 @@ def write_model(
         model's write is not a merge into an existing table.
     """
     write = decide(spec, exists=table.exists, full_refresh=full_refresh)
+    _check_maintenance_columns(spec, df)  # before anything is written, not after the commit
     if dry_run:
         return _dry_run(spark, df, table, spec) if write == "merge" else NotWritten(_NOT_PREVIEWED[write])
     if contract is not None and table.exists and not _replaces(spec, materialization, write, full_refresh):
@@ -95,6 +97,27 @@ def write_model(
     if result.version is not None or write == "table_write" or not table.bound:
         binding.bind(spark, schema=table.schema, identifier=table.identifier, snapshot=latest)
     return result
+
+
+def _check_maintenance_columns(spec: ModelSpec, df: DataFrame) -> None:
+    """Refuse ``zorder`` / ``cluster_by`` columns the model's result lacks or partitions by (Delta's
+    texts), so that the OPTIMIZE after the write cannot fail once the write is committed."""
+    partitions = {c.lower() for c in spec.write.partition_by}
+    names = {c.lower() for c in df.columns}
+    problems = [
+        f"Z-Ordering column {c} does not exist in data schema."
+        if c.lower() not in names
+        else f"{c} is a partition column. Z-Ordering can only be performed on data columns"
+        for c in spec.write.zorder
+        if c.lower() not in names or c.lower() in partitions
+    ]
+    problems += [
+        f"cluster_by: column {c} is not a column of the model"
+        for c in spec.write.cluster_by
+        if c.lower() not in names
+    ]
+    if problems:
+        raise SpecError(spec.model, problems)
 
 
 def _maintained(spark: SparkSession, result: WriteResult, spec: ModelSpec) -> Snapshot:
