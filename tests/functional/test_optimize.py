@@ -324,6 +324,18 @@ def test_full_rewrite_of_tables_other_writers_made_keeps_every_row(spark, tmp_pa
         )  # nothing new (cdc_ict_table's v1 stamp)
 
 
+def test_optimize_refuses_a_table_with_a_feature_it_does_not_read(spark, tmp_path):
+    path = str(tmp_path / "unknown")
+    shutil.copytree(FIXTURES / "simple_table_features", path)
+    log = os.path.join(path, "_delta_log")
+    before = sorted(os.listdir(log))
+    with pytest.raises(Exception, match="blahabl"):
+        snapshot = load_snapshot(path)
+        assert snapshot is not None
+        optimize(spark, snapshot, snapshot.files, OptimizeOptions.for_table({}, zorder_by=["id"]))
+    assert sorted(os.listdir(log)) == before  # nothing committed
+
+
 def test_log_cleanup_after_a_checkpoint_keeps_every_version_inside_the_retention(spark, tmp_path):
     path = str(tmp_path / "t")
     properties = {"delta.checkpointInterval": "5", "delta.logRetentionDuration": "interval 2 days"}
