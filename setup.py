@@ -43,7 +43,7 @@ setup(
         # Pure-Python Spark SQL parsing (data skipping predicates); its API moves between majors.
         "sqlglot>=30.30,<31",
     ],
-    entry_points={"console_scripts": ["deltamerge-server=dbt.adapters.deltamerge.spark.server:main"]},
+    entry_points={"console_scripts": ["deltamerge-server=dbt.adapters.deltamerge.spark.server_cli:main"]},
     extras_require={
         # `python -m benchmarks`: process-tree memory and the chart.
         "bench": ["psutil>=5.9", "matplotlib>=3.8"],

@@ -38,3 +38,14 @@ def test_an_empty_warehouse_is_not_the_current_folder():
 def test_connect_needs_a_spark_connect_url():
     with pytest.raises(DbtRuntimeError, match="needs `host` to be a Spark Connect URL"):
         DeltaMergeCredentials.from_dict({**BASE, "method": "connect", "host": "localhost:15002"})
+
+
+def test_server_needs_no_host_and_keeps_the_warehouse_as_its_identity():
+    creds = DeltaMergeCredentials.from_dict({**BASE, "method": "server", "server_idle_minutes": 5})
+    assert creds.host == "localhost" and creds.unique_field == "/tmp/w" and creds.server_idle_minutes == 5
+
+
+def test_a_negative_idle_time_is_refused_naming_the_key():
+    expected = r"`server_idle_minutes` must be 0 \(never stop\) or more, got -1"
+    with pytest.raises(DbtRuntimeError, match=expected):
+        DeltaMergeCredentials.from_dict({**BASE, "method": "server", "server_idle_minutes": -1})

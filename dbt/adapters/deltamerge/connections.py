@@ -4,9 +4,11 @@
 SparkSession with its Hive metastore (Derby) and warehouse under the profile's
 ``warehouse``, so tables survive between ``dbt`` invocations. ``method: connect`` makes the
 process a Spark Connect client of the server at ``host`` (``sc://...``): no JVM starts
-here. Either way the process has one session per target, shared by dbt's threads, and
-every connection's cursor runs statements on it (``cursor.DeltaConnection``). The sessions
-themselves are ``spark.embedded`` and ``spark.connect``.
+here. ``method: server`` is a Spark Connect client of the warehouse's warm local server,
+which the first command starts and which stops after ``server_idle_minutes`` unused
+(``spark.warm``). Either way the process has one session per target, shared by dbt's
+threads, and every connection's cursor runs statements on it (``cursor.DeltaConnection``).
+The sessions themselves are ``spark.embedded`` and ``spark.connect``.
 """
 
 from __future__ import annotations
@@ -22,29 +24,33 @@ from dbt.adapters.spark.connections import SparkConnectionManager, SparkCredenti
 from dbt_common.dataclass_schema import StrEnum, ValidationError
 from dbt_common.exceptions import DbtDatabaseError, DbtRuntimeError
 
-from dbt.adapters.deltamerge.spark import connect, embedded
+from dbt.adapters.deltamerge.spark import connect, embedded, server, warm
 from dbt.adapters.deltamerge.spark.conf import DEFAULT_WAREHOUSE
 from dbt.adapters.deltamerge.spark.logs import quiet_python_loggers
+from dbt.adapters.deltamerge.spark.warm import DEFAULT_IDLE_MINUTES
 
 logger = AdapterLogger("DeltaMerge")
 
 
 class ConnectionMethod(StrEnum):
-    """dbt-spark's connection methods plus ``connect`` (Spark Connect)."""
+    """dbt-spark's connection methods plus ``connect`` (Spark Connect) and ``server`` (a warm local one)."""
 
     THRIFT = "thrift"
     HTTP = "http"
     ODBC = "odbc"
     SESSION = "session"
     CONNECT = "connect"
+    SERVER = "server"
 
 
 @dataclass
 class DeltaMergeCredentials(SparkCredentials):
-    """dbt-spark's credentials: ``method`` defaults to ``session``; ``connect``, ``warehouse`` added."""
+    """dbt-spark's credentials: ``method`` defaults to ``session``; ``connect``, ``server``,
+    ``warehouse`` and ``server_idle_minutes`` added."""
 
     method: ConnectionMethod = ConnectionMethod.SESSION  # type: ignore[assignment]
     warehouse: str = DEFAULT_WAREHOUSE
+    server_idle_minutes: float = DEFAULT_IDLE_MINUTES
 
     @classmethod
     def validate(cls, data: Any) -> None:
@@ -58,8 +64,12 @@ class DeltaMergeCredentials(SparkCredentials):
     def __post_init__(self) -> None:
         if not self.warehouse.strip():
             raise DbtRuntimeError(f"`warehouse` must be a folder path, got {self.warehouse!r}")
-        if self.method == ConnectionMethod.SESSION and self.host is None:
-            self.host = "localhost"  # dbt-spark requires a host; the embedded session has none
+        if self.method in (ConnectionMethod.SESSION, ConnectionMethod.SERVER) and self.host is None:
+            self.host = "localhost"  # dbt-spark requires a host; these have none to set
+        if self.server_idle_minutes < 0:
+            raise DbtRuntimeError(
+                f"`server_idle_minutes` must be 0 (never stop) or more, got {self.server_idle_minutes}"
+            )
         if self.method == ConnectionMethod.CONNECT:
             connect.check_url(self.host)
         super().__post_init__()
@@ -71,10 +81,10 @@ class DeltaMergeCredentials(SparkCredentials):
 
     @property
     def unique_field(self) -> str:
-        return self.warehouse if self.method == ConnectionMethod.SESSION else str(self.host)
+        return self.warehouse if self.method != ConnectionMethod.CONNECT else str(self.host)
 
     def _connection_keys(self) -> tuple[str, ...]:
-        return ("method", "schema", "warehouse", "host", "port", "cluster", "endpoint")
+        return ("method", "schema", "warehouse", "host", "port", "cluster", "endpoint", "server_idle_minutes")
 
 
 def session_of(connection: Connection) -> Any:
@@ -83,9 +93,18 @@ def session_of(connection: Connection) -> Any:
     session = getattr(handle, "spark", None)
     if session is None:
         raise DbtRuntimeError(
-            "dbt-deltamerge Delta writes need `method: session` or `method: connect` in the profile."
+            "dbt-deltamerge Delta writes need `method: session`, `server` or `connect` in the profile."
         )
     return session
+
+
+def _warm_session(warehouse: str, overrides: dict[str, str], idle_minutes: float) -> Any:
+    """A Spark Connect session on the warehouse's warm local server, started if none runs."""
+    try:
+        state = warm.ensure_server(warehouse, overrides, idle_minutes, logger.info)
+    except server.ServerError as error:
+        raise DbtRuntimeError(str(error)) from None
+    return connect.connect_session(state.url, overrides, preset=state.conf)
 
 
 class DeltaMergeConnectionManager(SparkConnectionManager):
@@ -103,13 +122,18 @@ class DeltaMergeConnectionManager(SparkConnectionManager):
         if not isinstance(creds, DeltaMergeCredentials) or creds.method not in (
             ConnectionMethod.SESSION,
             ConnectionMethod.CONNECT,
+            ConnectionMethod.SERVER,
         ):
             return super().open(connection)
         if connection.state == ConnectionState.OPEN:
             return connection
         overrides = dict(creds.server_side_parameters)
         quiet_python_loggers()
-        if creds.method == ConnectionMethod.CONNECT:
+        if creds.method == ConnectionMethod.SERVER:
+            if embedded.running():
+                raise DbtRuntimeError(embedded.ONE_KIND_MESSAGE)
+            spark = _warm_session(creds.warehouse, overrides, creds.server_idle_minutes)
+        elif creds.method == ConnectionMethod.CONNECT:
             if embedded.running():
                 raise DbtRuntimeError(embedded.ONE_KIND_MESSAGE)
             spark = connect.connect_session(str(creds.host), overrides)

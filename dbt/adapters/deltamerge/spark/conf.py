@@ -35,6 +35,14 @@ SESSION_DEFAULTS = {
     "spark.hadoop.parquet.summary.metadata.level": "NONE",
 }
 
+# What a Spark Connect client sets on its session besides the above (``spark/connect.py``); the
+# local server starts with them, so that its clients need not.
+SERVER_SESSION_DEFAULTS = {
+    # An error's message, not the server's JVM stack trace, goes to dbt (the server logs it).
+    "spark.sql.connect.serverStacktrace.enabled": "false",
+    "spark.sql.pyspark.jvmStacktrace.enabled": "false",
+}
+
 
 def session_conf(warehouse: str, overrides: dict[str, str]) -> dict[str, str]:
     """Every Spark setting of the embedded session for ``warehouse``.

@@ -83,8 +83,11 @@ def check_url(url: str | None) -> tuple[str, int]:
     return parts.hostname, port
 
 
-def connect_session(url: str, overrides: dict[str, str]) -> Any:
+def connect_session(url: str, overrides: dict[str, str], preset: dict[str, str] | None = None) -> Any:
     """The process's Spark Connect session for ``url``, opened on first use.
+
+    ``preset``: settings the server started with (a local server this package started): a
+    session has them already, so none of them costs a round trip.
 
     Raises:
         DbtRuntimeError: the server cannot be reached (within seconds, naming ``url``), or
@@ -93,7 +96,7 @@ def connect_session(url: str, overrides: dict[str, str]) -> Any:
     with _LOCK:
         session = _SESSIONS.get(url)
         if session is None:
-            session = _open(url, overrides)
+            session = _open(url, overrides, preset or {})
             if not _SESSIONS:
                 atexit.register(close_sessions)
             _SESSIONS[url] = session
@@ -101,7 +104,7 @@ def connect_session(url: str, overrides: dict[str, str]) -> Any:
         return session
 
 
-def _open(url: str, overrides: dict[str, str]) -> Any:
+def _open(url: str, overrides: dict[str, str], preset: dict[str, str]) -> Any:
     host, port = check_url(url)
     try:
         socket.create_connection((host, port), timeout=REACH_TIMEOUT_SECONDS).close()
@@ -118,6 +121,8 @@ def _open(url: str, overrides: dict[str, str]) -> Any:
     # makes pyspark.sql.functions build Connect columns (one process cannot mix both kinds).
     session = SparkSession.builder.remote(url).create()
     check_versions(client=pyspark.__version__, server=session.version, url=url)
+    # A server's Hadoop settings are its spark.hadoop.* ones; a session sets them unprefixed.
+    _APPLIED[id(session)] = {key.removeprefix("spark.hadoop."): value for key, value in preset.items()}
     apply_settings(session, {**CONNECT_SETTINGS, **overrides})
     return session
 

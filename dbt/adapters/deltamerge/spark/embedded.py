@@ -49,7 +49,7 @@ def start_session(warehouse: str, overrides: dict[str, str]) -> Any:
         from dbt.adapters.deltamerge.spark.server import status
 
         server = status(warehouse)
-        url = server.url if server is not None and server.pid == holder else None
+        url = server.url if server is not None and holder in (server.pid, server.jvm_pid) else None
         raise DbtRuntimeError(in_use_message(warehouse, holder, url))
     os.makedirs(warehouse, exist_ok=True)
     # Inherited from a parent process that used Spark Connect, this flag would make pyspark

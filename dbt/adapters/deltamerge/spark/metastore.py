@@ -85,12 +85,11 @@ def in_use_message(warehouse: str, pid: int, server_url: str | None = None) -> s
     if server_url is not None:
         return (
             f"The local Spark Connect server runs on the warehouse {warehouse}: use it with "
-            f"`method: connect` and `host: {server_url}` in the profile, or stop it first "
-            f"(`deltamerge-server stop --warehouse {warehouse}`)."
+            f"`method: server` in the profile (or `method: connect`, `host: {server_url}`), or stop it "
+            f"first (`deltamerge-server stop --warehouse {warehouse}`)."
         )
     return (
         f"The warehouse {warehouse} is in use by another process ({describe_process(pid)}): its "
-        "embedded metastore admits one Spark process at a time. Wait for it to finish, or run "
-        f"`deltamerge-server start --warehouse {warehouse}` and use `method: connect` in the profile "
-        "so that several dbt commands share one Spark."
+        "embedded metastore admits one Spark process at a time. Wait for it to finish, or use "
+        "`method: server` in the profile so that several dbt commands share one warm Spark."
     )

@@ -1,15 +1,14 @@
-"""``deltamerge-server``: a warm local Spark Connect server for a warehouse on this machine.
+"""The warm local Spark Connect server of a warehouse: start, find, stop.
 
-``start`` launches the Spark Connect server shipped with the installed pyspark, with the
-warehouse, Hive metastore and session defaults of the embedded mode, and leaves it
-running; ``stop`` ends it; ``status`` tells whether it runs. dbt commands whose profile
-says ``method: connect`` and ``host: sc://localhost:<port>`` then skip Spark's start-up,
-and several can run at once (one process holds the metastore: the server).
+A server is pyspark's own ``SparkConnectServer`` with the warehouse, Hive metastore and session
+defaults of the embedded mode, run by a small supervisor (``spark/daemon.py``) that stops it
+after an idle time. Its state file, ``<warehouse>/.deltamerge-server.json``, names it once it
+listens. ``method: server`` profiles start one on first use (``spark/warm.py``);
+``deltamerge-server start/stop/status`` (``spark/server_cli.py``) manage one by hand.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import signal
@@ -17,30 +16,50 @@ import socket
 import subprocess
 import sys
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
+from importlib.metadata import version
 from pathlib import Path
 
-from dbt.adapters.deltamerge.spark.conf import DEFAULT_WAREHOUSE, session_conf
-from dbt.adapters.deltamerge.spark.metastore import describe_process, metastore_holder
+from dbt.adapters.deltamerge.spark import daemon
+from dbt.adapters.deltamerge.spark.conf import SERVER_SESSION_DEFAULTS, session_conf
 
 SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
 DEFAULT_PORT = 15002
 STATE_FILE = ".deltamerge-server.json"
 LOG_FILE = ".deltamerge-server.log"
+SPEC_FILE = ".deltamerge-server.spec.json"
+# Every dbt process using the server holds a shared lock on it (see spark/daemon.py).
+CLIENTS_FILE = ".deltamerge-server.clients"
+# Held while a server starts: concurrent first commands start one server.
+START_LOCK = ".deltamerge-server.lock"
 START_TIMEOUT_SECONDS = 120.0
+
+
+class ServerError(RuntimeError):
+    """The server cannot be started or used; the message is one line saying why and what to do."""
 
 
 @dataclass(frozen=True)
 class ServerState:
-    """What ``start`` records in the warehouse for ``stop`` and ``status``."""
+    """What the supervisor records in the warehouse once the server listens."""
 
-    pid: int
+    pid: int  # the supervisor's (its process group holds the JVM)
     port: int
     url: str
     warehouse: str
     master: str
     log: str
     started_at: float
+    jvm_pid: int = 0
+    pyspark: str = ""
+    python: str = ""
+    idle_minutes: float = 0.0
+    conf: dict[str, str] = field(default_factory=dict)  # the session settings it started with
+
+
+def pyspark_version() -> str:
+    """The installed pyspark's version, without importing pyspark."""
+    return version("pyspark")
 
 
 def server_command(
@@ -54,7 +73,7 @@ def server_command(
     >>> "spark.connect.grpc.binding.port=15002" in cmd, "spark.sql.warehouse.dir=/w" in cmd
     (True, True)
     """
-    settings = session_conf(warehouse, conf)
+    settings = server_conf(warehouse, conf)
     settings.pop("spark.master", None)
     settings.update(
         {
@@ -70,83 +89,149 @@ def server_command(
     return command
 
 
-def start(warehouse: str, port: int, master: str, conf: dict[str, str]) -> ServerState:
-    """Start the server (or return the one already running for ``warehouse``)."""
+def server_conf(warehouse: str, conf: dict[str, str]) -> dict[str, str]:
+    """The server's settings: the embedded session's, the settings every Connect client sets
+    (so a client of this server sets none), then ``conf``."""
+    return session_conf(warehouse, {**SERVER_SESSION_DEFAULTS, **conf})
+
+
+def start(
+    warehouse: str, port: int, master: str, conf: dict[str, str], idle_minutes: float = 0.0
+) -> ServerState:
+    """Start a server for ``warehouse`` and wait until it listens (or return the running one).
+
+    ``idle_minutes``: stop after that long without a dbt command using it (0: never).
+
+    Raises:
+        ServerError: the port is taken, or the server did not start (its log's last lines).
+    """
     running = status(warehouse)
     if running is not None:
         return running
-    holder = metastore_holder(warehouse)
-    if holder is not None:
-        raise SystemExit(f"The warehouse {warehouse} is in use by {describe_process(holder)}; stop it first.")
-    if _port_open(port):
-        raise SystemExit(f"Port {port} on localhost is taken; choose another with --port.")
-    import pyspark
+    if daemon.port_open(port):
+        raise ServerError(f"Port {port} on localhost is taken by another program; choose another (--port).")
+    import pyspark  # the Spark the server runs: the one this process would use
 
     os.makedirs(warehouse, exist_ok=True)
     spark_home = os.path.dirname(pyspark.__file__)
     log = os.path.join(warehouse, LOG_FILE)
-    # Python the server runs (UDFs, e.g. CONVERT's footer reads) uses this interpreter and package.
-    env = {**os.environ, "SPARK_HOME": spark_home, "PYSPARK_PYTHON": sys.executable}
-    with open(log, "ab") as out:
-        process = subprocess.Popen(
-            server_command(spark_home=spark_home, warehouse=warehouse, port=port, master=master, conf=conf),
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            cwd=warehouse,
-            env=env,
-            start_new_session=True,  # outlives this command; stopped as a process group
-        )
-    state = ServerState(process.pid, port, f"sc://localhost:{port}", warehouse, master, log, time.time())
-    _wait_until_serving(process, state)
-    Path(warehouse, STATE_FILE).write_text(json.dumps(asdict(state), indent=2))
-    return state
+    state = ServerState(
+        0, port, f"sc://localhost:{port}", warehouse, master, log, 0.0,
+        pyspark=pyspark_version(), python=sys.executable, idle_minutes=idle_minutes,
+        conf={k: v for k, v in server_conf(warehouse, conf).items() if not k.startswith("spark.hadoop.")},
+    )  # fmt: skip
+    command = server_command(spark_home=spark_home, warehouse=warehouse, port=port, master=master, conf=conf)
+    spec = {
+        "command": command,
+        # Python the server runs (UDFs, e.g. CONVERT's footer reads) is this interpreter and package.
+        "env": {"SPARK_HOME": spark_home, "PYSPARK_PYTHON": sys.executable},
+        "warehouse": warehouse,
+        "port": port,
+        "log": log,
+        "idle_seconds": idle_minutes * 60,
+        "start_timeout": START_TIMEOUT_SECONDS,
+        "state_file": os.path.join(warehouse, STATE_FILE),
+        "clients_file": os.path.join(warehouse, CLIENTS_FILE),
+        "state": {k: v for k, v in asdict(state).items() if k not in ("pid", "jvm_pid", "started_at")},
+    }
+    spec_file = os.path.join(warehouse, SPEC_FILE)
+    Path(spec_file).write_text(json.dumps(spec, indent=2))
+    supervisor = subprocess.Popen(
+        [sys.executable, daemon.__file__, spec_file],
+        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        cwd=warehouse, start_new_session=True,  # outlives this command; stopped as a process group
+    )  # fmt: skip
+    return _wait_until_serving(supervisor, warehouse, log)
+
+
+def _wait_until_serving(supervisor: subprocess.Popen[bytes], warehouse: str, log: str) -> ServerState:
+    deadline = time.monotonic() + START_TIMEOUT_SECONDS + 10
+    while time.monotonic() < deadline:
+        state = recorded(warehouse)
+        if state is not None and state.pid == supervisor.pid:
+            return state
+        if supervisor.poll() is not None:
+            raise ServerError(f"The Spark Connect server did not start; see {log}:\n{log_tail(log)}")
+        time.sleep(0.2)
+    _end_group(supervisor.pid)
+    raise ServerError(f"The Spark Connect server did not listen within {START_TIMEOUT_SECONDS:.0f} s: {log}")
 
 
 def stop(warehouse: str) -> ServerState | None:
     """Stop the server of ``warehouse``; the state it had, or None when none was running."""
     state = status(warehouse)
-    Path(warehouse, STATE_FILE).unlink(missing_ok=True)
     if state is None:
+        Path(warehouse, STATE_FILE).unlink(missing_ok=True)
         return None
     _end_group(state.pid)
+    daemon.remove_state(os.path.join(warehouse, STATE_FILE), state.pid)
     return state
 
 
 def status(warehouse: str) -> ServerState | None:
     """The running server of ``warehouse``, or None (a stale state file is ignored)."""
+    state = recorded(warehouse)
+    return state if state is not None and is_serving(state) else None
+
+
+def is_serving(state: ServerState) -> bool:
+    """Whether the recorded supervisor still runs (not a reused pid) and its port listens."""
+    return _is_supervisor(state.pid) and daemon.port_open(state.port)
+
+
+def recorded(warehouse: str) -> ServerState | None:
+    """The state file's server, running or not."""
     try:
-        state = ServerState(**json.loads(Path(warehouse, STATE_FILE).read_text()))
+        return ServerState(**json.loads(Path(warehouse, STATE_FILE).read_text()))
     except (OSError, ValueError, TypeError):
         return None
-    return state if _alive(state.pid) and _port_open(state.port) else None
 
 
-def _wait_until_serving(process: subprocess.Popen[bytes], state: ServerState) -> None:
-    deadline = time.monotonic() + START_TIMEOUT_SECONDS
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise SystemExit(f"The Spark Connect server exited while starting:\n{_log_tail(state.log)}")
-        if _port_open(state.port):
-            return
-        time.sleep(0.5)
-    _end_group(process.pid)
-    raise SystemExit(
-        f"The Spark Connect server did not listen within {START_TIMEOUT_SECONDS:.0f} s; see {state.log}"
-    )
+def _is_supervisor(pid: int) -> bool:
+    if pid <= 0 or not _alive(pid):
+        return False
+    return os.path.basename(daemon.__file__) in command_line(pid)
 
 
-def _end_group(pid: int, timeout: float = 30.0) -> None:
+def command_line(pid: int) -> str:
+    """A process's command line ('' if it is gone); ``/proc`` or else ``ps``."""
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except FileNotFoundError:
+        if Path("/proc/self").exists():
+            return ""
+    except OSError:
+        return ""
+    done = subprocess.run(["ps", "-o", "command=", "-p", str(pid)], capture_output=True, text=True)
+    return done.stdout.strip()
+
+
+def _end_group(pid: int, timeout: float = 40.0) -> None:
     for sig, wait in ((signal.SIGTERM, timeout), (signal.SIGKILL, 5.0)):
         try:
             os.killpg(pid, sig)
         except ProcessLookupError:
             return
         deadline = time.monotonic() + wait
-        while time.monotonic() < deadline and _alive(pid):
+        while time.monotonic() < deadline and _group_alive(pid):
             time.sleep(0.2)
-        if not _alive(pid):
+        if not _group_alive(pid):
             return
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    _alive(pgid)  # reaps the supervisor if it is this process's child
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    return True
 
 
 def _alive(pid: int) -> bool:
@@ -162,13 +247,15 @@ def _alive(pid: int) -> bool:
         return Path(f"/proc/{pid}").exists() or not Path("/proc").exists()
 
 
-def _port_open(port: int) -> bool:
+def free_port() -> int:
+    """A TCP port nothing listens on now (the kernel's choice)."""
     with socket.socket() as probe:
-        probe.settimeout(1.0)
-        return probe.connect_ex(("127.0.0.1", port)) == 0
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
 
 
-def _log_tail(log: str, lines: int = 15) -> str:
+def log_tail(log: str, lines: int = 15) -> str:
+    """The last error lines of a server log (or its last lines)."""
     try:
         text = Path(log).read_text(errors="replace").splitlines()
     except OSError:
@@ -177,36 +264,13 @@ def _log_tail(log: str, lines: int = 15) -> str:
     return "\n".join(interesting[-lines:])
 
 
-def main(argv: list[str] | None = None) -> int:
-    """The ``deltamerge-server`` command: ``start``, ``stop`` or ``status``."""
-    parser = argparse.ArgumentParser(prog="deltamerge-server", description=__doc__.splitlines()[0])
-    parser.add_argument("action", choices=["start", "stop", "status"])
-    parser.add_argument("--warehouse", default=DEFAULT_WAREHOUSE, help="the profile's warehouse folder")
-    parser.add_argument("--port", type=int, default=DEFAULT_PORT)
-    parser.add_argument("--master", default="local[*]", help="Spark master (default: local[*])")
-    parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="a Spark setting")
-    args = parser.parse_args(argv)
-    warehouse = os.path.abspath(os.path.expanduser(args.warehouse))
-    if args.action == "start":
-        conf = dict(item.split("=", 1) for item in args.conf)
-        state = start(warehouse, args.port, args.master, conf)
-        print(f"Spark Connect server for {warehouse} at {state.url} (pid {state.pid}, log {state.log})")
-        print(f"Profile: method: connect, host: {state.url}")
-        return 0
-    if args.action == "stop":
-        stopped = stop(warehouse)
-        print(
-            f"Stopped the server at {stopped.url} (pid {stopped.pid})" if stopped else "No server was running"
-        )
-        return 0
-    running = status(warehouse)
-    if running is None:
-        print(f"No Spark Connect server runs for {warehouse}")
-        return 1
-    minutes = (time.time() - running.started_at) / 60
-    print(f"Running at {running.url} (pid {running.pid}, master {running.master}, up {minutes:.0f} min)")
-    return 0
+def describe(state: ServerState, now: float | None = None) -> str:
+    """One line about a running server.
 
-
-if __name__ == "__main__":
-    sys.exit(main())
+    >>> s = ServerState(7, 15002, "sc://localhost:15002", "/w", "local[*]", "/w/l", 0.0, idle_minutes=30)
+    >>> describe(s, now=600.0)
+    'Running at sc://localhost:15002 (pid 7, master local[*], up 10 min, stops after 30 idle minutes)'
+    """
+    minutes = ((now if now is not None else time.time()) - state.started_at) / 60
+    idle = f"stops after {state.idle_minutes:g} idle minutes" if state.idle_minutes > 0 else "no idle stop"
+    return f"Running at {state.url} (pid {state.pid}, master {state.master}, up {minutes:.0f} min, {idle})"

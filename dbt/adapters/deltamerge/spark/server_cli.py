@@ -1,0 +1,59 @@
+"""``deltamerge-server start|stop|status``: a warehouse's warm local Spark Connect server by hand.
+
+``method: server`` profiles start and stop their server by themselves; these commands show it,
+stop it, or start one that runs until stopped (``--idle-minutes`` to stop it when unused), for
+``method: connect`` profiles pointing at ``sc://localhost:<port>``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from dbt.adapters.deltamerge.spark import server
+from dbt.adapters.deltamerge.spark.conf import DEFAULT_WAREHOUSE
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The ``deltamerge-server`` command; its exit code (``status``: 1 when none runs)."""
+    parser = argparse.ArgumentParser(prog="deltamerge-server", description=__doc__.splitlines()[0])
+    parser.add_argument("action", choices=["start", "stop", "status"])
+    parser.add_argument("--warehouse", default=DEFAULT_WAREHOUSE, help="the profile's warehouse folder")
+    parser.add_argument("--port", type=int, default=server.DEFAULT_PORT)
+    parser.add_argument("--master", default="local[*]", help="Spark master (default: local[*])")
+    parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="a Spark setting")
+    parser.add_argument(
+        "--idle-minutes", type=float, default=0.0, help="stop after this long unused (default: never)"
+    )
+    args = parser.parse_args(argv)
+    warehouse = os.path.abspath(os.path.expanduser(args.warehouse))
+    try:
+        return _act(args, warehouse)
+    except server.ServerError as error:
+        print(error, file=sys.stderr)
+        return 1
+
+
+def _act(args: argparse.Namespace, warehouse: str) -> int:
+    if args.action == "start":
+        conf = dict(item.split("=", 1) for item in args.conf)
+        state = server.start(warehouse, args.port, args.master, conf, args.idle_minutes)
+        print(f"Spark Connect server for {warehouse} at {state.url} (pid {state.pid}, log {state.log})")
+        print(f"Profile: method: server, warehouse: {warehouse}  (or method: connect, host: {state.url})")
+        return 0
+    if args.action == "stop":
+        stopped = server.stop(warehouse)
+        stopped_line = f"Stopped the server at {stopped.url} (pid {stopped.pid})" if stopped else ""
+        print(stopped_line or "No server was running")
+        return 0
+    running = server.status(warehouse)
+    if running is None:
+        print(f"No Spark Connect server runs for {warehouse}")
+        return 1
+    print(server.describe(running))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,161 @@
+"""``method: server``: the warm local server's life cycle, with real dbt processes and real servers.
+
+One scenario, in order (each server start is a real JVM, so they are few): a stale state file
+whose port another program now holds; two first commands at once (one server starts, both
+use it); reuse; a server of another pyspark replaced; a JVM crash found by the supervisor; an
+idle stop. Every step is checked on processes, state files, Delta versions and dbt's output.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from deltalake import DeltaTable
+
+from dbt.adapters.deltamerge.spark import server
+
+DBT = str(Path(sys.executable).with_name("dbt"))
+CLI = str(Path(sys.executable).with_name("deltamerge-server"))
+
+PROFILE = """warm:
+  target: warm
+  outputs:
+    warm:
+      type: deltamerge
+      method: server
+      schema: warm
+      warehouse: ./warehouse
+      server_idle_minutes: "{{ env_var('IDLE_MINUTES', '30') | float }}"
+      server_side_parameters:
+        spark.master: "local[1]"
+        spark.driver.memory: 1g
+        spark.sql.shuffle.partitions: "2"
+"""
+MODEL = """{{ config(materialized='incremental', incremental_strategy='delta_merge', unique_key='id') }}
+select id, {{ var('batch', 1) }} as batch from range(5)
+"""
+
+
+def _project(root: Path) -> Path:
+    (root / "models").mkdir(parents=True)
+    (root / "dbt_project.yml").write_text(
+        'name: warm\nversion: "1.0"\nprofile: warm\nconfig-version: 2\n'
+        "flags:\n  send_anonymous_usage_stats: false\n"
+    )
+    (root / "profiles.yml").write_text(PROFILE)
+    (root / "models" / "numbers.sql").write_text(MODEL)
+    (root / "models" / "others.sql").write_text(MODEL)
+    return root
+
+
+def _dbt(project: Path, batch: int, idle: str = "30", select: str = "numbers") -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [DBT, "run", "--profiles-dir", ".", "--select", select, "--vars", f"{{batch: {batch}}}"],
+        cwd=project, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        env={**os.environ, "IDLE_MINUTES": idle},
+    )  # fmt: skip
+
+
+def _finished(process: subprocess.Popen[str]) -> str:
+    out, _ = process.communicate(timeout=600)
+    assert process.returncode == 0, out[-3000:]
+    return out
+
+
+def _supervisors(warehouse: Path) -> list[int]:
+    """Processes running a supervisor of this warehouse (its spec file is in the warehouse)."""
+    spec = str(warehouse / server.SPEC_FILE)
+    return [
+        int(pid)
+        for pid in os.listdir("/proc")
+        if pid.isdigit() and spec in server.command_line(int(pid))
+    ]
+
+
+def _wait_for(condition, what: str, seconds: float = 120.0) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, f"not within {seconds:.0f} s: {what}"
+        time.sleep(0.5)
+
+
+def _gone(pid: int) -> bool:
+    """Whether a process ended (an unreaped one counts: its parent dbt command has exited)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except OSError:
+        return True
+
+
+@pytest.mark.skipif(not Path("/proc").exists(), reason="finds processes through /proc")
+def test_the_warm_server_life_cycle(tmp_path):
+    project = _project(tmp_path / "project")
+    warehouse = project / "warehouse"
+    warehouse.mkdir()
+    table = warehouse / "warm.db" / "numbers"
+
+    # A state file left by a crash: its pid is gone and another program now listens on its port.
+    squatter = socket.socket()
+    squatter.bind(("127.0.0.1", 0))
+    squatter.listen()
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True)
+    stale = {"pid": int(dead.stdout), "port": squatter.getsockname()[1], "url": "sc://localhost:1",
+             "warehouse": str(warehouse), "master": "local[*]", "log": "", "started_at": 0.0}  # fmt: skip
+    (warehouse / server.STATE_FILE).write_text(json.dumps(stale))
+    try:
+        # Two first commands at once: one server starts, both commands use it.
+        first, second = _dbt(project, 1), _dbt(project, 1, select="others")
+        outputs = [_finished(first), _finished(second)]
+    finally:
+        squatter.close()
+    both = "\n".join(outputs)
+    assert both.count("Starting a warm local Spark server") == 1, both[-4000:]
+    assert "is gone and its port is now another program's; starting a new one" in both
+    state = server.status(str(warehouse))
+    assert state is not None and state.port != stale["port"] and _supervisors(warehouse) == [state.pid]
+    others = warehouse / "warm.db" / "others"
+    assert DeltaTable(str(table)).version() == DeltaTable(str(others)).version() == 0
+
+    # Reuse: no start, the same server, a merge.
+    out = _finished(_dbt(project, 2))
+    assert "Starting a warm" not in out and "OK MERGE" in out, out[-3000:]
+    assert server.status(str(warehouse)) == state
+    assert sorted(r["batch"] for r in DeltaTable(str(table)).to_pyarrow_table().to_pylist()) == [2] * 5
+    status = subprocess.run([CLI, "status", "--warehouse", str(warehouse)], capture_output=True, text=True)
+    assert status.returncode == 0 and f"pid {state.pid}" in status.stdout, status.stdout
+    assert "stops after 30 idle minutes" in status.stdout
+
+    # A server of another pyspark (an upgrade, another virtualenv), not in use: replaced.
+    recorded = json.loads((warehouse / server.STATE_FILE).read_text())
+    (warehouse / server.STATE_FILE).write_text(json.dumps({**recorded, "pyspark": "4.1.0"}))
+    out = _finished(_dbt(project, 3))
+    assert "runs pyspark 4.1.0 from" in out and "replacing it" in out, out[-3000:]
+    replaced = server.status(str(warehouse))
+    assert replaced is not None and replaced.pid != state.pid and _supervisors(warehouse) == [replaced.pid]
+    assert _gone(state.jvm_pid)
+
+    # The JVM crashes: the supervisor removes the state file and exits; the next command starts anew.
+    os.kill(replaced.jvm_pid, signal.SIGKILL)
+    _wait_for(lambda: _gone(replaced.pid), "the supervisor exits after its JVM died")
+    assert not (warehouse / server.STATE_FILE).exists()
+    assert "the JVM exited" in (warehouse / server.LOG_FILE).read_text()
+
+    # Idle stop (the server started now stops 3 s after its last command).
+    out = _finished(_dbt(project, 4, idle="0.05"))
+    assert "Starting a warm local Spark server" in out and "stops after 0.05 idle minutes" in out
+    idle = server.status(str(warehouse))
+    assert idle is not None
+    _wait_for(lambda: _gone(idle.pid) and _gone(idle.jvm_pid), "the idle server stops")
+    assert not (warehouse / server.STATE_FILE).exists() and _supervisors(warehouse) == []
+    assert "stopping: idle for 3 s" in (warehouse / server.LOG_FILE).read_text()
+    assert sorted(r["batch"] for r in DeltaTable(str(table)).to_pyarrow_table().to_pylist()) == [4] * 5
+    stop = subprocess.run([CLI, "stop", "--warehouse", str(warehouse)], capture_output=True, text=True)
+    assert stop.stdout.strip() == "No server was running"
