@@ -17,7 +17,8 @@ $(VENV)/.installed: $(PACKAGE_FILES)
 
 install: $(VENV)/.installed
 
-## Run the example dbt project on the embedded Spark session and print Delta history.
+## Run the example dbt project on its warehouse's warm local Spark server (started by the first
+## run, reused by the next; it stops after 30 idle minutes) and print Delta history.
 demo: install
 	$(PY) examples/shop/demo.py
 
@@ -58,4 +59,5 @@ lint: install
 		echo "lint: JVM access (py4j) in dbt/adapters/deltamerge; use public PySpark APIs that work over Spark Connect"; exit 1; fi
 
 clean:
+	-test -x $(VENV)/bin/deltamerge-server && $(VENV)/bin/deltamerge-server stop --warehouse examples/shop/warehouse
 	rm -rf $(VENV) examples/shop/warehouse examples/shop/target examples/shop/logs

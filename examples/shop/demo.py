@@ -1,7 +1,9 @@
-"""The README's main job: run the example project on the embedded Spark session.
+"""The README's main job: run the example project, then read its tables with delta-rs.
 
-Seeds, two runs (the second one incremental) and the tests, in one process (one JVM),
-then every table's Delta history as an independent reader (delta-rs) sees it.
+Seeds, two runs (the second one incremental) and the tests on the profile's default target,
+the warehouse's warm local Spark server (``method: server``): the first demo starts it (as a
+first ``dbt`` command would), a second demo finds it warm. Then every table's Delta history as
+an independent reader (delta-rs) sees it. ``--target local`` runs it on an embedded session.
 """
 
 from __future__ import annotations
@@ -20,9 +22,14 @@ HERE = Path(__file__).resolve().parent
 WAREHOUSE = HERE / "warehouse"
 
 
+TARGET = sys.argv[sys.argv.index("--target") + 1] if "--target" in sys.argv else "server"
+
+
 def dbt(*args: str) -> None:
     print(f"\n$ dbt {' '.join(args)}", flush=True)
-    result = dbtRunner().invoke([*args, "--project-dir", str(HERE), "--profiles-dir", str(HERE)])
+    result = dbtRunner().invoke(
+        [*args, "--project-dir", str(HERE), "--profiles-dir", str(HERE), "--target", TARGET]
+    )
     if not result.success:
         sys.exit(f"dbt {' '.join(args)} failed")
 
@@ -41,8 +48,9 @@ def show_history(path: Path) -> None:
 
 def main() -> None:
     os.chdir(HERE)  # the profile's warehouse (./warehouse) is relative to where dbt runs
-    shutil.rmtree(WAREHOUSE, ignore_errors=True)
-    shutil.rmtree(HERE / "target", ignore_errors=True)
+    # A fresh start that keeps a running server (and its metastore): the schema and its folders go.
+    dbt("run-operation", "reset_schema")
+    shutil.rmtree(WAREHOUSE / "shop.db", ignore_errors=True)
     dbt("seed")
     dbt("run")
     dbt("run", "--vars", "{batch: 2}")  # orders: MERGE of new and changed orders
@@ -52,6 +60,11 @@ def main() -> None:
         if (path / "_delta_log").is_dir():
             show_history(path)
     show_changes(WAREHOUSE / "shop.db" / "orders")
+    if TARGET == "server":
+        print(
+            "\nThe warm Spark server keeps running for the next dbt command (it stops after 30 idle "
+            "minutes; `.venv/bin/deltamerge-server stop --warehouse examples/shop/warehouse` stops it now)."
+        )
 
 
 def show_changes(path: Path) -> None:

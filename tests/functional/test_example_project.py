@@ -1,8 +1,9 @@
 """The example project through the real `dbt` CLI, then read back from a fresh process.
 
-Each invocation is its own process (its own JVM), as a user's shell would run them: the
-catalog binding must survive between invocations against the same warehouse. On the
-Connect backend the project's ``server`` target points at the test cluster instead.
+Each invocation is its own process, as a user's shell would run them, on the project's default
+target (``method: server``): the first starts the warehouse's warm local server, the second
+reuses it; the catalog binding must survive between invocations against the same warehouse.
+On the Connect backend the project's ``cluster`` target points at the test cluster instead.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from pathlib import Path
 import pytest
 from deltalake import DeltaTable
 
+from dbt.adapters.deltamerge.spark import server
 from tests.conftest import ON_CONNECT
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -23,12 +25,8 @@ DBT = str(Path(sys.executable).with_name("dbt"))
 
 READ_CATALOG = """
 import json, sys
-if sys.argv[2]:
-    from dbt.adapters.deltamerge.spark.connect import connect_session
-    spark = connect_session(sys.argv[2], {})
-else:
-    from dbt.adapters.deltamerge.spark.embedded import start_session
-    spark = start_session(sys.argv[1], {"spark.master": "local[1]"})
+from dbt.adapters.deltamerge.spark.connect import connect_session
+spark = connect_session(sys.argv[2], {})
 rows = spark.sql("select order_date, orders, revenue from shop.daily_revenue order by order_date").collect()
 print(json.dumps([[str(r.order_date), r.orders, float(r.revenue)] for r in rows]))
 """
@@ -44,18 +42,32 @@ def run(*args: str, cwd: Path, both: bool = False) -> str:
 def test_example_project_across_processes(tmp_path, request):
     project = tmp_path / "shop"
     shutil.copytree(ROOT / "examples" / "shop", project, ignore=shutil.ignore_patterns("warehouse", "target"))
-    warehouse, url, target = project / "warehouse", "", "local"
+    warehouse, url, target = project / "warehouse", "", "server"
     if ON_CONNECT:
         cluster = request.getfixturevalue("cluster")
-        warehouse, url, target = Path(cluster.warehouse), cluster.connect_url, "server"
+        warehouse, url, target = Path(cluster.warehouse), cluster.connect_url, "cluster"
         profiles = project / "profiles.yml"
         profiles.write_text(profiles.read_text().replace("sc://localhost:15002", url))
     dbt, options = (DBT,), ("--profiles-dir", ".", "--target", target)
-    # Two invocations (each a new JVM or a new client): seeds and batch 1, then batch 2 and the tests.
-    first = run(*dbt, "build", "--exclude", "resource_type:test", *options, cwd=project, both=True)
-    # Spark's own log (start-up warnings, task stack dumps) goes to <warehouse>/.spark, not the console.
-    assert "log4j" not in first and " WARN " not in first and "\tat org.apache" not in first
-    out = run(*dbt, "build", "--exclude", "resource_type:seed", *options, "--vars", "{batch: 2}", cwd=project)
+    try:
+        # Two invocations (each a new client): seeds and batch 1, then batch 2 and the tests.
+        first = run(*dbt, "build", "--exclude", "resource_type:test", *options, cwd=project, both=True)
+        # Spark's own log (start-up warnings, task stack dumps) goes to the server's, not the console.
+        assert "log4j" not in first and " WARN " not in first and "\tat org.apache" not in first
+        batch_2 = ("--exclude", "resource_type:seed", "--vars", "{batch: 2}")
+        out = run(*dbt, "build", *batch_2, *options, cwd=project)
+        if not ON_CONNECT:
+            assert "Starting a warm local Spark server" in first and "Starting a warm" not in out
+            state = server.status(str(warehouse))
+            assert state is not None
+            url = state.url
+        _check_tables(warehouse, project, url, out)
+    finally:
+        if not ON_CONNECT:
+            server.stop(str(warehouse))
+
+
+def _check_tables(warehouse: Path, project: Path, url: str, out: str) -> None:
     assert "OK MERGE: Delta version 1" in out and "OK WRITE: Delta version 1" in out
     assert "PASS=13 WARN=0 ERROR=0 SKIP=0" in out  # 7 models and their 6 data tests
 
