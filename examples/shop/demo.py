@@ -12,6 +12,7 @@ import json
 import os
 import shutil
 import sys
+import time
 from pathlib import Path
 
 import pyarrow as pa
@@ -27,11 +28,13 @@ TARGET = sys.argv[sys.argv.index("--target") + 1] if "--target" in sys.argv else
 
 def dbt(*args: str) -> None:
     print(f"\n$ dbt {' '.join(args)}", flush=True)
+    started = time.monotonic()
     result = dbtRunner().invoke(
         [*args, "--project-dir", str(HERE), "--profiles-dir", str(HERE), "--target", TARGET]
     )
     if not result.success:
         sys.exit(f"dbt {' '.join(args)} failed")
+    print(f"(dbt {args[0]}: {time.monotonic() - started:.1f} s)", flush=True)
 
 
 def show_history(path: Path) -> None:

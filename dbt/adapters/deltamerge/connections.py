@@ -98,10 +98,25 @@ def session_of(connection: Connection) -> Any:
     return session
 
 
+# dbt commands that never open a connection: no server is started for them ahead of time.
+_NO_QUERIES = {"parse", "list", "ls", "deps", "clean", "init", "serve"}
+
+
+def _command_runs_queries() -> bool:
+    """Whether this dbt command opens connections (False when it cannot be told)."""
+    try:
+        from dbt.flags import get_flags
+
+        which = getattr(get_flags(), "WHICH", None)
+    except Exception:  # dbt's flags are not set (the adapter used as a library)
+        return False
+    return isinstance(which, str) and which not in _NO_QUERIES
+
+
 def _warm_session(warehouse: str, overrides: dict[str, str], idle_minutes: float) -> Any:
     """A Spark Connect session on the warehouse's warm local server, started if none runs."""
     try:
-        state = warm.ensure_server(warehouse, overrides, idle_minutes, logger.info)
+        state = warm.prepared_server(warehouse, overrides, idle_minutes, logger.info)
     except server.ServerError as error:
         raise DbtRuntimeError(str(error)) from None
     return connect.connect_session(state.url, overrides, preset=state.conf)
@@ -111,6 +126,16 @@ class DeltaMergeConnectionManager(SparkConnectionManager):
     """dbt-spark's connection manager, with the process's session for ``session`` and ``connect``."""
 
     TYPE = "deltamerge"
+
+    def __init__(self, profile: Any, mp_context: Any) -> None:
+        """dbt-spark's manager; with ``method: server``, the server is looked for (and started if
+        none runs) in the background from here on, while dbt parses the project."""
+        super().__init__(profile, mp_context)
+        creds = profile.credentials
+        server_method = isinstance(creds, DeltaMergeCredentials) and creds.method == ConnectionMethod.SERVER
+        if server_method and _command_runs_queries():
+            params = dict(creds.server_side_parameters)
+            warm.prepare(creds.warehouse, params, creds.server_idle_minutes, logger.info)
 
     @classmethod
     def open(cls, connection: Connection) -> Connection:

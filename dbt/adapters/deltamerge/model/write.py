@@ -80,7 +80,8 @@ def write_model(
         model's write is not a merge into an existing table.
     """
     write = decide(spec, exists=table.exists, full_refresh=full_refresh)
-    _check_maintenance_columns(spec, df)  # before anything is written, not after the commit
+    if spec.write.zorder or spec.write.cluster_by:  # df.columns costs a round trip on Spark Connect
+        _check_maintenance_columns(spec, df)  # before anything is written, not after the commit
     if dry_run:
         return _dry_run(spark, df, table, spec) if write == "merge" else NotWritten(_NOT_PREVIEWED[write])
     if contract is not None and table.exists and not _replaces(spec, materialization, write, full_refresh):

@@ -62,6 +62,12 @@ def pyspark_version() -> str:
     return version("pyspark")
 
 
+def interpreter() -> str:
+    """This Python, as one path whichever way it was called (``../../.venv/bin/python`` too);
+    not resolved through symlinks, which would lose the virtualenv."""
+    return os.path.normpath(os.path.abspath(sys.executable))
+
+
 def server_command(
     *, spark_home: str, warehouse: str, port: int, master: str, conf: dict[str, str]
 ) -> list[str]:
@@ -117,14 +123,14 @@ def start(
     log = os.path.join(warehouse, LOG_FILE)
     state = ServerState(
         0, port, f"sc://localhost:{port}", warehouse, master, log, 0.0,
-        pyspark=pyspark_version(), python=sys.executable, idle_minutes=idle_minutes,
+        pyspark=pyspark_version(), python=interpreter(), idle_minutes=idle_minutes,
         conf={k: v for k, v in server_conf(warehouse, conf).items() if not k.startswith("spark.hadoop.")},
     )  # fmt: skip
     command = server_command(spark_home=spark_home, warehouse=warehouse, port=port, master=master, conf=conf)
     spec = {
         "command": command,
         # Python the server runs (UDFs, e.g. CONVERT's footer reads) is this interpreter and package.
-        "env": {"SPARK_HOME": spark_home, "PYSPARK_PYTHON": sys.executable},
+        "env": {"SPARK_HOME": spark_home, "PYSPARK_PYTHON": interpreter()},
         "warehouse": warehouse,
         "port": port,
         "log": log,

@@ -21,8 +21,9 @@ from __future__ import annotations
 
 import fcntl
 import os
-import sys
+import threading
 from collections.abc import Callable
+from concurrent.futures import Future
 from typing import IO
 
 from dbt.adapters.deltamerge.spark import server
@@ -32,6 +33,40 @@ DEFAULT_IDLE_MINUTES = 30.0
 
 # This process's shared lock on the clients file of each warehouse it uses (held until exit).
 _LEASES: dict[str, IO[bytes]] = {}
+# Servers being found or started in the background (``prepare``), by warehouse.
+_PREPARED: dict[str, Future[server.ServerState]] = {}
+
+
+def prepare(warehouse: str, conf: dict[str, str], idle_minutes: float, say: Callable[[str], None]) -> None:
+    """Find or start the server in a background thread, so that a start overlaps dbt's parse.
+
+    ``ensure_server`` waits for it (a thread sleeping on a process start costs dbt nothing).
+    """
+    if warehouse in _PREPARED:
+        return
+    future: Future[server.ServerState] = Future()
+
+    def work() -> None:
+        try:
+            future.set_result(ensure_server(warehouse, conf, idle_minutes, say))
+        except BaseException as error:  # handed to the connection that waits for it
+            future.set_exception(error)
+
+    _PREPARED[warehouse] = future
+    threading.Thread(target=work, name="deltamerge-server-start", daemon=True).start()
+
+
+def prepared_server(
+    warehouse: str, conf: dict[str, str], idle_minutes: float, say: Callable[[str], None]
+) -> server.ServerState:
+    """The server ``prepare`` found or started, else ``ensure_server``'s (a server that stopped
+    since, for its idle time, is looked for again)."""
+    future = _PREPARED.get(warehouse)
+    if future is not None:
+        state = future.result()
+        if server.is_serving(state):
+            return state
+    return ensure_server(warehouse, conf, idle_minutes, say)
 
 
 def ensure_server(
@@ -75,7 +110,7 @@ def _usable(warehouse: str, lease: IO[bytes], say: Callable[[str], None]) -> ser
         taken = " and its port is now another program's" if server.daemon.port_open(state.port) else ""
         say(f"{where} (pid {state.pid}, port {state.port}) is gone{taken}; starting a new one")
         return None
-    mine = (server.pyspark_version(), sys.executable)
+    mine = (server.pyspark_version(), server.interpreter())
     if (state.pyspark, state.python) == mine:
         return state
     theirs = f"pyspark {state.pyspark} from {state.python}"

@@ -1,0 +1,242 @@
+"""``python -m benchmarks.warm``: the local dbt loop, ours against dbt-duckdb, side by side in one run.
+
+Three measures (issue 36's targets in brackets):
+
+1. a cold ``dbt run -s small`` (a new dbt process; a 100-row incremental merge model, every row
+   matched and updated): ours with ``method: server`` on its warm server against dbt-duckdb 1.11
+   (``incremental_strategy='merge'``) on the same rows, in a venv of its own that this benchmark
+   builds (``<workdir>/duckdb-venv``); paired runs alternating, medians [<= 1.3x dbt-duckdb's wall];
+2. the first command when no server runs (it starts the server) against the same command on
+   the embedded session (``method: session``), paired [no slower];
+3. ``examples/shop/demo.py`` on a fresh copy: the embedded session (``--target local``, what
+   ``make demo`` ran before ``method: server``), then the first run on the server (it starts
+   it), then the second [first no slower than embedded; second >= 3x faster than embedded].
+
+Writes ``benchmarks/warm.json`` and the "The local loop" section of BENCHMARKS.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from benchmarks.connect import replace_section
+from benchmarks.measure import PeakMemory
+from dbt.adapters.deltamerge.spark import server
+
+SECTION_START = "<!-- warm:start -->"
+SECTION_END = "<!-- warm:end -->"
+ROOT = Path(__file__).resolve().parent.parent
+PROJECT = (
+    'name: loop\nversion: "1.0"\nprofile: loop\nconfig-version: 2\n'
+    "flags:\n  send_anonymous_usage_stats: false\n"
+)
+OURS_PROFILE = """loop:
+  target: server
+  outputs:
+    server:
+      type: deltamerge
+      method: server
+      schema: loop
+      warehouse: {warehouse}
+    embedded:
+      type: deltamerge
+      method: session
+      schema: loop
+      warehouse: {embedded}
+"""
+DUCK_PROFILE = (
+    "loop:\n  target: duck\n  outputs:\n    duck:\n"
+    "      type: duckdb\n      path: {path}\n      schema: loop\n"
+)
+# The same 100 rows on each run: every row matched, every row updated (its timestamp changes).
+OURS_MODEL = """{{ config(materialized='incremental', incremental_strategy='delta_merge', unique_key='id') }}
+select id, concat('v', cast(id as string)) as v, current_timestamp() as ts from range(100)
+"""
+DUCK_MODEL = """{{ config(materialized='incremental', incremental_strategy='merge', unique_key='id') }}
+select range as id, concat('v', cast(range as varchar)) as v, current_timestamp as ts from range(100)
+"""
+
+
+def duckdb_venv(workdir: str) -> str:
+    """The dbt of a venv with dbt-duckdb (built once): dbt-core 1.11 as ours, nothing of ours."""
+    venv = os.path.join(workdir, "duckdb-venv")
+    dbt = os.path.join(venv, "bin", "dbt")
+    if not os.path.exists(dbt):
+        subprocess.run([sys.executable, "-m", "venv", venv], check=True)
+        pip = [os.path.join(venv, "bin", "python"), "-m", "pip", "install", "--quiet"]
+        subprocess.run([*pip, "dbt-core~=1.11.0", "dbt-duckdb~=1.10"], check=True)
+    return dbt
+
+
+def project(root: str, profile: str, model: str) -> str:
+    """A one-model dbt project folder."""
+    os.makedirs(os.path.join(root, "models"), exist_ok=True)
+    Path(root, "dbt_project.yml").write_text(PROJECT)
+    Path(root, "profiles.yml").write_text(profile)
+    Path(root, "models", "small.sql").write_text(model)
+    return root
+
+
+def timed(command: list[str], cwd: str, expect: str = "") -> dict[str, float]:
+    """Run one command; its wall and CPU seconds (this process's children) and peak memory."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.monotonic()
+    process = subprocess.Popen(command, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    with PeakMemory(process.pid) as peak:
+        out, _ = process.communicate()
+    wall = time.monotonic() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if process.returncode != 0 or expect not in out:
+        raise RuntimeError(f"{' '.join(command)} failed:\n{out[-3000:]}")
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return {"wall": wall, "cpu": cpu, "peak_mib": peak.peak / 2**20}
+
+
+def dbt_run(dbt: str, folder: str, target: str, expect: str = "") -> dict[str, float]:
+    """A cold ``dbt run -s small`` (a new process); its figures and the model's own time."""
+    figures = timed([dbt, "run", "-s", "small", "--target", target, "--profiles-dir", "."], folder, expect)
+    with open(os.path.join(folder, "target", "run_results.json")) as f:
+        figures["model"] = float(json.load(f)["results"][0]["execution_time"])
+    return figures
+
+
+def loop_runs(workdir: str, duck_dbt: str, runs: int) -> dict[str, Any]:
+    """Measure 1: paired cold runs, ours on the warm server and dbt-duckdb, alternating."""
+    ours_dir = os.path.join(workdir, "ours")
+    warehouse = os.path.join(ours_dir, "warehouse")
+    ours = project(ours_dir, _ours_profile(warehouse), OURS_MODEL)
+    duck_profile = DUCK_PROFILE.format(path=os.path.join(workdir, "d.duckdb"))
+    duck = project(os.path.join(workdir, "duck"), duck_profile, DUCK_MODEL)
+    ours_dbt = str(Path(sys.executable).with_name("dbt"))
+    for _ in range(3):  # tables created, the server started and warmed, both projects parsed
+        dbt_run(ours_dbt, ours, "server")
+        dbt_run(duck_dbt, duck, "duck")
+    records: dict[str, list[dict[str, float]]] = {"duckdb": [], "ours": []}
+    for _ in range(runs):
+        records["duckdb"].append(dbt_run(duck_dbt, duck, "duck"))
+        records["ours"].append(dbt_run(ours_dbt, ours, "server", expect="OK MERGE"))
+    server.stop(warehouse)
+    return {"records": records, "median": _medians(records)}
+
+
+def first_command_runs(workdir: str, rounds: int) -> dict[str, Any]:
+    """Measure 2: the first command with no server (it starts one) against an embedded run, paired."""
+    ours_dbt = str(Path(sys.executable).with_name("dbt"))
+    records: dict[str, list[dict[str, float]]] = {"embedded": [], "first_server": []}
+    for round_ in range(rounds):
+        folder = os.path.join(workdir, f"first{round_}")
+        warehouse = os.path.join(folder, "warehouse")
+        ours = project(folder, _ours_profile(warehouse), OURS_MODEL)
+        dbt_run(ours_dbt, ours, "embedded")  # parsed and both tables created, as a user's would be
+        dbt_run(ours_dbt, ours, "server")
+        server.stop(warehouse)
+        records["embedded"].append(dbt_run(ours_dbt, ours, "embedded", expect="OK MERGE"))
+        records["first_server"].append(dbt_run(ours_dbt, ours, "server", expect="Starting a warm"))
+        server.stop(warehouse)
+    return {"records": records, "median": _medians(records)}
+
+
+def demo_runs(workdir: str, rounds: int) -> dict[str, Any]:
+    """Measure 3: the example project's demo on a fresh copy: embedded, first and second on the server."""
+    records: dict[str, list[dict[str, float]]] = {"embedded": [], "first": [], "second": []}
+    for round_ in range(rounds):
+        copy = os.path.join(workdir, f"shop{round_}")
+        skip = shutil.ignore_patterns("warehouse", "target", "logs")
+        shutil.copytree(ROOT / "examples" / "shop", copy, ignore=skip)
+        demo = [sys.executable, os.path.join(copy, "demo.py")]
+        records["embedded"].append(timed([*demo, "--target", "local"], copy, "change data feed"))
+        shutil.rmtree(os.path.join(copy, "warehouse"))  # a fresh clone's: no tables, no metastore
+        shutil.rmtree(os.path.join(copy, "target"))
+        records["first"].append(timed(demo, copy, "Starting a warm"))
+        records["second"].append(timed(demo, copy, "change data feed"))
+        server.stop(os.path.join(copy, "warehouse"))
+    return {"records": records, "median": _medians(records)}
+
+
+def _ours_profile(warehouse: str) -> str:
+    return OURS_PROFILE.format(warehouse=warehouse, embedded=warehouse + "-embedded")
+
+
+def _medians(records: dict[str, list[dict[str, float]]]) -> dict[str, dict[str, float]]:
+    return {name: {k: statistics.median(r[k] for r in rs) for k in rs[0]} for name, rs in records.items()}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.warm", description=__doc__.splitlines()[0])
+    parser.add_argument("--workdir", default=os.path.join(tempfile.gettempdir(), "deltamerge-warm"))
+    parser.add_argument("--runs", type=int, default=11, help="paired cold runs of measure 1")
+    parser.add_argument("--first-rounds", type=int, default=3)
+    parser.add_argument("--demo-rounds", type=int, default=2)
+    parser.add_argument("--out", default=str(ROOT))
+    args = parser.parse_args(argv)
+    workdir = os.path.abspath(args.workdir)
+    # Each dbt finds its adapters in its own venv only (a source checkout on the path would add ours).
+    os.environ.pop("PYTHONPATH", None)
+    duck_dbt = duckdb_venv(workdir)
+    for name in os.listdir(workdir):
+        if name != "duckdb-venv":
+            shutil.rmtree(os.path.join(workdir, name), ignore_errors=True)
+    results = {
+        "loop": loop_runs(workdir, duck_dbt, args.runs),
+        "first_command": first_command_runs(workdir, args.first_rounds),
+        "demo": demo_runs(workdir, args.demo_rounds),
+        "duckdb": subprocess.run([duck_dbt, "--version"], capture_output=True, text=True).stdout,
+    }
+    with open(os.path.join(args.out, "benchmarks", "warm.json"), "w") as f:
+        json.dump(results, f, indent=1)
+    replace_section(os.path.join(args.out, "BENCHMARKS.md"), SECTION_START, SECTION_END, section(results))
+    print(section(results))
+    return 0
+
+
+def section(results: dict[str, Any]) -> str:
+    """The BENCHMARKS.md section of one run."""
+    loop, first, demo = (results[k]["median"] for k in ("loop", "first_command", "demo"))
+    n = {k: len(next(iter(results[k]["records"].values()))) for k in ("loop", "first_command", "demo")}
+    ratio = loop["ours"]["wall"] / loop["duckdb"]["wall"]
+    lines = [
+        SECTION_START,
+        "## The local loop: `method: server` against dbt-duckdb and the embedded session (issue 36)",
+        "",
+        f"`python -m benchmarks.warm` (medians; {n['loop']} paired cold runs, {n['first_command']} "
+        f"first-command pairs, {n['demo']} demo rounds; raw records in `benchmarks/warm.json`). The "
+        "model: 100 rows merged into a 100-row table on their key, every row updated. dbt-duckdb "
+        "1.11 runs in its own venv built by the benchmark, `incremental_strategy='merge'`, same rows.",
+        "",
+        "| measure | ours | against | ratio | target |",
+        "| --- | --- | --- | --- | --- |",
+        f"| cold `dbt run -s small`, warm server vs dbt-duckdb (wall) | {loop['ours']['wall']:.2f} s "
+        f"| {loop['duckdb']['wall']:.2f} s | {ratio:.2f}x | <= 1.3x |",
+        f"| the same, CPU of the dbt process | {loop['ours']['cpu']:.2f} s | {loop['duckdb']['cpu']:.2f} s "
+        f"| {loop['ours']['cpu'] / loop['duckdb']['cpu']:.2f}x | |",
+        f"| the same, peak memory of the dbt process | {loop['ours']['peak_mib']:.0f} MiB "
+        f"| {loop['duckdb']['peak_mib']:.0f} MiB | | |",
+        f"| the same, the model's own time (`run_results.json`) | {loop['ours']['model']:.2f} s "
+        f"| {loop['duckdb']['model']:.2f} s | | |",
+        f"| first command with no server (starts it) vs the embedded session | "
+        f"{first['first_server']['wall']:.1f} s | {first['embedded']['wall']:.1f} s "
+        f"| {first['first_server']['wall'] / first['embedded']['wall']:.2f}x | <= 1.0x |",
+        f"| `make demo` on a fresh copy: first run (starts the server) vs embedded "
+        f"| {demo['first']['wall']:.1f} s | {demo['embedded']['wall']:.1f} s "
+        f"| {demo['first']['wall'] / demo['embedded']['wall']:.2f}x | <= 1.0x |",
+        f"| `make demo`: second run vs embedded | {demo['second']['wall']:.1f} s "
+        f"| {demo['embedded']['wall']:.1f} s "
+        f"| {demo['embedded']['wall'] / demo['second']['wall']:.1f}x faster | >= 3x faster |",
+        "",
+    ]
+    return "\n".join([*lines, SECTION_END])
+
+
+if __name__ == "__main__":
+    sys.exit(main())
