@@ -22,7 +22,8 @@ def test_benchmark_harness_end_to_end(tmp_path):
     out = tmp_path / "out"
     command = [sys.executable, "-m", "benchmarks", "--rows", str(ROWS), "--layouts", "10", "--runs", "1"]
     command += ["--warmups", "0", "--workdir", str(tmp_path / "work"), "--out", str(out)]
-    command += ["--cold", "upsert_clustered", "--no-cold-server", "--noop-runs", "2"]
+    # No cold `dbt run`s: each starts a JVM (~30 s); benchmarks/warm.py's paths are the ones users run.
+    command += ["--no-cold-dbt", "--noop-runs", "2"]
     done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
 
@@ -48,14 +49,7 @@ def test_benchmark_harness_end_to_end(tmp_path):
     window = by_run[("delete_window", 10, "ours")]["metrics"]
     assert window["numTargetFilesAfterSkipping"] == 1 and window["numTargetRowsDeleted"] == ROWS // 20 // 20
 
-    [cold] = results["cold_dbt"]
-    assert (cold["workload"], cold["target"], cold["check"], cold["files_removed"]) == (
-        "upsert_clustered",
-        "embedded",
-        "ok",
-        1,
-    )
-    assert 0 < cold["merge_ms"] / 1000 < cold["model_seconds"] < cold["seconds"]
+    assert not results.get("cold_dbt")
     assert len(results["noop_merge"]["seconds"]) == 2 and results["noop_merge"]["median"] > 0
     report = (out / "BENCHMARKS.md").read_text()
     assert (

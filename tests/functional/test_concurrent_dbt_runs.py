@@ -17,10 +17,10 @@ projects' start times. They run on the Connect backend of ``make test`` (both co
 where a dbt process is a light client (on the embedded one every invocation starts its own JVM
 and Derby metastore: ~60 s a round on 2 cores, for the same engine and commit protocol);
 ``DELTAMERGE_RACE_ROUNDS=all`` runs all four on either backend. Free rounds
-(``DELTAMERGE_FREE_RACES``, default 1, both backends) start both invocations at once with no
-gate: whatever the timing, every invocation that reports success committed its own version,
-the failed ones name a Delta conflict, and the rows equal the successful merges applied in
-turn.
+(``DELTAMERGE_FREE_RACES``, default 1 on the Connect backend, 0 on the embedded one for the
+same reason) start both invocations at once with no gate: whatever the timing, every
+invocation that reports success committed its own version, the failed ones name a Delta
+conflict, and the rows equal the successful merges applied in turn.
 """
 
 from __future__ import annotations
@@ -67,7 +67,7 @@ ALL_ROUNDS = [("a", "early"), ("a", "late"), ("b", "early"), ("b", "late")]
 ROUNDS = (
     ALL_ROUNDS if os.environ.get("DELTAMERGE_RACE_ROUNDS") == "all" else ALL_ROUNDS[:2] if ON_CONNECT else []
 )
-FREE_RACES = int(os.environ.get("DELTAMERGE_FREE_RACES", "1"))
+FREE_RACES = int(os.environ.get("DELTAMERGE_FREE_RACES", "1" if ON_CONNECT else "0"))
 
 
 def _config(location: Path, model: str | None = None) -> str:
