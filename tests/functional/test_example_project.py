@@ -9,6 +9,7 @@ On the Connect backend the project's ``cluster`` target points at the test clust
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -32,8 +33,9 @@ print(json.dumps([[str(r.order_date), r.orders, float(r.revenue)] for r in rows]
 """
 
 
-def run(*args: str, cwd: Path, both: bool = False) -> str:
-    done = subprocess.run(args, cwd=cwd, capture_output=True, text=True, timeout=600)
+def run(*args: str, cwd: Path, both: bool = False, batch: str = "1") -> str:
+    env = {**os.environ, "SHOP_BATCH": batch}
+    done = subprocess.run(args, cwd=cwd, capture_output=True, text=True, timeout=600, env=env)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     return done.stdout + done.stderr if both else done.stdout
 
@@ -54,8 +56,7 @@ def test_example_project_across_processes(tmp_path, request):
         first = run(*dbt, "build", "--exclude", "resource_type:test", *options, cwd=project, both=True)
         # Spark's own log (start-up warnings, task stack dumps) goes to the server's, not the console.
         assert "log4j" not in first and " WARN " not in first and "\tat org.apache" not in first
-        batch_2 = ("--exclude", "resource_type:seed", "--vars", "{batch: 2}")
-        out = run(*dbt, "build", *batch_2, *options, cwd=project)
+        out = run(*dbt, "build", "--exclude", "resource_type:seed", *options, cwd=project, batch="2")
         if not ON_CONNECT:
             assert "Starting a warm local Spark server" in first and "Starting a warm" not in out
             state = server.status(str(warehouse))

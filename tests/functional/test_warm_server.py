@@ -2,8 +2,9 @@
 
 One scenario, in order (each server start is a real JVM, so they are few): a stale state file
 whose port another program now holds; two first commands at once (one server starts, both
-use it); reuse; a server of another pyspark replaced; a JVM crash found by the supervisor; an
-idle stop. Every step is checked on processes, state files, Delta versions and dbt's output.
+use it); reuse; a server of another pyspark replaced; its supervisor killed (the orphaned JVM
+named, then stopped); a JVM crash found by the supervisor; an idle stop. Every step is checked
+on processes, state files, Delta versions and dbt's output.
 """
 
 from __future__ import annotations
@@ -142,9 +143,22 @@ def test_the_warm_server_life_cycle(tmp_path):
     assert replaced is not None and replaced.pid != state.pid and _supervisors(warehouse) == [replaced.pid]
     assert _gone(state.jvm_pid)
 
+    # The supervisor is killed: its JVM still holds the warehouse; a command says so, `stop` ends it.
+    os.kill(replaced.pid, signal.SIGKILL)
+    _wait_for(lambda: _gone(replaced.pid), "the supervisor is gone")
+    failed = _dbt(project, 3)
+    out, _ = failed.communicate(timeout=600)
+    assert failed.returncode != 0 and "runs without its supervisor (was it killed?)" in out, out[-3000:]
+    stop = subprocess.run([CLI, "stop", "--warehouse", str(warehouse)], capture_output=True, text=True)
+    assert f"Stopped a server JVM that ran without its supervisor (pid {replaced.jvm_pid})" in stop.stdout
+    assert _gone(replaced.jvm_pid)
+
     # The JVM crashes: the supervisor removes the state file and exits; the next command starts anew.
-    os.kill(replaced.jvm_pid, signal.SIGKILL)
-    _wait_for(lambda: _gone(replaced.pid), "the supervisor exits after its JVM died")
+    _finished(_dbt(project, 3))
+    crashed = server.status(str(warehouse))
+    assert crashed is not None
+    os.kill(crashed.jvm_pid, signal.SIGKILL)
+    _wait_for(lambda: _gone(crashed.pid), "the supervisor exits after its JVM died")
     assert not (warehouse / server.STATE_FILE).exists()
     assert "the JVM exited" in (warehouse / server.LOG_FILE).read_text()
 

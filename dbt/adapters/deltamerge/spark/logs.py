@@ -28,6 +28,9 @@ appender.file.layout.pattern = %d{{yy/MM/dd HH:mm:ss}} %p %c{{1}}: %m%n%ex
 # Spark's own noise at every start, even at WARN.
 logger.native.name = org.apache.hadoop.util.NativeCodeLoader
 logger.native.level = error
+# A warning for every metastore call, about a setting Spark itself makes.
+logger.hiveconf.name = org.apache.hadoop.hive.conf.HiveConf
+logger.hiveconf.level = error
 {console}"""
 
 _CONSOLE = """rootLogger.appenderRef.console.ref = console
@@ -36,6 +39,16 @@ appender.console.name = console
 appender.console.target = SYSTEM_ERR
 appender.console.layout.type = PatternLayout
 appender.console.layout.pattern = %d{yy/MM/dd HH:mm:ss} %p %c{1}: %m%n%ex
+"""
+
+
+_SERVER_CONFIG = f"""# Written by dbt-deltamerge for the local Spark Connect server; rewritten at every start.
+rootLogger.level = warn
+{_CONSOLE}logger.native.name = org.apache.hadoop.util.NativeCodeLoader
+logger.native.level = error
+# A warning for every metastore call, about a setting Spark itself makes.
+logger.hiveconf.name = org.apache.hadoop.hive.conf.HiveConf
+logger.hiveconf.level = error
 """
 
 
@@ -53,11 +66,21 @@ def log_config(warehouse: str, *, console: bool) -> str:
 
 def java_option(warehouse: str) -> str:
     """Write the configuration for ``warehouse``; the JVM option that makes the driver use it."""
+    return _option(warehouse, "log4j2.properties", log_config(warehouse, console=_dbt_debug()))
+
+
+def server_java_option(warehouse: str) -> str:
+    """The local server's: WARN and above to its output, which its supervisor writes to the
+    server's log (Spark's INFO lines, several per task, grew it by megabytes an hour)."""
+    return _option(warehouse, "server-log4j2.properties", _SERVER_CONFIG)
+
+
+def _option(warehouse: str, name: str, text: str) -> str:
     folder = os.path.join(warehouse, LOG_FOLDER)
     os.makedirs(folder, exist_ok=True)
-    path = os.path.join(folder, "log4j2.properties")
+    path = os.path.join(folder, name)
     with open(path, "w", encoding="utf-8") as handle:
-        handle.write(log_config(warehouse, console=_dbt_debug()))
+        handle.write(text)
     return f"-Dlog4j2.configurationFile=file:{path}"
 
 

@@ -22,6 +22,8 @@ from pathlib import Path
 
 from dbt.adapters.deltamerge.spark import daemon
 from dbt.adapters.deltamerge.spark.conf import SERVER_SESSION_DEFAULTS, session_conf
+from dbt.adapters.deltamerge.spark.logs import server_java_option
+from dbt.adapters.deltamerge.spark.metastore import metastore_holder
 
 SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
 DEFAULT_PORT = 15002
@@ -33,6 +35,7 @@ CLIENTS_FILE = ".deltamerge-server.clients"
 # Held while a server starts: concurrent first commands start one server.
 START_LOCK = ".deltamerge-server.lock"
 START_TIMEOUT_SECONDS = 120.0
+LOG_KEEP_BYTES = 10 * 2**20
 
 
 class ServerError(RuntimeError):
@@ -121,6 +124,11 @@ def start(
     os.makedirs(warehouse, exist_ok=True)
     spark_home = os.path.dirname(pyspark.__file__)
     log = os.path.join(warehouse, LOG_FILE)
+    if os.path.exists(log) and os.path.getsize(log) > LOG_KEEP_BYTES:
+        os.replace(log, f"{log}.1")  # the previous servers' log, once
+    java = server_conf(warehouse, conf)["spark.driver.extraJavaOptions"]
+    if "log4j" not in java:  # a profile's own log4j setting wins
+        conf = {**conf, "spark.driver.extraJavaOptions": f"{java} {server_java_option(warehouse)}"}
     state = ServerState(
         0, port, f"sc://localhost:{port}", warehouse, master, log, 0.0,
         pyspark=pyspark_version(), python=interpreter(), idle_minutes=idle_minutes,
@@ -172,6 +180,46 @@ def stop(warehouse: str) -> ServerState | None:
     _end_group(state.pid)
     daemon.remove_state(os.path.join(warehouse, STATE_FILE), state.pid)
     return state
+
+
+def orphan(warehouse: str) -> int | None:
+    """The pid of a server JVM of ``warehouse`` whose supervisor is gone (killed), if one holds
+    the warehouse's metastore: no state file names it, so nothing else would stop it."""
+    holder = metastore_holder(warehouse)
+    if holder is None or status(warehouse) is not None:
+        return None
+    line = command_line(holder)
+    return holder if SERVER_CLASS in line and f"derby.system.home={warehouse}" in line else None
+
+
+def stop_orphan(warehouse: str) -> int | None:
+    """Stop ``orphan(warehouse)``; its pid, or None when there was none."""
+    pid = orphan(warehouse)
+    if pid is not None and _is_group_leader(pid):
+        _end_group(pid)
+    elif pid is not None:
+        _end_process(pid)
+    return pid
+
+
+def _is_group_leader(pid: int) -> bool:
+    try:
+        return os.getpgid(pid) == pid
+    except ProcessLookupError:
+        return False
+
+
+def _end_process(pid: int, timeout: float = 40.0) -> None:
+    for sig, wait in ((signal.SIGTERM, timeout), (signal.SIGKILL, 5.0)):
+        try:
+            os.kill(pid, sig)
+        except ProcessLookupError:
+            return
+        deadline = time.monotonic() + wait
+        while time.monotonic() < deadline and _alive(pid):
+            time.sleep(0.2)
+        if not _alive(pid):
+            return
 
 
 def status(warehouse: str) -> ServerState | None:

@@ -44,6 +44,10 @@ def _act(args: argparse.Namespace, warehouse: str) -> int:
         return 0
     if args.action == "stop":
         stopped = server.stop(warehouse)
+        orphan = server.stop_orphan(warehouse) if stopped is None else None
+        if orphan is not None:
+            print(f"Stopped a server JVM that ran without its supervisor (pid {orphan})")
+            return 0
         stopped_line = f"Stopped the server at {stopped.url} (pid {stopped.pid})" if stopped else ""
         print(stopped_line or "No server was running")
         return 0

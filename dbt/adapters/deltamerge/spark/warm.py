@@ -90,6 +90,11 @@ def ensure_server(
         if state is not None:
             return state
         holder = metastore_holder(warehouse)
+        if holder is not None and server.orphan(warehouse) == holder:
+            raise server.ServerError(
+                f"A Spark server JVM of {warehouse} (pid {holder}) runs without its supervisor (was it "
+                f"killed?) and holds the warehouse; stop it: deltamerge-server stop --warehouse {warehouse}"
+            )
         if holder is not None:
             raise server.ServerError(in_use_message(warehouse, holder))
         until = f"it stops after {idle_minutes:g} idle minutes" if idle_minutes else "it runs until stopped"
