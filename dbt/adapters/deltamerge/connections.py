@@ -119,7 +119,8 @@ def _warm_session(warehouse: str, overrides: dict[str, str], idle_minutes: float
         state = warm.prepared_server(warehouse, overrides, idle_minutes, logger.info)
     except server.ServerError as error:
         raise DbtRuntimeError(str(error)) from None
-    return connect.connect_session(state.url, overrides, preset=state.conf)
+    url = server.session_url(state, overrides)
+    return connect.connect_session(url, overrides, preset=state.conf, shared=url != state.url)
 
 
 class DeltaMergeConnectionManager(SparkConnectionManager):

@@ -20,6 +20,7 @@ from dbt_common.exceptions import DbtRuntimeError
 logger = AdapterLogger("DeltaMerge")
 
 DEFAULT_PORT = 15002
+SESSION_PARAMETER = "/;session_id="
 REACH_TIMEOUT_SECONDS = 5.0
 
 # Session settings every Connect session gets (a profile's server_side_parameters win).
@@ -37,6 +38,8 @@ CONNECT_SETTINGS = {
 }
 
 _SESSIONS: dict[str, Any] = {}
+# Sessions other processes use too (a local server's): never released by this one.
+_SHARED: set[int] = set()
 # Settings this process set on each session (by id): a connection opened later (dbt opens one
 # per model) sets only what differs, so the common case costs no round trip.
 _APPLIED: dict[int, dict[str, str]] = {}
@@ -46,7 +49,7 @@ _LOCK = threading.Lock()
 def close_sessions() -> None:
     """End this process's Connect sessions (their server-side state is released)."""
     with _LOCK:
-        sessions = list(_SESSIONS.values())
+        sessions = [s for s in _SESSIONS.values() if id(s) not in _SHARED]
         _SESSIONS.clear()
         _APPLIED.clear()
     for session in sessions:
@@ -83,11 +86,15 @@ def check_url(url: str | None) -> tuple[str, int]:
     return parts.hostname, port
 
 
-def connect_session(url: str, overrides: dict[str, str], preset: dict[str, str] | None = None) -> Any:
+def connect_session(
+    url: str, overrides: dict[str, str], preset: dict[str, str] | None = None, shared: bool = False
+) -> Any:
     """The process's Spark Connect session for ``url``, opened on first use.
 
     ``preset``: settings the server started with (a local server this package started): a
-    session has them already, so none of them costs a round trip.
+    session has them already, so none of them costs a round trip. ``shared``: other processes
+    use the same server session (``url`` names it): this process does not release it at exit
+    (its checkpoints are released as its DataFrames go; the session stays for the next command).
 
     Raises:
         DbtRuntimeError: the server cannot be reached (within seconds, naming ``url``), or
@@ -100,6 +107,8 @@ def connect_session(url: str, overrides: dict[str, str], preset: dict[str, str] 
             if not _SESSIONS:
                 atexit.register(close_sessions)
             _SESSIONS[url] = session
+            if shared:
+                _SHARED.add(id(session))
         apply_settings(session, overrides)
         return session
 
@@ -120,7 +129,16 @@ def _open(url: str, overrides: dict[str, str], preset: dict[str, str]) -> Any:
     # Through the generic builder: it marks the process as a Connect client, which is what
     # makes pyspark.sql.functions build Connect columns (one process cannot mix both kinds).
     session = SparkSession.builder.remote(url).create()
-    check_versions(client=pyspark.__version__, server=session.version, url=url)
+    try:
+        server_version = session.version
+    except Exception as error:
+        # A shared session the server closed (it timed out): this process opens its own.
+        if SESSION_PARAMETER not in url or "SESSION_CLOSED" not in str(error):
+            raise
+        logger.debug(f"Spark Connect: the shared session at {url} was closed; opening a new one")
+        session = SparkSession.builder.remote(url.split(SESSION_PARAMETER, 1)[0]).create()
+        server_version = session.version
+    check_versions(client=pyspark.__version__, server=server_version, url=url)
     # A server's Hadoop settings are its spark.hadoop.* ones; a session sets them unprefixed.
     _APPLIED[id(session)] = {key.removeprefix("spark.hadoop."): value for key, value in preset.items()}
     apply_settings(session, {**CONNECT_SETTINGS, **overrides})

@@ -9,6 +9,7 @@ listens. ``method: server`` profiles start one on first use (``spark/warm.py``);
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import signal
@@ -16,6 +17,7 @@ import socket
 import subprocess
 import sys
 import time
+import uuid
 from dataclasses import asdict, dataclass, field
 from importlib.metadata import version
 from pathlib import Path
@@ -58,6 +60,28 @@ class ServerState:
     python: str = ""
     idle_minutes: float = 0.0
     conf: dict[str, str] = field(default_factory=dict)  # the session settings it started with
+    session_seed: str = ""  # commands with the same settings share a session (``session_url``)
+
+
+def session_url(state: ServerState, settings: dict[str, str]) -> str:
+    """The Spark Connect URL of the server session for commands with ``settings``.
+
+    Spark Connect compiles generated code per session (each has its own class loader): a new
+    session per dbt command compiled every query's code again (~40 classes for a small merge,
+    and the JIT compiling them anew). Commands with the same settings share one session instead;
+    its id is derived from the server's seed (a new server, new sessions) and the settings (a
+    command with other settings does not change theirs).
+
+    >>> s = ServerState(7, 15002, "sc://localhost:15002", "/w", "local[*]", "/w/l", 0.0, session_seed="x")
+    >>> session_url(s, {"a": "1"}) == session_url(s, {"a": "1"}) != session_url(s, {"a": "2"})
+    True
+    >>> session_url(s, {}).startswith("sc://localhost:15002/;session_id=")
+    True
+    """
+    if not state.session_seed:
+        return state.url
+    digest = hashlib.sha256(json.dumps([state.session_seed, sorted(settings.items())]).encode())
+    return f"{state.url}/;session_id={uuid.UUID(bytes=digest.digest()[:16], version=4)}"
 
 
 def pyspark_version() -> str:
@@ -132,6 +156,7 @@ def start(
     state = ServerState(
         0, port, f"sc://localhost:{port}", warehouse, master, log, 0.0,
         pyspark=pyspark_version(), python=interpreter(), idle_minutes=idle_minutes,
+        session_seed=uuid.uuid4().hex,
         conf={k: v for k, v in server_conf(warehouse, conf).items() if not k.startswith("spark.hadoop.")},
     )  # fmt: skip
     command = server_command(spark_home=spark_home, warehouse=warehouse, port=port, master=master, conf=conf)
