@@ -152,6 +152,7 @@ _LONGEST_FIRST = (
     "test_concurrent_cdc_runs.py",
     "test_cdc_apply.py",
     "test_kill_harness.py",
+    "test_warm_server.py",
     "test_dbt_suites_project.py",
     "test_example_project.py",
     "test_dbt_suites_utils.py",

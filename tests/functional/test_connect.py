@@ -118,7 +118,7 @@ def test_a_second_process_on_a_warehouse_in_use_says_so_in_one_line(tmp_path, sp
     assert done.returncode != 0
     output = done.stdout + done.stderr
     assert f"The warehouse {warehouse} is in use by another process (pid {os.getpid()}" in output
-    assert "XSDB6" not in output and "deltamerge-server start" in output
+    assert "XSDB6" not in output and "`method: server`" in output
 
 
 @pytest.mark.connect
