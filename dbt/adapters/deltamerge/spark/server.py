@@ -18,6 +18,7 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from importlib.metadata import version
 from pathlib import Path
@@ -234,17 +235,8 @@ def _is_group_leader(pid: int) -> bool:
         return False
 
 
-def _end_process(pid: int, timeout: float = 40.0) -> None:
-    for sig, wait in ((signal.SIGTERM, timeout), (signal.SIGKILL, 5.0)):
-        try:
-            os.kill(pid, sig)
-        except ProcessLookupError:
-            return
-        deadline = time.monotonic() + wait
-        while time.monotonic() < deadline and _alive(pid):
-            time.sleep(0.2)
-        if not _alive(pid):
-            return
+def _end_process(pid: int) -> None:
+    _terminate(pid, os.kill, _alive)
 
 
 def status(warehouse: str) -> ServerState | None:
@@ -285,16 +277,23 @@ def command_line(pid: int) -> str:
     return done.stdout.strip()
 
 
-def _end_group(pid: int, timeout: float = 40.0) -> None:
+def _end_group(pid: int) -> None:
+    _terminate(pid, os.killpg, _group_alive)
+
+
+def _terminate(
+    pid: int, send: Callable[[int, int], None], alive: Callable[[int], bool], timeout: float = 40.0
+) -> None:
+    """SIGTERM (Spark's shutdown hooks release the metastore), then SIGKILL if it hangs."""
     for sig, wait in ((signal.SIGTERM, timeout), (signal.SIGKILL, 5.0)):
         try:
-            os.killpg(pid, sig)
+            send(pid, sig)
         except ProcessLookupError:
             return
         deadline = time.monotonic() + wait
-        while time.monotonic() < deadline and _group_alive(pid):
+        while time.monotonic() < deadline and alive(pid):
             time.sleep(0.2)
-        if not _group_alive(pid):
+        if not alive(pid):
             return
 
 
