@@ -67,7 +67,7 @@ def remove_state(path: str, pid: int) -> None:
         pass
 
 
-def stop_jvm(jvm: subprocess.Popen[bytes], timeout: float = 30.0) -> None:
+def stop_server_process(jvm: subprocess.Popen[bytes], timeout: float = 30.0) -> None:
     """SIGTERM (Spark's shutdown hooks release the metastore), then SIGKILL if it hangs."""
     if jvm.poll() is not None:
         return
@@ -93,7 +93,7 @@ def serve(spec: dict[str, Any]) -> int:
     while not port_open(spec["port"]):
         if jvm.poll() is not None or stopping or time.monotonic() > deadline:
             _say(spec, "the Spark Connect server did not start; stopping")
-            stop_jvm(jvm)
+            stop_server_process(jvm)
             return 1
         time.sleep(POLL_SECONDS)
     state = {**spec["state"], "pid": os.getpid(), "jvm_pid": jvm.pid, "started_at": time.time()}
@@ -102,7 +102,7 @@ def serve(spec: dict[str, Any]) -> int:
     reason = _watch(spec, jvm, stopping)
     _say(spec, f"stopping: {reason}")
     remove_state(spec["state_file"], os.getpid())
-    stop_jvm(jvm)
+    stop_server_process(jvm)
     return 1 if reason.startswith("crash") else 0
 
 
