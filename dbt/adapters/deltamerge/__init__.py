@@ -5,9 +5,11 @@ from dbt.adapters.base import AdapterPlugin
 from dbt.adapters.deltamerge.connections import DeltaMergeConnectionManager, DeltaMergeCredentials
 from dbt.adapters.deltamerge.impl import DeltaMergeAdapter
 from dbt.adapters.deltamerge.namespace import expose_package_namespace
+from dbt.adapters.deltamerge.spark.process import freeze_imports
 from dbt.include import deltamerge
 
 expose_package_namespace()
+freeze_imports("plugin")  # dbt's and this plugin's modules live until exit (spark/process.py)
 
 Plugin = AdapterPlugin(
     adapter=DeltaMergeAdapter,  # type: ignore[arg-type]

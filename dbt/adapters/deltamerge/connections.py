@@ -27,6 +27,7 @@ from dbt_common.exceptions import DbtDatabaseError, DbtRuntimeError
 from dbt.adapters.deltamerge.spark import connect, embedded, server, warm
 from dbt.adapters.deltamerge.spark.conf import DEFAULT_WAREHOUSE
 from dbt.adapters.deltamerge.spark.logs import quiet_python_loggers
+from dbt.adapters.deltamerge.spark.process import freeze_imports
 from dbt.adapters.deltamerge.spark.warm import DEFAULT_IDLE_MINUTES
 
 logger = AdapterLogger("DeltaMerge")
@@ -166,6 +167,7 @@ class DeltaMergeConnectionManager(SparkConnectionManager):
         else:
             spark = embedded.start_session(creds.warehouse, overrides)
             connect.apply_settings(spark, overrides)  # the session may predate this profile
+        freeze_imports("spark client")  # pyspark, pandas, grpc: they live until exit (spark/process.py)
         # Statements writing Delta-bound tables must reach the engine, not Spark's INSERT.
         connection.handle = SessionConnectionWrapper(DeltaConnection(spark))
         connection.state = ConnectionState.OPEN
