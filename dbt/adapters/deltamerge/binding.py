@@ -25,7 +25,8 @@ import hashlib
 import os
 import uuid
 from array import array
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from typing import NamedTuple
 
 from pyspark.errors import AnalysisException
 from pyspark.sql import SparkSession
@@ -66,21 +67,23 @@ def delta_jars_available(spark: SparkSession) -> bool:
     return "DeltaSparkSessionExtension" in (spark.conf.get("spark.sql.extensions", "") or "")
 
 
-def binding(spark: SparkSession, schema: str, identifier: str) -> tuple[str, int | None] | None:
-    """``(Delta table path, version read)`` of a catalog entry, or None if it is not ours."""
+class Binding(NamedTuple):
+    """This adapter's catalog entry of a Delta table, as ``SHOW TBLPROPERTIES`` gives it."""
+
+    table_path: str
+    version: int | None  # the Delta version the entry reads
+    properties: Mapping[str, str]  # all of them: ``bind`` keeps the entry's root and files table
+
+
+def binding(spark: SparkSession, schema: str, identifier: str) -> Binding | None:
+    """The catalog entry of ``schema.identifier``, or None if there is none or it is not ours."""
     # One round trip (it counts on a Spark Connect server): a missing table is Spark's error.
-    try:
-        rows = spark.sql(f"SHOW TBLPROPERTIES {table_name(schema, identifier)}").collect()
-    except AnalysisException as error:
-        if _is_missing(error):
-            return None
-        raise
-    props = {r[0]: r[1] for r in rows}
+    props = _properties(spark, schema, identifier)
     location = props.get(LOCATION_PROPERTY)
     if location is None:
         return None
     version = props.get(VERSION_PROPERTY)
-    return location, int(version) if version is not None and version.isdigit() else None
+    return Binding(location, int(version) if version is not None and version.isdigit() else None, props)
 
 
 def _is_missing(error: AnalysisException) -> bool:
@@ -90,7 +93,7 @@ def _is_missing(error: AnalysisException) -> bool:
 def refresh(
     spark: SparkSession, *, schema: str, identifier: str, table_path: str, version: int | None
 ) -> bool:
-    """Re-bind when other writers committed after ``version``; True if it was re-bound."""
+    """Re-bind when other writers committed after ``version``; True if it was (new properties)."""
     from dbt.adapters.deltamerge.delta.commit import latest_version
     from dbt.adapters.deltamerge.delta.snapshot import load_snapshot
 
@@ -104,19 +107,28 @@ def refresh(
 
 
 def bind(
-    spark: SparkSession, *, schema: str, identifier: str, snapshot: Snapshot, registering: bool = False
+    spark: SparkSession,
+    *,
+    schema: str,
+    identifier: str,
+    snapshot: Snapshot,
+    registering: bool = False,
+    current: Mapping[str, str] | None = None,
 ) -> None:
     """Point ``schema.identifier`` at ``snapshot``'s version, replacing an earlier binding.
 
     ``registering``: an existing table is brought in by its location; its link folders go under
-    the warehouse (nothing is written into it). Spark SQL then reads the version's files: a
+    the warehouse (nothing is written into it). ``current``: the entry's table properties, when
+    the caller read them since the entry last changed (``binding``; a model's run reads them
+    before its write): they are not read again. Spark SQL then reads the version's files: a
     table with reader features no read here implements is refused naming them, before any read.
     A version whose files carry deletion vectors is bound as a view (``binding_view``).
     """
     snapshot.check_readable()
     crash_point("before_catalog_bind")
     name = table_name(schema, identifier)
-    current = {} if registering else _properties(spark, schema, identifier)
+    if current is None or registering:
+        current = {} if registering else _properties(spark, schema, identifier)
     root = registered_root(spark, snapshot.table_path) if registering else _root(current, snapshot.table_path)
     # Links first: the entry is missing only for the statements that replace it.
     folder = None if delta_jars_available(spark) else link_version(spark, snapshot, root)
@@ -211,7 +223,7 @@ def _properties(spark: SparkSession, schema: str, identifier: str) -> dict[str, 
     return {str(r[0]): str(r[1]) for r in rows}
 
 
-def _root(current: dict[str, str], table_path: str) -> str:
+def _root(current: Mapping[str, str], table_path: str) -> str:
     """Where a table's link folders go: kept from its current entry (``current``, its properties),
     else inside the table (``bindings_root``)."""
     if current.get(LOCATION_PROPERTY) == table_path and current.get(ROOT_PROPERTY):

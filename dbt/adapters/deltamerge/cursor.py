@@ -17,7 +17,7 @@ from dbt_common.exceptions import DbtDatabaseError
 from pyspark.errors import PySparkException
 
 from dbt.adapters.deltamerge.errors import named_errors
-from dbt.adapters.deltamerge.statements.run import may_write_table, run_on_delta
+from dbt.adapters.deltamerge.statements import may_write_table
 
 logger = AdapterLogger("deltamerge")
 
@@ -33,6 +33,8 @@ class DeltaCursor(Cursor):
         if parameters:
             sql = sql % parameters
         elif may_write_table(sql):
+            from dbt.adapters.deltamerge.statements.run import run_on_delta  # the parsers, on first use
+
             with named_errors("SQL statement on a Delta table"):
                 handled = run_on_delta(self.spark, sql)
             if handled is not None:

@@ -21,7 +21,7 @@ from dbt_common.contracts.constraints import ConstraintType
 from dbt_common.exceptions import DbtRuntimeError
 from pyspark.sql import SparkSession
 
-from dbt.adapters.deltamerge import binding, binding_view, cross_db, docs_catalog, operations
+from dbt.adapters.deltamerge import binding, binding_view
 from dbt.adapters.deltamerge.common.config_values import dry_run_var
 from dbt.adapters.deltamerge.connections import DeltaMergeConnectionManager, session_of
 from dbt.adapters.deltamerge.delta.snapshot import load_snapshot
@@ -29,13 +29,9 @@ from dbt.adapters.deltamerge.delta.transaction import WriteResult
 from dbt.adapters.deltamerge.delta.vacuum import DEFAULT_RETENTION_HOURS
 from dbt.adapters.deltamerge.errors import model_errors, named_errors
 from dbt.adapters.deltamerge.merge.dry_run import DryRun
-from dbt.adapters.deltamerge.model.contract import ModelContract
 from dbt.adapters.deltamerge.model.response import dry_run_response, not_written_response, write_response
-from dbt.adapters.deltamerge.model.seed import seed_dataframe
 from dbt.adapters.deltamerge.model.spec import Materialization, ModelSpec, batch_window
 from dbt.adapters.deltamerge.model.write import ModelTable, NotWritten, locate, write_model
-from dbt.adapters.deltamerge.python_models import python_model_frame
-from dbt.adapters.deltamerge.statements.run import interrupted_table
 
 
 @dataclass
@@ -80,6 +76,8 @@ class DeltaMergeAdapter(SparkAdapter):
         ]
 
     def parse_columns_from_information(self, relation: BaseRelation) -> list[Any]:
+        from dbt.adapters.deltamerge import docs_catalog  # the catalog's columns: not loaded for a write
+
         columns = super().parse_columns_from_information(relation)
         snapshot = docs_catalog.delta_snapshot(_information(relation))
         if snapshot is None:
@@ -88,6 +86,8 @@ class DeltaMergeAdapter(SparkAdapter):
         return [dataclasses.replace(c, table_stats=stats) for c in columns]
 
     def _get_columns_for_catalog(self, relation: BaseRelation) -> Iterable[Dict[str, Any]]:
+        from dbt.adapters.deltamerge import docs_catalog
+
         with docs_catalog.held_snapshot(_information(relation)) as snapshot:
             rows = list(super()._get_columns_for_catalog(relation))  # its statistics: the same snapshot
         if snapshot is not None:
@@ -152,18 +152,12 @@ class DeltaMergeAdapter(SparkAdapter):
         with model_errors(model):
             # Config first: its errors cost no Spark work.
             spec = ModelSpec.from_config(model, config, materialization)
-            enforced = (
-                ModelContract.from_node(
-                    model, contract.get("columns") or {}, contract.get("constraints") or []
-                )
-                if contract is not None
-                else None
-            )
+            enforced = _contract(model, contract) if contract is not None else None
             spark = self.spark_session()
             table = self._model_table(spark, relation, spec, incremental=materialization == "incremental")
             done = write_model(
                 spark,
-                python_model_frame(spark, sql, model=model) if language == "python" else spark.sql(sql),
+                _python_model(spark, sql, model) if language == "python" else spark.sql(sql),
                 table=table,
                 spec=spec,
                 materialization=cast(Materialization, materialization),  # our macros pass one of them
@@ -182,17 +176,25 @@ class DeltaMergeAdapter(SparkAdapter):
         """The model's table, its catalog entry re-bound first if other writers committed since."""
         schema, identifier = str(relation.schema), str(relation.identifier)
         found = binding.binding(spark, schema, identifier)
-        if found is not None:
-            # The model's SQL may read {{ this }}: it must see versions other writers made.
-            binding.refresh(
-                spark, schema=schema, identifier=identifier, table_path=found[0], version=found[1]
-            )
-        bound = found[0] if found else None
-        return locate(spark, spec, schema=schema, identifier=identifier, bound=bound, incremental=incremental)
+        # The model's SQL may read {{ this }}: it must see versions other writers made.
+        rebound = found is not None and binding.refresh(
+            spark, schema=schema, identifier=identifier, table_path=found.table_path, version=found.version
+        )
+        return locate(
+            spark,
+            spec,
+            schema=schema,
+            identifier=identifier,
+            bound=found.table_path if found else None,
+            incremental=incremental,
+            catalog=found.properties if found and not rebound else None,
+        )
 
     @available
     def delta_seed(self, relation: BaseRelation, agate_table: Any, config: Dict[str, Any]) -> AdapterResponse:
         """Write a seed's rows as a new version of its Delta table."""
+        from dbt.adapters.deltamerge.model.seed import seed_dataframe  # loaded by seeds only
+
         model = str(relation.identifier)
         with model_errors(model):
             spec = ModelSpec.from_config(model, config, "seed")
@@ -213,6 +215,8 @@ class DeltaMergeAdapter(SparkAdapter):
         relation_name: Any = None,
     ) -> Dict[str, Any]:
         """CONVERT TO DELTA of a parquet folder or catalog table; the result as plain values."""
+        from dbt.adapters.deltamerge import operations  # loaded by the operations only
+
         with named_errors(f"convert_to_delta of {relation or path}"):
             result = operations.convert(
                 self.spark_session(),
@@ -229,6 +233,8 @@ class DeltaMergeAdapter(SparkAdapter):
         self, relation: BaseRelation, starting_version: Any, ending_version: Any = None
     ) -> str:
         """A temporary view of ``relation``'s change data feed; its name, for a model's SQL."""
+        from dbt.adapters.deltamerge import operations  # loaded by the operations only
+
         subject = f"table_changes({relation}, {starting_version}, {ending_version})"
         with named_errors(subject):
             return operations.table_changes(self.spark_session(), relation, starting_version, ending_version)
@@ -242,6 +248,8 @@ class DeltaMergeAdapter(SparkAdapter):
         enforce_retention: Any = True,
     ) -> Dict[str, Any]:
         """VACUUM of a model's Delta table (a relation, or ``"schema.table"``)."""
+        from dbt.adapters.deltamerge import operations  # loaded by the operations only
+
         with named_errors(f"vacuum of {relation}"):
             return operations.vacuum_table(
                 self.spark_session(), relation, retain_hours, dry_run, enforce_retention
@@ -250,6 +258,8 @@ class DeltaMergeAdapter(SparkAdapter):
     @available
     def delta_reorg(self, relation: Any, where: Any = None) -> Dict[str, Any]:
         """REORG TABLE ... APPLY (PURGE) of a model's Delta table (a relation, or ``"schema.table"``)."""
+        from dbt.adapters.deltamerge import operations  # loaded by the operations only
+
         with named_errors(f"reorg of {relation}"):
             return operations.reorg_table(self.spark_session(), relation, where)
 
@@ -258,12 +268,16 @@ class DeltaMergeAdapter(SparkAdapter):
         self, relation: Any, where: Any = None, zorder_by: Any = None, dry_run: Any = False
     ) -> Dict[str, Any]:
         """OPTIMIZE [ZORDER BY] of a model's Delta table (a relation, or ``"schema.table"``)."""
+        from dbt.adapters.deltamerge import operations  # loaded by the operations only
+
         with named_errors(f"optimize of {relation}"):
             return operations.optimize_table(self.spark_session(), relation, where, zorder_by, dry_run)
 
     @available
     def delta_recover_binding(self, relation: BaseRelation) -> bool:
         """Bind again a Delta table whose catalog entry a killed run left dropped; True if it did."""
+        from dbt.adapters.deltamerge.statements.run import interrupted_table  # the statements' engine
+
         with named_errors(f"binding of {relation}"):
             spark = self.spark_session()
             schema, identifier = str(relation.schema), str(relation.identifier)
@@ -280,6 +294,8 @@ class DeltaMergeAdapter(SparkAdapter):
         self, relation: Any, description: Optional[str], column_comments: Dict[str, str]
     ) -> Optional[int]:
         """Descriptions into the Delta table's metadata (and its catalog entry); the version, if any."""
+        from dbt.adapters.deltamerge import operations  # loaded by the operations only
+
         with named_errors(f"persist_docs of {relation}"):
             return operations.persist_docs(
                 self.spark_session(), relation, description, dict(column_comments or {})
@@ -290,6 +306,8 @@ class DeltaMergeAdapter(SparkAdapter):
         self, measure: str, delimiter_text: str, order_by_clause: Optional[str], limit_num: Optional[int]
     ) -> str:
         """dbt's ``listagg`` in Spark 4 SQL, keeping ``order_by_clause`` (see ``cross_db``)."""
+        from dbt.adapters.deltamerge import cross_db  # sqlglot's dialects: loaded by listagg only
+
         return cross_db.listagg_sql(measure, delimiter_text, order_by_clause, limit_num)
 
     def _seed_types(self, agate_table: Any, config: Dict[str, Any]) -> list[str]:
@@ -298,6 +316,20 @@ class DeltaMergeAdapter(SparkAdapter):
             overrides.get(name.lower()) or self.convert_type(agate_table, idx)
             for idx, name in enumerate(agate_table.column_names)
         ]
+
+
+def _contract(model: str, contract: Dict[str, Any]) -> Any:
+    """The model's enforced contract (``model.contract``, loaded by models that have one)."""
+    from dbt.adapters.deltamerge.model.contract import ModelContract
+
+    return ModelContract.from_node(model, contract.get("columns") or {}, contract.get("constraints") or [])
+
+
+def _python_model(spark: SparkSession, code: str, model: str) -> Any:
+    """A Python model's DataFrame (``python_models``, loaded by Python models only)."""
+    from dbt.adapters.deltamerge.python_models import python_model_frame
+
+    return python_model_frame(spark, code, model=model)
 
 
 def _information(relation: BaseRelation) -> str:

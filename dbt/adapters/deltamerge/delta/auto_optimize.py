@@ -24,7 +24,6 @@ from dbt.adapters.deltamerge.delta import storage
 from dbt.adapters.deltamerge.delta.commit import version_file
 from dbt.adapters.deltamerge.delta.errors import ConcurrentModification
 from dbt.adapters.deltamerge.delta.mapping import physical_names
-from dbt.adapters.deltamerge.delta.optimize import OptimizeOptions, optimize
 from dbt.adapters.deltamerge.delta.snapshot import AddFile, Snapshot
 from dbt.adapters.deltamerge.delta.transaction import WriteResult
 
@@ -71,6 +70,9 @@ def auto_compact(spark: SparkSession, result: WriteResult, *, enabled: bool = Fa
         return None
     if not (enabled or auto_compact_enabled(snapshot.metadata.configuration)) or snapshot.clustering:
         return None  # a clustered table's new files wait for its OPTIMIZE, which clusters them
+    # OPTIMIZE and Z-order are loaded by the tables that compact (not by every write).
+    from dbt.adapters.deltamerge.delta.optimize import OptimizeOptions, optimize
+
     touched = _partitions_added_to(snapshot, result.version)
     options = OptimizeOptions.for_table(dict(snapshot.metadata.configuration), auto=True)
     due = partitions_to_compact(snapshot.files, touched, options.small_size)

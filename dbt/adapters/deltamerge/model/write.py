@@ -9,21 +9,19 @@ from __future__ import annotations
 
 import dataclasses
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Dict, Literal, Optional
+from typing import TYPE_CHECKING, Any, Dict, Literal, Optional
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from dbt.adapters.deltamerge import binding
-from dbt.adapters.deltamerge.cdc.apply import apply_changes
 from dbt.adapters.deltamerge.common.config_values import SpecError
 from dbt.adapters.deltamerge.common.sql import quote_identifier
 from dbt.adapters.deltamerge.delta.auto_optimize import auto_compact, auto_compact_enabled
-from dbt.adapters.deltamerge.delta.optimize import OptimizeOptions, optimize
 from dbt.adapters.deltamerge.delta.paths import table_path_of
-from dbt.adapters.deltamerge.delta.redefine import recluster, redefine
 from dbt.adapters.deltamerge.delta.snapshot import Snapshot, has_delta_log, load_snapshot
 from dbt.adapters.deltamerge.delta.transaction import WriteResult
 from dbt.adapters.deltamerge.delta.write import WriteRequest, write_dataframe
@@ -31,9 +29,11 @@ from dbt.adapters.deltamerge.errors import ModelWriteError
 from dbt.adapters.deltamerge.merge.dry_run import DryRun
 from dbt.adapters.deltamerge.merge.pipeline import dry_run_merge, merge_into
 from dbt.adapters.deltamerge.merge.spec import MergeSpec
-from dbt.adapters.deltamerge.model.contract import ModelContract, contract_change
 from dbt.adapters.deltamerge.model.schema_change import planned_schema
 from dbt.adapters.deltamerge.model.spec import Materialization, ModelSpec, plan_write, table_location
+
+if TYPE_CHECKING:
+    from dbt.adapters.deltamerge.model.contract import ModelContract
 
 Write = Literal["cdc_apply", "merge", "table_write"]
 
@@ -55,6 +55,8 @@ class ModelTable:
     exists: bool
     bound: bool
     txn: tuple[str, int]
+    # The catalog entry's table properties as the run found them (None: not read, or changed since).
+    catalog: Mapping[str, str] | None = None
 
 
 def write_model(
@@ -96,7 +98,9 @@ def write_model(
         )
     latest = _maintained(spark, result, spec) if result.version is not None else result.snapshot
     if result.version is not None or write == "table_write" or not table.bound:
-        binding.bind(spark, schema=table.schema, identifier=table.identifier, snapshot=latest)
+        binding.bind(
+            spark, schema=table.schema, identifier=table.identifier, snapshot=latest, current=table.catalog
+        )
     return result
 
 
@@ -132,9 +136,13 @@ def _maintained(spark: SparkSession, result: WriteResult, spec: ModelSpec) -> Sn
     if wanted and tuple(c.lower() for c in latest.snapshot.clustering or ()) != tuple(
         c.lower() for c in wanted
     ):
+        from dbt.adapters.deltamerge.delta.redefine import recluster  # loaded by the runs that need it
+
         reclustered = recluster(latest.snapshot, wanted, spec.model)  # the config's new clustering columns
         latest = reclustered if reclustered.version is not None else latest
     if spec.write.optimize_after_run or spec.write.zorder or wanted:
+        from dbt.adapters.deltamerge.delta.optimize import OptimizeOptions, optimize
+
         snapshot = latest.snapshot
         options = OptimizeOptions.for_table(
             dict(snapshot.metadata.configuration), zorder_by=spec.write.zorder
@@ -157,6 +165,9 @@ def _bring_to_contract(
     spark: SparkSession, table: ModelTable, spec: ModelSpec, contract: ModelContract
 ) -> None:
     """Commit the constraint changes the contract asks of the existing table (nothing if none)."""
+    from dbt.adapters.deltamerge.delta.redefine import redefine
+    from dbt.adapters.deltamerge.model.contract import contract_change
+
     snapshot = _existing(table, spec)
     change = contract_change(contract, snapshot.metadata.configuration, snapshot.schema)
     if not change:
@@ -220,9 +231,11 @@ def locate(
     identifier: str,
     bound: str | None,
     incremental: bool,
+    catalog: Mapping[str, str] | None = None,
 ) -> ModelTable:
     """The model's table: its location (``location_root``, its catalog binding, or the schema's folder).
 
+    ``catalog``: the catalog entry's properties the run read (its re-binding does not read them again).
     A run killed after its commit but before re-binding leaves the table without its catalog
     entry: an incremental model continues the Delta table at its location.
     """
@@ -236,7 +249,9 @@ def locate(
     )
     path = table_path_of(location)
     exists = bound is not None or (incremental and has_delta_log(path))
-    return ModelTable(schema, identifier, path, exists, bound is not None, run_txn(schema, identifier))
+    return ModelTable(
+        schema, identifier, path, exists, bound is not None, run_txn(schema, identifier), catalog
+    )
 
 
 def _apply_changes(
@@ -248,6 +263,8 @@ def _apply_changes(
     full_refresh: bool,
     contract: ModelContract | None,
 ) -> WriteResult:
+    from dbt.adapters.deltamerge.cdc.apply import apply_changes  # loaded by CDC models only
+
     assert spec.cdc is not None
     current = load_snapshot(table.path) if table.exists else None
     stored_rows = df.select(*[quote_identifier(c) for c in spec.cdc.stored_columns(df.columns)])

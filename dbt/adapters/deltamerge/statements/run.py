@@ -14,7 +14,6 @@ statement goes to Spark unchanged.
 from __future__ import annotations
 
 import os
-import re
 from dataclasses import dataclass
 
 from pyspark.sql import SparkSession
@@ -64,22 +63,6 @@ from dbt.adapters.deltamerge.statements.parse_maintenance import (
     SetPropertiesStatement,
 )
 
-_LEADING = re.compile(r"^(?:\s+|--[^\n]*(?:\n|$)|/\*.*?\*/)*([a-z]+)", re.IGNORECASE | re.DOTALL)
-_WRITING = {
-    "insert",
-    "with",
-    "update",
-    "delete",
-    "merge",
-    "truncate",
-    "from",
-    "create",
-    "alter",
-    "replace",
-    "reorg",
-    "optimize",
-}
-
 
 class StatementError(DeltaError):
     """A SQL statement cannot be run on a Delta table."""
@@ -92,18 +75,6 @@ class StatementResult:
     table: str
     result: WriteResult
     affected: dict[str, int | str]
-
-
-def may_write_table(sql: str) -> bool:
-    """Whether ``sql`` can be a statement that writes a table (cheap text test, no Spark).
-
-    >>> may_write_table("-- note\\n  INSERT INTO s.t VALUES (1)"), may_write_table("select 1")
-    (True, False)
-    >>> may_write_table("/* a */ with x as (select 1) insert into t select * from x")
-    True
-    """
-    found = _LEADING.match(sql)
-    return found is not None and found.group(1).lower() in _WRITING
 
 
 def run_on_delta(spark: SparkSession, sql: str) -> StatementResult | None:
@@ -195,17 +166,16 @@ def _schema_of(spark: SparkSession, parts: tuple[str, ...]) -> str | None:
 
 def _bound_snapshot(spark: SparkSession, schema: str, identifier: str) -> Snapshot | None:
     bound = binding.binding(spark, schema, identifier)
-    if bound is None:
-        path = interrupted_table(spark, schema, identifier)
-        bound = (path, None) if path is not None else None
-    if bound is None:
+    path = bound.table_path if bound is not None else interrupted_table(spark, schema, identifier)
+    if path is None:
         return None
     # The statement's query (a snapshot's staging view, say) may read the table: it must see
     # versions committed since the binding (a run killed after its commit, another writer).
-    binding.refresh(spark, schema=schema, identifier=identifier, table_path=bound[0], version=bound[1])
-    snapshot = load_snapshot(bound[0])
+    version = bound.version if bound is not None else None
+    binding.refresh(spark, schema=schema, identifier=identifier, table_path=path, version=version)
+    snapshot = load_snapshot(path)
     if snapshot is None:
-        raise StatementError(f"{schema}.{identifier} is bound to {bound[0]}, which has no Delta table")
+        raise StatementError(f"{schema}.{identifier} is bound to {path}, which has no Delta table")
     return snapshot
 
 
