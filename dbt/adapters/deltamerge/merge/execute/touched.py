@@ -85,6 +85,10 @@ def _files_with_matches(run: MergeRun, target: DataFrame) -> tuple[set[str], boo
     counted = counted_pairs_condition(spec)
     if counted is not None:
         joined = joined.where(counted)
+    if run.plan.broadcast_source:
+        # A small source makes few pairs: hashed by file once, neither grouping below needs an
+        # exchange of its own (each is a stage, and a Spark job, of its own with adaptive execution).
+        joined = joined.repartition(FILE)
     # With update_only_if_changed a file whose matched rows all keep their values is not touched.
     changes = (
         F.max((F.expr(matched_action_expression(run.merge)) != COPY).cast("int"))
