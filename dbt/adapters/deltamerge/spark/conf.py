@@ -33,7 +33,21 @@ SESSION_DEFAULTS = {
     "spark.sql.unionOutputPartitioning": "false",
     "spark.hadoop.mapreduce.fileoutputcommitter.marksuccessfuljobs": "false",
     "spark.hadoop.parquet.summary.metadata.level": "NONE",
+    # Spark sizes Tungsten's memory pages and broadcast blocks from the heap: with a heap of a
+    # quarter of the machine, every hash aggregation of a small query took a 64 MB page and every
+    # broadcast a 4 MB block (~0.5 GB of garbage per 100-row merge, much of it humongous for G1,
+    # whose concurrent marking then ran after nearly every command). Measured on the warm server:
+    # a small merge's commands reach their steady time in ~10 commands instead of ~40, with the
+    # same 10M-row merge times (BENCHMARKS.md, "The local loop").
+    "spark.buffer.pageSize": "1m",
+    "spark.broadcast.blockSize": "1m",
 }
+
+# The JVM's options besides the metastore's home. Spark's commands are batch jobs, where pause
+# times do not matter: the throughput collector, whose young collections cost one pass over what
+# survives, where G1's concurrent marking took most of a core after small commands; and room for
+# Spark's ~200 MB of class metadata, which otherwise grows through a full collection at each step.
+JVM_OPTIONS = "-XX:+UseParallelGC -XX:MetaspaceSize=256m"
 
 # What a Spark Connect client sets on its session besides the above (``spark/connect.py``); the
 # local server starts with them, so that its clients need not.
@@ -57,7 +71,7 @@ def session_conf(warehouse: str, overrides: dict[str, str]) -> dict[str, str]:
     conf["spark.hadoop.javax.jdo.option.ConnectionURL"] = (
         f"jdbc:derby:;databaseName={os.path.join(warehouse, 'metastore_db')};create=true"
     )
-    conf["spark.driver.extraJavaOptions"] = f"-Dderby.system.home={warehouse}"
+    conf["spark.driver.extraJavaOptions"] = f"-Dderby.system.home={warehouse} {JVM_OPTIONS}"
     conf.update(overrides)
     return conf
 
