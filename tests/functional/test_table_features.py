@@ -29,6 +29,7 @@ from deltalake import DeltaTable, QueryBuilder
 from pyspark.sql import Row
 from pyspark.sql.types import VariantVal
 
+from dbt.adapters.deltamerge import binding
 from dbt.adapters.deltamerge.binding import registered_root
 from dbt.adapters.deltamerge.delta.change_feed import read_changes
 from dbt.adapters.deltamerge.delta.errors import UnsupportedTableFeature
@@ -203,6 +204,39 @@ def test_the_binding_of_a_table_with_deletion_vectors_is_a_view_that_leaves_dele
     tables = {r[1] for r in spark.sql(f"show tables in {project.test_schema}").collect()}
     assert spark.sql(f"describe table extended {name}").where("col_name = 'Type'").first()[1] == "VIEW"
     assert {"dv_view", "dv_view__deltamerge_files"} <= tables  # the view stands on its files table
+
+
+def test_a_version_s_folder_makes_again_the_live_copies_a_concurrent_prune_removed(
+    spark, tmp_path, monkeypatch
+):
+    # Until a run links a copy into its folder, the copy's only name is its own, and another run
+    # binding the same table prunes such copies: the CI race of two dbt invocations on one model
+    # of a column-mapped table failed "cannot link" here.
+    path = _copy("table_with_column_mapping", tmp_path)
+    snapshot = load_snapshot(path)
+    assert snapshot is not None and snapshot.files
+    root = str(tmp_path / "bindings")
+    made = binding.live_copies
+    pruned: list[int] = []
+
+    def made_then_pruned(*args: Any) -> dict[str, str]:
+        copies = made(*args)
+        if pruned:  # a copy made again
+            return copies
+        before = len(os.listdir(os.path.join(root, "live")))
+        binding.prune_bindings(root, keep=binding.KEEP_BINDINGS)  # the other run's, in the window
+        pruned.append(before - len(os.listdir(os.path.join(root, "live"))))
+        return copies
+
+    monkeypatch.setattr(binding, "live_copies", made_then_pruned)
+    folder = binding.link_version(spark, snapshot, root)
+    assert pruned[0] == len(snapshot.files)  # every copy was gone before its first link
+    linked = [p for p in _listing(folder) if p.endswith(".parquet")]
+    assert len(linked) == len(snapshot.files)
+    assert all(os.stat(os.path.join(folder, p)).st_nlink == 2 for p in linked)  # folder + live/
+    assert _sorted(
+        spark.read.parquet(folder).select(*[f"`{f.name}`" for f in snapshot.schema.fields]).collect()
+    ) == (_reference(path))
 
 
 # Statements on each table other writers made, and how a reference computes their result over the

@@ -7,8 +7,8 @@ Delta schema at it: queries see that version's rows, no removed or uncommitted f
 with partition pruning. Links cost no data copy. Files with deletion vectors are linked as
 they are and the entry is a view that leaves their deleted rows out (``binding_view``); a file
 of a table that maps column names is there as a copy of its live rows under the schema's names,
-made once per logical file. Where Delta's jars are on Spark's classpath the table is registered
-``USING delta`` instead.
+made once per logical file (``binding_copies``). Where Delta's jars are on Spark's classpath the
+table is registered ``USING delta`` instead.
 
 Where the folders live (the binding root): inside the table, ``<table>/_deltamerge_catalog/``,
 for the tables this adapter writes; for an existing table registered by its location (``CREATE
@@ -23,29 +23,26 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import uuid
-from array import array
 from collections.abc import Iterable, Mapping
 from typing import NamedTuple
 
 from pyspark.errors import AnalysisException
 from pyspark.sql import SparkSession
-from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from dbt.adapters.deltamerge import binding_view
+from dbt.adapters.deltamerge.binding_copies import COPIES_DIR, live_copies
 from dbt.adapters.deltamerge.common.sql import column_definitions, quote_identifier, string_literal
 from dbt.adapters.deltamerge.delta import storage
 from dbt.adapters.deltamerge.delta.faults import crash_point
 from dbt.adapters.deltamerge.delta.mapping import mapping_mode
 from dbt.adapters.deltamerge.delta.paths import local_path, partition_folder, table_path_of
-from dbt.adapters.deltamerge.delta.read import FILE_URI, read_files
 from dbt.adapters.deltamerge.delta.schema import schema_from_json
 from dbt.adapters.deltamerge.delta.snapshot import AddFile, Snapshot
 
 BINDINGS_DIR = "_deltamerge_catalog"
-# Inside it: copies of live rows Spark's parquet reader could not read from the data file itself.
-COPIES_DIR = "live"
 LOCATION_PROPERTY = "deltamerge.location"
 VERSION_PROPERTY = "deltamerge.version"
 ROOT_PROPERTY = "deltamerge.bindings"
@@ -84,6 +81,41 @@ def binding(spark: SparkSession, schema: str, identifier: str) -> Binding | None
         return None
     version = props.get(VERSION_PROPERTY)
     return Binding(location, int(version) if version is not None and version.isdigit() else None, props)
+
+
+def listed(information: str) -> Binding | None:
+    r"""The catalog entry a ``SHOW TABLE EXTENDED`` text describes (dbt's relation cache keeps it),
+    or None when the entry is not ours; raises ``ValueError`` when the text does not tell.
+
+    Spark lists the properties sorted, as ``[k=v, k=v]``, and ours (``deltamerge.*``) next to each
+    other. The version must be digits and, for a table (not a view), its folder's: a text that
+    does not pass is read again by ``binding``.
+
+    >>> text = "Table: t\nTable Properties: [deltamerge.location=/w/s.db/t, deltamerge.version=7]\n"
+    >>> found = listed(text + "Location: file:/w/s.db/t/_deltamerge_catalog/v00000000000000000007\n")
+    >>> found.table_path, found.version
+    ('/w/s.db/t', 7)
+    >>> listed("Table: t\nTable Properties: [owner=x]\nLocation: file:/w/t\n") is None
+    True
+    """
+    lines = dict(line.split(": ", 1) for line in information.splitlines() if ": " in line)
+    if "Table" not in lines:
+        raise ValueError("not a SHOW TABLE EXTENDED text")
+    listing = lines.get("Table Properties", "[]")
+    if not listing.startswith("[") or not listing.endswith("]"):
+        raise ValueError(f"table properties listed as {listing!r}")
+    keys = list(re.finditer(r"(?:^|, )(deltamerge\.[a-z_]+)=", listing[1:-1]))
+    props = {
+        m.group(1): listing[1:-1][m.end() : keys[i + 1].start() if i + 1 < len(keys) else None]
+        for i, m in enumerate(keys)
+    }
+    if LOCATION_PROPERTY not in props:
+        return None
+    version = props.get(VERSION_PROPERTY, "")
+    folder = os.path.basename(lines.get("Location", ""))
+    if not version.isdigit() or ("Location" in lines and folder != f"v{int(version):020d}"):
+        raise ValueError(f"version {version!r} bound at {folder!r}")
+    return Binding(props[LOCATION_PROPERTY], int(version), props)
 
 
 def _is_missing(error: AnalysisException) -> bool:
@@ -286,16 +318,17 @@ def link_version(spark: SparkSession, snapshot: Snapshot, root: str | None = Non
     mapped = mapping_mode(snapshot.metadata.configuration) != "none"
     masked = not mapped and binding_view.can_mask(snapshot.schema)
     copied = [f for f in snapshot.files if mapped or (f.deleted_rows and not masked)]
-    copies = _live_copies(spark, snapshot, copied, root)
+    copies = live_copies(spark, snapshot, copied, root)
     vectors = []
     for target, source, file in _links(snapshot, masked):
         storage.make_dirs(os.path.dirname(os.path.join(building, target)))
-        if file.path in copies:
-            source = copies[file.path]
-        elif file.deleted_rows:
+        if file.path not in copies and file.deleted_rows:
             vectors.append((os.path.basename(target), file.deleted_rows))
         try:
-            storage.link(source, os.path.join(building, target))
+            if file.path in copies:
+                _link_copy(spark, snapshot, file, root, copies[file.path], os.path.join(building, target))
+            else:
+                storage.link(source, os.path.join(building, target))
         except storage.CrossDeviceLink:
             storage.delete_tree(building)
             return link_version(spark, snapshot, bindings_root(snapshot.table_path))
@@ -310,63 +343,28 @@ def link_version(spark: SparkSession, snapshot: Snapshot, root: str | None = Non
     return folder
 
 
-def _live_copies(spark: SparkSession, snapshot: Snapshot, files: list[AddFile], root: str) -> dict[str, str]:
-    """The copy of each of ``files``' live rows (by the file's path); the missing ones made in one
-    Spark job, one output file per input file (a merge-on-read merge leaves every file it touched
-    with a new vector: a job per file would pay Spark's per-job cost that many times)."""
-    found = {f.path: _copy_path(snapshot, f, root) for f in files}
-    missing = [f for f in files if not storage.is_file(found[f.path])]
-    if len(missing) > 1:
-        staging = os.path.join(root, COPIES_DIR, f".batch.{uuid.uuid4().hex}.building")
-        rows = read_files(spark, snapshot, missing, positions=True)
-        index = {os.path.abspath(local_path(snapshot.table_path, f.path)): i for i, f in enumerate(missing)}
-        by_uri = {uri: index[table_path_of(uri)] for uri in rows.inputFiles() if table_path_of(uri) in index}
-        which = F.create_map(*[F.lit(x) for pair in by_uri.items() for x in pair])[F.col(FILE_URI)]
-        batch = rows.select(*_data_columns(snapshot), which.alias(_BATCH))
-        batch.repartition(len(missing), _BATCH).write.partitionBy(_BATCH).parquet(staging)
-        for i, file in enumerate(missing):
-            folder = os.path.join(staging, f"{_BATCH}={i}")
-            written = (
-                [n for n in storage.list_names(folder) if n.endswith(".parquet")]
-                if storage.is_dir(folder)
-                else []
-            )
-            if len(written) == 1:
-                storage.rename(os.path.join(folder, written[0]), found[file.path])
-        storage.delete_tree(staging)
-    for file in missing:  # one file (or one with no live row, which the batch writes no file for)
-        if not storage.is_file(found[file.path]):
-            _live_copy(spark, snapshot, file, found[file.path])
-    return found
+def _link_copy(
+    spark: SparkSession, snapshot: Snapshot, file: AddFile, root: str, copy: str, target: str
+) -> None:
+    """Link ``target`` to ``copy``, the copy of ``file``'s live rows, making it again if it went.
+
+    Until this link a copy's only name is its own, and a concurrent run's ``prune_bindings``
+    removes such copies (no folder of its own links them): the copy is then made again, a few
+    times at most (each window is one link long).
+    """
+    for attempt in range(_COPY_ATTEMPTS):
+        try:
+            storage.link(copy, target)
+            return
+        except storage.CrossDeviceLink:
+            raise
+        except storage.StorageError:
+            if storage.is_file(copy) or attempt == _COPY_ATTEMPTS - 1:
+                raise
+        (copy,) = live_copies(spark, snapshot, [file], root).values()
 
 
-_BATCH = "_deltamerge_file"
-
-
-def _copy_path(snapshot: Snapshot, file: AddFile, root: str) -> str:
-    # One copy per logical file: its path, the rows its deletion vector deletes, the schema.
-    key = hashlib.sha256(f"{file.path}|{snapshot.metadata.schema_string}|".encode())
-    key.update(array("q", file.deleted_rows).tobytes())  # no text of a million row indexes
-    return os.path.join(root, COPIES_DIR, key.hexdigest() + ".parquet")
-
-
-def _data_columns(snapshot: Snapshot) -> list[str]:
-    partitions = {c.lower() for c in snapshot.partition_columns}
-    return [quote_identifier(f.name) for f in snapshot.schema.fields if f.name.lower() not in partitions]
-
-
-def _live_copy(spark: SparkSession, snapshot: Snapshot, file: AddFile, copy: str) -> str:
-    """Write ``copy``: a parquet file of ``file``'s live rows, data columns under the schema's names."""
-    copies = os.path.dirname(copy)
-    columns = _data_columns(snapshot)
-    # Two runs binding versions that share a file may build its copy at once: each in its own
-    # staging folder, the rename of either giving the same rows.
-    staging = os.path.join(copies, f".{os.path.basename(copy)}.{uuid.uuid4().hex}.building")
-    read_files(spark, snapshot, [file]).select(*columns).coalesce(1).write.mode("overwrite").parquet(staging)
-    (written,) = [n for n in storage.list_names(staging) if n.endswith(".parquet")]
-    storage.rename(os.path.join(staging, written), copy)
-    storage.delete_tree(staging)
-    return copy
+_COPY_ATTEMPTS = 3
 
 
 def _links(snapshot: Snapshot, masked: bool) -> Iterable[tuple[str, str, AddFile]]:

@@ -175,7 +175,7 @@ class DeltaMergeAdapter(SparkAdapter):
     ) -> ModelTable:
         """The model's table, its catalog entry re-bound first if other writers committed since."""
         schema, identifier = str(relation.schema), str(relation.identifier)
-        found = binding.binding(spark, schema, identifier)
+        found = self._binding(spark, relation)
         # The model's SQL may read {{ this }}: it must see versions other writers made.
         rebound = found is not None and binding.refresh(
             spark, schema=schema, identifier=identifier, table_path=found.table_path, version=found.version
@@ -189,6 +189,24 @@ class DeltaMergeAdapter(SparkAdapter):
             incremental=incremental,
             catalog=found.properties if found and not rebound else None,
         )
+
+    def _binding(self, spark: SparkSession, relation: BaseRelation) -> binding.Binding | None:
+        """The relation's catalog entry as dbt's relation cache lists it (``show table extended``
+        at the run's start, with its table properties), else read from the catalog (a round trip).
+
+        The cache is what dbt itself decides by (whether the model is incremental); an entry a
+        concurrent writer re-bound since is bound again by ``binding.refresh``, as it would be anyway.
+        """
+        schema, identifier = str(relation.schema), str(relation.identifier)
+        if self._schema_is_cached(relation.database, schema):
+            cached = self.get_relation(cast(str, relation.database), schema, identifier)
+            if cached is None:
+                return None
+            try:
+                return binding.listed(_information(cached))
+            except ValueError:  # listed without its properties (a relation dbt added since)
+                pass
+        return binding.binding(spark, schema, identifier)
 
     @available
     def delta_seed(self, relation: BaseRelation, agate_table: Any, config: Dict[str, Any]) -> AdapterResponse:
