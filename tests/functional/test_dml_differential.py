@@ -8,7 +8,7 @@ partition-only predicates (whole files removed without a rewrite), statistics-sk
 ranges, nulls, ``IN`` and ``OR``. Every odd seed's table of ours has deletion vectors on
 (merge-on-read: rows marked deleted, only updated rows written) while delta-rs's copy rewrites
 files: the rows and counts must still agree. ``DELTAMERGE_DML_CASES`` sets the number of cases
-(default 12; thousands for a long run), from seed ``DELTAMERGE_DML_FIRST`` (default 0).
+(default 6; thousands for a long run), from seed ``DELTAMERGE_DML_FIRST`` (default 0).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from dbt.adapters.deltamerge.statements.maintenance import set_properties
 from dbt.adapters.deltamerge.statements.parse_maintenance import SetPropertiesStatement
 from tests.functional.helpers import live_rows
 
-CASES = int(os.environ.get("DELTAMERGE_DML_CASES", "12"))
+CASES = int(os.environ.get("DELTAMERGE_DML_CASES", "6"))
 # A long run can continue where an earlier one stopped: seeds FIRST .. FIRST + CASES - 1.
 FIRST = int(os.environ.get("DELTAMERGE_DML_FIRST", "0"))
 SCHEMA = "k bigint, v bigint, s string, p string"

@@ -3,8 +3,8 @@
 A DELETE statement (``dbt run-operation``), an OPTIMIZE statement and a snapshot run (its MERGE
 statement) are killed at crash points of their commit, one table per point: by default the points where a
 statement's own steps meet the shared commit path (files placed and not committed; committed
-with the catalog entry dropped; the commit file written; the merge harness kills before the
-catalog binding),
+with the catalog entry dropped, the DELETE's; the commit file written; the merge harness kills
+before the catalog binding),
 every point with ``DELTAMERGE_KILL_POINTS=all`` (the merge harness kills a model's merge at
 every point). After every kill delta-rs reads either the
 old or the new rows and the log validator finds every referenced file; a re-run converges
@@ -51,7 +51,6 @@ KILLS = (
         ("delete", "mid_placement"),
         ("delete", "mid_catalog_bind"),
         ("snapshot", "commit_file_written"),
-        ("snapshot", "mid_catalog_bind"),
         ("optimize", "commit_file_written"),
     ]
 )

@@ -9,7 +9,7 @@ clauses, ``incremental_predicates`` and target rows sharing a key.
 A quarter of the cases (and half of the change feed's) merge into a table of ours with deletion
 vectors on (merge-on-read: target rows marked deleted, only changed rows written) while
 delta-rs's table rewrites files: rows, counts and change rows must still agree.
-``DELTAMERGE_DIFF_CASES`` sets the number of cases (default 20; thousands for a long
+``DELTAMERGE_DIFF_CASES`` sets the number of cases (default 8; thousands for a long
 run, e.g. ``DELTAMERGE_DIFF_CASES=4000 pytest -k weighted tests/functional/test_merge_differential.py``).
 """
 
@@ -29,7 +29,7 @@ from dbt.adapters.deltamerge.merge.pipeline import dry_run_merge, merge_into
 from dbt.adapters.deltamerge.merge.spec import MergeSpec
 from tests.functional.helpers import live_rows, log_actions
 
-CASES = int(os.environ.get("DELTAMERGE_DIFF_CASES", "20"))
+CASES = int(os.environ.get("DELTAMERGE_DIFF_CASES", "8"))
 
 # (our clause, the same clause in delta-rs's builder)
 MATCHED = [
