@@ -35,6 +35,7 @@ PROFILE = """warm:
       schema: warm
       warehouse: ./warehouse
       server_idle_minutes: "{{ env_var('IDLE_MINUTES', '30') | float }}"
+      server_warmup_rounds: "{{ env_var('WARMUP_ROUNDS', '0') | int }}"
       server_side_parameters:
         spark.master: "local[1]"
         spark.driver.memory: 1g
@@ -57,12 +58,28 @@ def _project(root: Path) -> Path:
     return root
 
 
-def _dbt(project: Path, batch: int, idle: str = "30", select: str = "numbers") -> subprocess.Popen[str]:
+def _dbt(
+    project: Path, batch: int, idle: str = "30", select: str = "numbers", warmup: str = "0"
+) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [DBT, "run", "--profiles-dir", ".", "--select", select, "--vars", f"{{batch: {batch}}}"],
         cwd=project, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-        env={**os.environ, "IDLE_MINUTES": idle},
+        env={**os.environ, "IDLE_MINUTES": idle, "WARMUP_ROUNDS": warmup},
     )  # fmt: skip
+
+
+SCHEMAS = """
+import sys
+from dbt.adapters.deltamerge.spark.connect import connect_session
+print(sorted(r[0] for r in connect_session(sys.argv[1], {}).sql("show schemas").collect()))
+"""
+
+
+def _schemas(url: str) -> str:
+    """The server's schemas, as a Spark Connect client in a process of its own sees them."""
+    done = subprocess.run([sys.executable, "-c", SCHEMAS, url], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout.strip()
 
 
 def _finished(process: subprocess.Popen[str]) -> str:
@@ -72,8 +89,9 @@ def _finished(process: subprocess.Popen[str]) -> str:
 
 
 def _supervisors(warehouse: Path) -> list[int]:
-    """Processes running a supervisor of this warehouse (its spec file is in the warehouse)."""
-    spec = str(warehouse / server.SPEC_FILE)
+    """Processes running a supervisor of this warehouse (its spec file is in the warehouse; the
+    server's warm-up process, started by the supervisor, names it too)."""
+    spec = f"daemon.py {warehouse / server.SPEC_FILE}"
     return [
         int(pid)
         for pid in os.listdir("/proc")
@@ -112,8 +130,8 @@ def test_the_warm_server_life_cycle(tmp_path):
              "warehouse": str(warehouse), "master": "local[*]", "log": "", "started_at": 0.0}  # fmt: skip
     (warehouse / server.STATE_FILE).write_text(json.dumps(stale))
     try:
-        # Two first commands at once: one server starts, both commands use it.
-        first, second = _dbt(project, 1), _dbt(project, 1, select="others")
+        # Two first commands at once: one server starts (with 3 warm-up rounds), both commands use it.
+        first, second = _dbt(project, 1, warmup="3"), _dbt(project, 1, select="others", warmup="3")
         outputs = [_finished(first), _finished(second)]
     finally:
         squatter.close()
@@ -125,14 +143,20 @@ def test_the_warm_server_life_cycle(tmp_path):
     others = warehouse / "warm.db" / "others"
     assert DeltaTable(str(table)).version() == DeltaTable(str(others)).version() == 0
 
-    # Reuse: no start, the same server, a merge.
+    # Reuse: no start, the same server, a merge (while the server warms up, between commands).
     out = _finished(_dbt(project, 2))
     assert "Starting a warm" not in out and "OK MERGE" in out, out[-3000:]
     assert server.status(str(warehouse)) == state
     assert sorted(r["batch"] for r in DeltaTable(str(table)).to_pyarrow_table().to_pylist()) == [2] * 5
+    log = warehouse / server.LOG_FILE
+    _wait_for(lambda: "deltamerge-server: warm-up done: 3 rounds" in log.read_text(), "the warm-up ends")
     status = subprocess.run([CLI, "status", "--warehouse", str(warehouse)], capture_output=True, text=True)
     assert status.returncode == 0 and f"pid {state.pid}" in status.stdout, status.stdout
-    assert "stops after 30 idle minutes" in status.stdout
+    assert "stops after 30 idle minutes); warmed up (3 rounds in" in status.stdout
+    # Its scratch table is gone with its schema; the project's tables are as they were.
+    assert not (warehouse / ".deltamerge-warmup").exists()
+    assert _schemas(server.session_url(state, {})) == "['default', 'warm']"
+    assert DeltaTable(str(table)).version() == 1 and DeltaTable(str(others)).version() == 0
 
     # A server of another pyspark (an upgrade, another virtualenv), not in use: replaced; the new
     # one (started with a 3 s idle time) stops by itself after the command.

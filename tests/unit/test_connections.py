@@ -49,3 +49,12 @@ def test_a_negative_idle_time_is_refused_naming_the_key():
     expected = r"`server_idle_minutes` must be 0 \(never stop\) or more, got -1"
     with pytest.raises(DbtRuntimeError, match=expected):
         DeltaMergeCredentials.from_dict({**BASE, "method": "server", "server_idle_minutes": -1})
+
+
+def test_warmup_rounds_default_to_the_server_s_and_a_negative_count_is_refused_naming_the_key():
+    creds = DeltaMergeCredentials.from_dict({**BASE, "method": "server"})
+    assert creds.server_warmup_rounds == 40
+    assert DeltaMergeCredentials.from_dict({**BASE, "server_warmup_rounds": 0}).server_warmup_rounds == 0
+    expected = r"`server_warmup_rounds` must be 0 \(no warm-up\) or more, got -2"
+    with pytest.raises(DbtRuntimeError, match=expected):
+        DeltaMergeCredentials.from_dict({**BASE, "method": "server", "server_warmup_rounds": -2})

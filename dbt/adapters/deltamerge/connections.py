@@ -28,7 +28,7 @@ from dbt.adapters.deltamerge.spark import connect, embedded, server, warm
 from dbt.adapters.deltamerge.spark.conf import DEFAULT_WAREHOUSE
 from dbt.adapters.deltamerge.spark.logs import quiet_python_loggers
 from dbt.adapters.deltamerge.spark.process import freeze_imports
-from dbt.adapters.deltamerge.spark.warm import DEFAULT_IDLE_MINUTES
+from dbt.adapters.deltamerge.spark.warm import DEFAULT_IDLE_MINUTES, DEFAULT_WARMUP_ROUNDS
 
 logger = AdapterLogger("DeltaMerge")
 
@@ -47,11 +47,12 @@ class ConnectionMethod(StrEnum):
 @dataclass
 class DeltaMergeCredentials(SparkCredentials):
     """dbt-spark's credentials: ``method`` defaults to ``session``; ``connect``, ``server``,
-    ``warehouse`` and ``server_idle_minutes`` added."""
+    ``warehouse``, ``server_idle_minutes`` and ``server_warmup_rounds`` added."""
 
     method: ConnectionMethod = ConnectionMethod.SESSION  # type: ignore[assignment]
     warehouse: str = DEFAULT_WAREHOUSE
     server_idle_minutes: float = DEFAULT_IDLE_MINUTES
+    server_warmup_rounds: int = DEFAULT_WARMUP_ROUNDS
 
     @classmethod
     def validate(cls, data: Any) -> None:
@@ -67,6 +68,10 @@ class DeltaMergeCredentials(SparkCredentials):
             raise DbtRuntimeError(f"`warehouse` must be a folder path, got {self.warehouse!r}")
         if self.method in (ConnectionMethod.SESSION, ConnectionMethod.SERVER) and self.host is None:
             self.host = "localhost"  # dbt-spark requires a host; these have none to set
+        if self.server_warmup_rounds < 0:
+            raise DbtRuntimeError(
+                f"`server_warmup_rounds` must be 0 (no warm-up) or more, got {self.server_warmup_rounds}"
+            )
         if self.server_idle_minutes < 0:
             raise DbtRuntimeError(
                 f"`server_idle_minutes` must be 0 (never stop) or more, got {self.server_idle_minutes}"
@@ -85,7 +90,17 @@ class DeltaMergeCredentials(SparkCredentials):
         return self.warehouse if self.method != ConnectionMethod.CONNECT else str(self.host)
 
     def _connection_keys(self) -> tuple[str, ...]:
-        return ("method", "schema", "warehouse", "host", "port", "cluster", "endpoint", "server_idle_minutes")
+        return (
+            "method",
+            "schema",
+            "warehouse",
+            "host",
+            "port",
+            "cluster",
+            "endpoint",
+            "server_idle_minutes",
+            "server_warmup_rounds",
+        )
 
 
 def session_of(connection: Connection) -> Any:
@@ -114,10 +129,10 @@ def _command_runs_queries() -> bool:
     return isinstance(which, str) and which not in _NO_QUERIES
 
 
-def _warm_session(warehouse: str, overrides: dict[str, str], idle_minutes: float) -> Any:
+def _warm_session(warehouse: str, overrides: dict[str, str], idle_minutes: float, warmup_rounds: int) -> Any:
     """A Spark Connect session on the warehouse's warm local server, started if none runs."""
     try:
-        state = warm.prepared_server(warehouse, overrides, idle_minutes, logger.info)
+        state = warm.prepared_server(warehouse, overrides, idle_minutes, logger.info, warmup_rounds)
     except server.ServerError as error:
         raise DbtRuntimeError(str(error)) from None
     url = server.session_url(state, overrides)
@@ -137,7 +152,9 @@ class DeltaMergeConnectionManager(SparkConnectionManager):
         server_method = isinstance(creds, DeltaMergeCredentials) and creds.method == ConnectionMethod.SERVER
         if server_method and _command_runs_queries():
             params = dict(creds.server_side_parameters)
-            warm.prepare(creds.warehouse, params, creds.server_idle_minutes, logger.info)
+            warm.prepare(
+                creds.warehouse, params, creds.server_idle_minutes, logger.info, creds.server_warmup_rounds
+            )
 
     @classmethod
     def open(cls, connection: Connection) -> Connection:
@@ -159,7 +176,9 @@ class DeltaMergeConnectionManager(SparkConnectionManager):
         if creds.method == ConnectionMethod.SERVER:
             if embedded.running():
                 raise DbtRuntimeError(embedded.ONE_KIND_MESSAGE)
-            spark = _warm_session(creds.warehouse, overrides, creds.server_idle_minutes)
+            spark = _warm_session(
+                creds.warehouse, overrides, creds.server_idle_minutes, creds.server_warmup_rounds
+            )
         elif creds.method == ConnectionMethod.CONNECT:
             if embedded.running():
                 raise DbtRuntimeError(embedded.ONE_KIND_MESSAGE)

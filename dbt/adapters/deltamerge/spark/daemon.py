@@ -5,7 +5,8 @@ new session, detached from the dbt command that needed the server. It imports no
 standard library (no dbt, no pyspark: it is small and starts in milliseconds). It
 
 1. starts the JVM (the spec's command line) in its own process group, logging to the spec's log;
-2. once the JVM listens on the spec's port, writes the warehouse's state file (atomically);
+2. once the JVM listens on the spec's port, writes the warehouse's state file (atomically) and
+   starts the spec's warm-up command, if any (``spark/warmup.py``: it runs while no client does);
 3. watches: the server is *in use* while any client holds a shared ``flock`` on the warehouse's
    clients file (every dbt process using the server holds one until it exits, crash or not);
    after ``idle_seconds`` without a client it takes that lock exclusively (so no new client
@@ -99,19 +100,40 @@ def serve(spec: dict[str, Any]) -> int:
     state = {**spec["state"], "pid": os.getpid(), "jvm_pid": jvm.pid, "started_at": time.time()}
     write_state(spec["state_file"], state)
     _say(spec, f"serving on port {spec['port']} (pid {os.getpid()}, JVM pid {jvm.pid})")
-    reason = _watch(spec, jvm, stopping)
+    warmup = _start_warmup(spec)
+    reason = _watch(spec, jvm, stopping, warmup)
     _say(spec, f"stopping: {reason}")
     remove_state(spec["state_file"], os.getpid())
+    if warmup is not None:
+        stop_server_process(warmup, timeout=5.0)
     stop_server_process(jvm)
     return 1 if reason.startswith("crash") else 0
 
 
-def _watch(spec: dict[str, Any], jvm: subprocess.Popen[bytes], stopping: list[str]) -> str:
+def _start_warmup(spec: dict[str, Any]) -> subprocess.Popen[bytes] | None:
+    """Start the spec's warm-up command (``spark/warmup.py``), if it has one, logging to the log."""
+    if not spec.get("warmup"):
+        return None
+    with open(spec["log"], "ab") as log:
+        return subprocess.Popen(
+            spec["warmup"], stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            cwd=spec["warehouse"], env={**os.environ, **spec["env"]},
+        )  # fmt: skip
+
+
+def _watch(
+    spec: dict[str, Any],
+    jvm: subprocess.Popen[bytes],
+    stopping: list[str],
+    warmup: subprocess.Popen[bytes] | None = None,
+) -> str:
     """Wait until the server should stop; why. Idle stops return holding the clients lock."""
     idle_seconds = float(spec["idle_seconds"])
     last_used = time.monotonic()
     while True:
         time.sleep(POLL_SECONDS)
+        if warmup is not None:
+            warmup.poll()  # reaped when it ends
         if stopping:
             return f"signal {stopping[0]}"
         if jvm.poll() is not None:

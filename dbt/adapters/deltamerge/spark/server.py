@@ -130,11 +130,19 @@ def server_conf(warehouse: str, conf: dict[str, str]) -> dict[str, str]:
 
 
 def start(
-    warehouse: str, port: int, master: str, conf: dict[str, str], idle_minutes: float = 0.0
+    warehouse: str,
+    port: int,
+    master: str,
+    conf: dict[str, str],
+    idle_minutes: float = 0.0,
+    *,
+    warmup_rounds: int = 0,
 ) -> ServerState:
     """Start a server for ``warehouse`` and wait until it listens (or return the running one).
 
     ``idle_minutes``: stop after that long without a dbt command using it (0: never).
+    ``warmup_rounds``: once it listens, it runs that many warm-up rounds between commands
+    (``spark/warmup.py``), on the session of commands with the settings ``conf``.
 
     Raises:
         ServerError: the port is taken, or the server did not start (its log's last lines).
@@ -142,6 +150,7 @@ def start(
     running = status(warehouse)
     if running is not None:
         return running
+    settings = dict(conf)  # the commands' session settings (``session_url``), before the JVM's own
     if daemon.port_open(port):
         raise ServerError(f"Port {port} on localhost is taken by another program; choose another (--port).")
     import pyspark  # the Spark the server runs: the one this process would use
@@ -174,6 +183,10 @@ def start(
         "clients_file": os.path.join(warehouse, CLIENTS_FILE),
         "state": {k: v for k, v in asdict(state).items() if k not in ("pid", "jvm_pid", "started_at")},
     }
+    if warmup_rounds > 0:
+        module = "dbt.adapters.deltamerge.spark.warmup"
+        spec["warmup"] = [interpreter(), "-m", module, os.path.join(warehouse, SPEC_FILE)]
+        spec.update(warmup_rounds=warmup_rounds, warmup_settings=settings)
     spec_file = os.path.join(warehouse, SPEC_FILE)
     Path(spec_file).write_text(json.dumps(spec, indent=2))
     supervisor = subprocess.Popen(

@@ -13,6 +13,7 @@ import sys
 
 from dbt.adapters.deltamerge.spark import server
 from dbt.adapters.deltamerge.spark.conf import DEFAULT_WAREHOUSE
+from dbt.adapters.deltamerge.spark.warm import DEFAULT_WARMUP_ROUNDS
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -26,6 +27,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--idle-minutes", type=float, default=0.0, help="stop after this long unused (default: never)"
     )
+    parser.add_argument(
+        "--warmup-rounds", type=int, default=DEFAULT_WARMUP_ROUNDS,
+        help=f"warm-up rounds between commands after the start (default {DEFAULT_WARMUP_ROUNDS}; 0: none)",
+    )  # fmt: skip
     args = parser.parse_args(argv)
     warehouse = os.path.abspath(os.path.expanduser(args.warehouse))
     try:
@@ -38,7 +43,9 @@ def main(argv: list[str] | None = None) -> int:
 def _act(args: argparse.Namespace, warehouse: str) -> int:
     if args.action == "start":
         conf = dict(item.split("=", 1) for item in args.conf)
-        state = server.start(warehouse, args.port, args.master, conf, args.idle_minutes)
+        state = server.start(
+            warehouse, args.port, args.master, conf, args.idle_minutes, warmup_rounds=args.warmup_rounds
+        )
         print(f"Spark Connect server for {warehouse} at {state.url} (pid {state.pid}, log {state.log})")
         print(f"Profile: method: server, warehouse: {warehouse}  (or method: connect, host: {state.url})")
         return 0
@@ -55,7 +62,10 @@ def _act(args: argparse.Namespace, warehouse: str) -> int:
     if running is None:
         print(f"No Spark Connect server runs for {warehouse}")
         return 1
-    print(server.describe(running))
+    from dbt.adapters.deltamerge.spark.warmup import progress
+
+    warming = progress(warehouse, running.pid)
+    print(server.describe(running) + (f"; {warming}" if warming else ""))
     return 0
 
 

@@ -30,6 +30,9 @@ from dbt.adapters.deltamerge.spark import server
 from dbt.adapters.deltamerge.spark.metastore import in_use_message, metastore_holder
 
 DEFAULT_IDLE_MINUTES = 30.0
+# Warm-up rounds a started server runs between commands (``spark/warmup.py``): ~45 s of its
+# idle time, after which a small merge's model time is what ~80 commands gave it otherwise.
+DEFAULT_WARMUP_ROUNDS = 40
 
 # This process's shared lock on the clients file of each warehouse it uses (held until exit).
 _LEASES: dict[str, IO[bytes]] = {}
@@ -37,7 +40,13 @@ _LEASES: dict[str, IO[bytes]] = {}
 _PREPARED: dict[str, Future[server.ServerState]] = {}
 
 
-def prepare(warehouse: str, conf: dict[str, str], idle_minutes: float, say: Callable[[str], None]) -> None:
+def prepare(
+    warehouse: str,
+    conf: dict[str, str],
+    idle_minutes: float,
+    say: Callable[[str], None],
+    warmup_rounds: int = 0,
+) -> None:
     """Find or start the server in a background thread, so that a start overlaps dbt's parse.
 
     ``ensure_server`` waits for it (a thread sleeping on a process start costs dbt nothing).
@@ -48,7 +57,7 @@ def prepare(warehouse: str, conf: dict[str, str], idle_minutes: float, say: Call
 
     def work() -> None:
         try:
-            future.set_result(ensure_server(warehouse, conf, idle_minutes, say))
+            future.set_result(ensure_server(warehouse, conf, idle_minutes, say, warmup_rounds))
         except BaseException as error:  # handed to the connection that waits for it
             future.set_exception(error)
 
@@ -57,7 +66,11 @@ def prepare(warehouse: str, conf: dict[str, str], idle_minutes: float, say: Call
 
 
 def prepared_server(
-    warehouse: str, conf: dict[str, str], idle_minutes: float, say: Callable[[str], None]
+    warehouse: str,
+    conf: dict[str, str],
+    idle_minutes: float,
+    say: Callable[[str], None],
+    warmup_rounds: int = 0,
 ) -> server.ServerState:
     """The server ``prepare`` found or started, else ``ensure_server``'s (a server that stopped
     since, for its idle time, is looked for again)."""
@@ -66,15 +79,21 @@ def prepared_server(
         state = future.result()
         if server.is_serving(state):
             return state
-    return ensure_server(warehouse, conf, idle_minutes, say)
+    return ensure_server(warehouse, conf, idle_minutes, say, warmup_rounds)
 
 
 def ensure_server(
-    warehouse: str, conf: dict[str, str], idle_minutes: float, say: Callable[[str], None]
+    warehouse: str,
+    conf: dict[str, str],
+    idle_minutes: float,
+    say: Callable[[str], None],
+    warmup_rounds: int = 0,
 ) -> server.ServerState:
     """The running server of ``warehouse`` this process may use, started if there is none.
 
     ``say`` gets one line for each thing found and done (a start, a stale server replaced).
+    ``warmup_rounds``: a server started here runs that many warm-up rounds between commands
+    (``spark/warmup.py``).
 
     Raises:
         server.ServerError: it cannot be used or started (one line: why, and what to do).
@@ -99,7 +118,9 @@ def ensure_server(
             raise server.ServerError(in_use_message(warehouse, holder))
         until = f"it stops after {idle_minutes:g} idle minutes" if idle_minutes else "it runs until stopped"
         say(f"Starting a warm local Spark server for {warehouse} (later commands reuse it; {until})")
-        return server.start(warehouse, server.free_port(), "local[*]", conf, idle_minutes)
+        return server.start(
+            warehouse, server.free_port(), "local[*]", conf, idle_minutes, warmup_rounds=warmup_rounds
+        )
 
 
 def _usable(warehouse: str, lease: IO[bytes], say: Callable[[str], None]) -> server.ServerState | None:

@@ -1,0 +1,48 @@
+"""A warm-up round of the warm local server (``spark/warmup.py`` runs them between commands).
+
+A round is what a dbt command with one small model asks of Spark, through the same functions:
+dbt's listing of the schema (``SHOW TABLE EXTENDED``), the catalog entry read, the model's write
+(an incremental model's merge of 100 rows on their key, every row updated; every
+``TABLE_EVERY``-th round a table model's write) and the catalog binding.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pyspark.sql import SparkSession
+
+from dbt.adapters.deltamerge import binding
+from dbt.adapters.deltamerge.model.spec import ModelSpec
+from dbt.adapters.deltamerge.model.write import locate, write_model
+
+TABLE_EVERY = 8
+IDENTIFIER = "small"
+MODEL_SQL = "select id, concat('v', cast(id as string)) as v, current_timestamp() as ts from range(100)"
+
+
+def run_round(spark: SparkSession, schema: str, number: int) -> None:
+    """Round ``number`` on table ``schema.small`` (round 0 writes it as a table model)."""
+    table_round = number % TABLE_EVERY == 0
+    materialization: Literal["table", "incremental"] = "table" if table_round else "incremental"
+    config = {} if table_round else {"unique_key": "id", "incremental_strategy": "delta_merge"}
+    spec = ModelSpec.from_config("warmup", config, materialization)
+    spark.sql(f"SHOW TABLE EXTENDED IN {schema} LIKE '*'").collect()
+    found = binding.binding(spark, schema, IDENTIFIER)
+    table = locate(
+        spark,
+        spec,
+        schema=schema,
+        identifier=IDENTIFIER,
+        bound=found.table_path if found else None,
+        incremental=not table_round,
+        catalog=found.properties if found else None,
+    )
+    write_model(
+        spark,
+        spark.sql(MODEL_SQL),
+        table=table,
+        spec=spec,
+        materialization=materialization,
+        full_refresh=False,
+    )
