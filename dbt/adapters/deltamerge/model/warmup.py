@@ -3,16 +3,21 @@
 A round is what a dbt command with one small model asks of Spark, through the same functions:
 dbt's listing of the schema (``SHOW TABLE EXTENDED``), the catalog entry read, the model's write
 (an incremental model's merge of 100 rows on their key, every row updated; every
-``TABLE_EVERY``-th round a table model's write) and the catalog binding.
+``TABLE_EVERY``-th round a table model's write) and the catalog binding. Only the write runs
+inside ``interruptible`` (its Spark jobs and the commit): a dbt command arriving may interrupt
+those, never the metastore's statements (Derby closes a connection whose thread is interrupted).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from typing import Literal
 
 from pyspark.sql import SparkSession
 
 from dbt.adapters.deltamerge import binding
+from dbt.adapters.deltamerge.delta.transaction import WriteResult
 from dbt.adapters.deltamerge.model.spec import ModelSpec
 from dbt.adapters.deltamerge.model.write import locate, write_model
 
@@ -21,7 +26,9 @@ IDENTIFIER = "small"
 MODEL_SQL = "select id, concat('v', cast(id as string)) as v, current_timestamp() as ts from range(100)"
 
 
-def run_round(spark: SparkSession, schema: str, number: int) -> None:
+def run_round(
+    spark: SparkSession, schema: str, number: int, interruptible: Callable[[], AbstractContextManager[object]]
+) -> None:
     """Round ``number`` on table ``schema.small`` (round 0 writes it as a table model)."""
     table_round = number % TABLE_EVERY == 0
     materialization: Literal["table", "incremental"] = "table" if table_round else "incremental"
@@ -38,11 +45,17 @@ def run_round(spark: SparkSession, schema: str, number: int) -> None:
         incremental=not table_round,
         catalog=found.properties if found else None,
     )
-    write_model(
-        spark,
-        spark.sql(MODEL_SQL),
-        table=table,
-        spec=spec,
-        materialization=materialization,
-        full_refresh=False,
+    with interruptible():
+        written = write_model(
+            spark,
+            spark.sql(MODEL_SQL),
+            table=table,
+            spec=spec,
+            materialization=materialization,
+            full_refresh=False,
+            bind=False,
+        )
+    assert isinstance(written, WriteResult)
+    binding.bind(
+        spark, schema=schema, identifier=IDENTIFIER, snapshot=written.snapshot, current=table.catalog
     )

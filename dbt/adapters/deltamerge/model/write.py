@@ -70,8 +70,12 @@ def write_model(
     batch: Optional[tuple[str, str]] = None,
     dry_run: bool = False,
     contract: ModelContract | None = None,
+    bind: bool = True,
 ) -> WriteResult | DryRun | NotWritten:
     """Write one version of the model's Delta table (or merge into it) and re-bind the catalog.
+
+    ``bind=False``: the catalog entry is left to the caller (the local server's warm-up binds
+    apart, outside the operations a dbt command may interrupt: ``spark/warmup.py``).
 
     With an enforced ``contract``, a new table gets its NOT NULL columns and CHECK constraints; an
     existing one is brought to the contract first (its own commit, existing rows checked), and
@@ -97,7 +101,7 @@ def write_model(
             spark, df, table, spec, materialization, full_refresh=full_refresh, batch=batch, contract=contract
         )
     latest = _maintained(spark, result, spec) if result.version is not None else result.snapshot
-    if result.version is not None or write == "table_write" or not table.bound:
+    if bind and (result.version is not None or write == "table_write" or not table.bound):
         binding.bind(
             spark, schema=table.schema, identifier=table.identifier, snapshot=latest, current=table.catalog
         )

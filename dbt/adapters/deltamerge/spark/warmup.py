@@ -11,12 +11,13 @@ share (generated code is compiled per session, ``server.session_url``): the roun
 ``<warehouse>/.deltamerge-warmup``; at the end the schema and the folder are dropped.
 
 It only uses idle time: a round starts while no dbt command holds the warehouse's clients lock,
-and a command arriving during a round interrupts the round's Spark operations (tagged
-``WARMUP_TAG``, so the command's own are not), within ``POLL_SECONDS``. It holds no lock itself:
-the server's idle time runs while it works. Its progress is in ``<warehouse>/PROGRESS_FILE``
-(``deltamerge-server status`` says it); it ends by itself after its rounds, when the server
-stops, or after ``MAX_FAILURES`` rounds that failed other than by an interruption (said in the
-server's log).
+and a command arriving during a round interrupts the round's write (its Spark operations are
+tagged ``WARMUP_TAG``, so the command's own are not; the metastore's statements are left to
+finish, since Derby closes a connection whose thread is interrupted), within ``POLL_SECONDS``.
+It holds no lock itself: the server's idle time runs while it works. Its progress is in
+``<warehouse>/PROGRESS_FILE`` (``deltamerge-server status`` says it); it ends by itself after its
+rounds, when the server stops, or after ``MAX_FAILURES`` rounds that failed other than by an
+interruption (said in the server's log).
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ import shutil
 import sys
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -77,7 +80,6 @@ def warm_up(spec: dict[str, Any], server_pid: int, url: str) -> str:
     _wait_while_busy(clients)
     started = time.monotonic()
     spark = connect.connect_session(url, settings, preset=spec["state"].get("conf", {}), shared=True)
-    spark.addTag(WARMUP_TAG)
     scratch = os.path.join(warehouse, SCRATCH_DIR)
     module, name = ROUND.split(":")
     run_round = getattr(importlib.import_module(module), name)
@@ -89,7 +91,7 @@ def warm_up(spec: dict[str, Any], server_pid: int, url: str) -> str:
             _wait_while_busy(clients)
             with _Interrupter(spark, clients) as interrupter:
                 try:
-                    run_round(spark, WARMUP_SCHEMA, done)
+                    run_round(spark, WARMUP_SCHEMA, done, lambda: _tagged(spark))
                 except Exception as error:
                     if interrupter.interrupted:
                         record["interrupted"] += 1
@@ -105,6 +107,16 @@ def warm_up(spec: dict[str, Any], server_pid: int, url: str) -> str:
         _wait_while_busy(clients)
         _drop_scratch(spark, scratch)
         return _ended(warehouse, record, "warm", done, started)
+    finally:
+        spark.clearTags()
+
+
+@contextmanager
+def _tagged(spark: Any) -> Iterator[None]:
+    """The operations run inside are the ones a dbt command arriving interrupts."""
+    spark.addTag(WARMUP_TAG)
+    try:
+        yield
     finally:
         spark.removeTag(WARMUP_TAG)
 
