@@ -24,3 +24,9 @@ def test_many_shuffle_partitions_come_with_adaptive_coalescing():
     assert conf["spark.sql.adaptive.enabled"] == "true"
     assert conf.get("spark.sql.adaptive.coalescePartitions.enabled", "true") == "true"
     assert session_conf("/w", {"spark.sql.shuffle.partitions": "8"})["spark.sql.shuffle.partitions"] == "8"
+
+
+def test_compiled_query_classes_are_kept_for_a_projects_worth_of_queries():
+    # Spark's default (100) is less than one build of the example project compiles (~360):
+    # each command on the warm server evicted the last one's classes and compiled them again.
+    assert int(session_conf("/w", {})["spark.sql.codegen.cache.maxEntries"]) >= 1000

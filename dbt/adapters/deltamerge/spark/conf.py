@@ -41,6 +41,13 @@ SESSION_DEFAULTS = {
     # same 10M-row merge times (BENCHMARKS.md, "The local loop").
     "spark.buffer.pageSize": "1m",
     "spark.broadcast.blockSize": "1m",
+    # Spark keeps the classes it compiles for a query (whole-stage code, projections) in a cache
+    # keyed by their source, 100 by default. The example project's build alone compiles ~360
+    # distinct ones, so on the warm server each command evicted the last one's and compiled its
+    # own again (Janino, ~18 ms each, then the JIT on the new classes): a second `make demo`
+    # compiled ~510 classes again with 100 entries, ~35 with this many (13.7 s -> 11.6 s).
+    # Entries are a few kilobytes of code each.
+    "spark.sql.codegen.cache.maxEntries": "2000",
 }
 
 # The JVM's options besides the metastore's home. Spark's commands are batch jobs, where pause
