@@ -323,6 +323,31 @@ class TestScd2:
         assert DeltaTable(path).version() == version
 
 
+class TestScd2RunTimeErrors:
+    @pytest.fixture(scope="class")
+    def models(self):
+        # Two different events of key 1 at one sequence in the first run; identical ones collapse.
+        return {"tiers.sql": cdc_model([(1, "U", 1, "x"), (1, "U", 1, "y"), (2, "U", 1, "b")], **SCD2)}
+
+    def test_nothing_is_written(self, project):
+        path = table_path(project, "tiers")
+        _, out = run_dbt_and_capture(["run", "--select", "tiers"], expect_pass=False)
+        assert "two different events of one key have the same sequence_by (ts) for keys id=1" in out
+        assert not os.path.exists(os.path.join(path, "_delta_log"))
+        put(project, "tiers", cdc_model([(1, "U", 1, "a"), (1, "U", 1, "a"), (2, "U", 1, "b")], **SCD2))
+        run_dbt(["run", "--select", "tiers"])
+        assert versions(path) == [(1, "a", 1, None), (2, "b", 1, None)]
+        version = DeltaTable(path).version()
+        # Against a stored history too, where the clash is at a sequence the history already has.
+        for clash in ([(2, "U", 3, "c"), (2, "U", 3, "d")], [(1, "U", 1, "a"), (1, "U", 1, "z")]):
+            put(project, "tiers", cdc_model([*clash, (3, "U", 1, "n")], **SCD2))
+            _, out = run_dbt_and_capture(["run", "--select", "tiers"], expect_pass=False)
+            key = clash[0][0]
+            assert f"two different events of one key have the same sequence_by (ts) for keys id={key}" in out
+        assert DeltaTable(path).version() == version
+        assert versions(path) == [(1, "a", 1, None), (2, "b", 1, None)]
+
+
 class TestScd2TrackedColumns:
     @pytest.fixture(scope="class")
     def models(self):

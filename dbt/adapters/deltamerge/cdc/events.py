@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from dbt.adapters.deltamerge.cdc.spec import CdcSpec
@@ -35,6 +35,8 @@ EVENT_ID = "__cdc_event_id"
 SEQUENCE_LOW = "__cdc_sequence_low"
 # Per key: distinct events and distinct sequences among them (a clash when they differ).
 EVENTS_N, SEQUENCES_N = "__cdc_events_n", "__cdc_sequences_n"
+# Per event (``framed_events(..., count_clashes=True)``): distinct events of its key and sequence.
+AT_SEQUENCE_N = "__cdc_at_sequence_n"
 # State columns (see ``state.py``) as they appear next to an event after the join.
 STATE_SEQ, STATE_DELETED = "__cdc_state_seq", "__cdc_state_deleted"
 _EXAMPLES = 5
@@ -60,8 +62,15 @@ def col(name: str) -> Column:
     return F.col(quote_identifier(name))
 
 
-def framed_events(source: DataFrame, spec: CdcSpec, profile: list[Column]) -> Events:
-    """The source's events materialized with sequence and flags; a null sequence fails the run."""
+def framed_events(
+    source: DataFrame, spec: CdcSpec, profile: list[Column], *, count_clashes: bool = False
+) -> Events:
+    """The source's events materialized with sequence and flags; a null sequence fails the run.
+
+    ``count_clashes``: the profile's ``clashes`` also counts the events that share their key and
+    sequence with a different event, in the same pass (SCD 2, whose replay has no per-key fold
+    to count them in): ``check_distinct_sequences`` then names them only when there are any.
+    """
     seq = F.struct(*[col(c).alias(c) for c in spec.sequence_by])
     null_seq = " OR ".join(f"{quote_identifier(c)} IS NULL" for c in spec.sequence_by)
     framed = source.select(
@@ -71,10 +80,17 @@ def framed_events(source: DataFrame, spec: CdcSpec, profile: list[Column]) -> Ev
         _flag(spec.apply_as_truncates).alias(IS_TRUNCATE),
         F.monotonically_increasing_id().alias(EVENT_ID),
     )
+    clashes: list[Column] = []
+    if count_clashes:
+        at_sequence = Window.partitionBy(*[col(k) for k in spec.keys], F.col(SEQ))
+        distinct_events = F.size(F.collect_set(F.struct(*[col(c) for c in source.columns])).over(at_sequence))
+        framed = framed.withColumn(AT_SEQUENCE_N, distinct_events)
+        clashes.append(F.sum((F.col(AT_SEQUENCE_N) > 1).cast("long")).alias("clashes"))
     frame, aggregates = checkpoint_with_aggregates(
         framed,
         "cdc_events",
         [
+            *clashes,
             F.count(F.lit(1)).alias("received"),
             F.sum(F.expr(null_seq).cast("long")).alias("null_sequences"),
             F.max(F.when(col(IS_TRUNCATE), col(SEQ))).alias("truncate_seq"),
