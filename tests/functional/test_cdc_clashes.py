@@ -1,8 +1,8 @@
 """SCD 2's count of same-sequence clashes (in the events' own pass) against the per-key query.
 
 Many random event sets at once, each its own ``case`` in the key: per case, some event counted
-with another event at its key and sequence (``AT_SEQUENCE_N``) exactly when the per-key query of
-``check_distinct_sequences`` (distinct events against distinct sequences) finds a clash. Null
+with another event at its key and sequence (``AT_SEQUENCE_N``) exactly when the per-key query
+``sequences_per_key`` (distinct events against distinct sequences) finds a clash. Null
 keys and values, identical events (which do not clash) and a two-column sequence among them.
 ``DELTAMERGE_CDC_CLASH_CASES`` sets how many (300 here; 4,000 were run before this landed).
 """
@@ -14,7 +14,13 @@ import random
 
 from pyspark.sql import functions as F
 
-from dbt.adapters.deltamerge.cdc.events import AT_SEQUENCE_N, EVENTS_N, SEQ, SEQUENCES_N, framed_events
+from dbt.adapters.deltamerge.cdc.events import (
+    AT_SEQUENCE_N,
+    EVENTS_N,
+    SEQUENCES_N,
+    framed_events,
+    sequences_per_key,
+)
 from dbt.adapters.deltamerge.cdc.spec import CdcSpec
 from dbt.adapters.deltamerge.skipping.files import key_profile_aggregates
 
@@ -58,9 +64,7 @@ def test_the_count_in_the_events_pass_agrees_with_the_per_key_query(spark):
     framed = framed_events(source, SPEC, key_profile_aggregates(SPEC.keys), count_clashes=True)
     counted = framed.frame.groupBy("case").agg((F.max(AT_SEQUENCE_N) > 1).alias("clash"))
     per_key = (
-        framed.distinct()
-        .groupBy("case", "id")
-        .agg(F.count(F.lit(1)).alias(EVENTS_N), F.count_distinct(SEQ).alias(SEQUENCES_N))
+        sequences_per_key(SPEC, framed)
         .groupBy("case")
         .agg(F.max(F.col(EVENTS_N) != F.col(SEQUENCES_N)).alias("clash"))
     )

@@ -69,7 +69,8 @@ def framed_events(
 
     ``count_clashes``: the profile's ``clashes`` also counts the events that share their key and
     sequence with a different event, in the same pass (SCD 2, whose replay has no per-key fold
-    to count them in): ``check_distinct_sequences`` then names them only when there are any.
+    to count them in): ``check_distinct_sequences`` of ``sequences_per_key`` then names them only
+    when there are any.
     """
     seq = F.struct(*[col(c).alias(c) for c in spec.sequence_by])
     null_seq = " OR ".join(f"{quote_identifier(c)} IS NULL" for c in spec.sequence_by)
@@ -113,6 +114,16 @@ def framed_events(
         )
     return Events(
         frame, int(aggregates["received"]), aggregates["truncate_seq"], aggregates, tuple(source.columns)
+    )
+
+
+def sequences_per_key(spec: CdcSpec, events: Events) -> DataFrame:
+    """Per key, its distinct events (``EVENTS_N``) and their distinct sequences (``SEQUENCES_N``):
+    a clash where they differ (``check_distinct_sequences``)."""
+    return (
+        events.distinct()
+        .groupBy(*[col(k) for k in spec.keys])
+        .agg(F.count(F.lit(1)).alias(EVENTS_N), F.count_distinct(F.col(SEQ)).alias(SEQUENCES_N))
     )
 
 

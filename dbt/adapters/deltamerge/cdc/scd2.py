@@ -21,16 +21,15 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from dbt.adapters.deltamerge.cdc.events import (
-    EVENTS_N,
     IS_DELETE,
     SEQ,
-    SEQUENCES_N,
     check_distinct_sequences,
     col,
     files_with_event_keys,
     framed_events,
     keys_semi_join,
     rows_by_key_range,
+    sequences_per_key,
 )
 from dbt.adapters.deltamerge.cdc.scd1 import OP
 from dbt.adapters.deltamerge.cdc.spec import END_AT, START_AT, CdcSpec
@@ -205,20 +204,14 @@ def apply_scd2(
 ) -> WriteResult:
     """SCD 2: replay the run's keys' history with its events, then merge (or create) the versions."""
     events = framed_events(source, spec, key_profile_aggregates(spec.keys), count_clashes=True)
-    keys = [quote_identifier(k) for k in spec.keys]
     if events.profile["clashes"]:  # counted with the events: no job of its own when there are none
-        check_distinct_sequences(
-            spec,
-            events.distinct()
-            .groupBy(*keys)
-            .agg(F.count(F.lit(1)).alias(EVENTS_N), F.count_distinct(SEQ).alias(SEQUENCES_N)),
-        )
+        check_distinct_sequences(spec, sequences_per_key(spec, events))
         raise AssertionError(f"{events.profile['clashes']} events share a sequence, none named (a bug)")
     if table is None:
         history = spark.createDataFrame([], _history_schema(spec, events.frame.schema, stored))
     else:
         candidates = files_with_event_keys(table, spec, events)
-        touched_keys = events.frame.select(*keys).distinct()
+        touched_keys = events.frame.select(*[quote_identifier(k) for k in spec.keys]).distinct()
         small = fits_in_broadcast(touched_keys.schema, events.received)
         rows = read_files(spark, table, candidates)
         history = keys_semi_join(rows, touched_keys, spec.keys, broadcast=small)

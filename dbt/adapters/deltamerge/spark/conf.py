@@ -45,8 +45,8 @@ SESSION_DEFAULTS = {
     # keyed by their source, 100 by default. The example project's build alone compiles ~360
     # distinct ones, so on the warm server each command evicted the last one's and compiled its
     # own again (Janino, ~18 ms each, then the JIT on the new classes): a second `make demo`
-    # compiled ~510 classes again with 100 entries, ~35 with this many (13.7 s -> 11.6 s).
-    # Entries are a few kilobytes of code each.
+    # compiled ~510 classes again with 100 entries, ~35 with room for them all (13.7 s -> 11.6 s,
+    # one pair of runs; BENCHMARKS.md, "The local loop"). Entries are a few kilobytes each.
     "spark.sql.codegen.cache.maxEntries": "2000",
 }
 
