@@ -10,4 +10,4 @@
 ) }}
 {#- CDC apply, SCD type 2: every tier a customer had, with __START_AT / __END_AT. A name change
     (customer 2) updates the current version in place; late events are placed in the history. -#}
-select * from {{ ref('raw_customer_events') }} where batch = {{ env_var('SHOP_BATCH', '1') }}
+select * from {{ ref('raw_customer_events') }} where batch = {{ shop_batch() }}

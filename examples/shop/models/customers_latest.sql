@@ -9,4 +9,4 @@
 {#- CDC apply, SCD type 1: one row per customer, from its latest event. Batch 2 brings an event
     older than one already applied (customer 1, ignored as late) and one older than customer
     3's delete (ignored: the delete is remembered). -#}
-select * from {{ ref('raw_customer_events') }} where batch = {{ env_var('SHOP_BATCH', '1') }}
+select * from {{ ref('raw_customer_events') }} where batch = {{ shop_batch() }}

@@ -13,7 +13,8 @@
 ) }}
 {#- `batch` stands for new data arriving: run 1 loads batch 1, `SHOP_BATCH=2` the next, which
     brings new orders and status changes of old ones (an environment variable, not `--vars`: a
-    changed var makes dbt re-parse the whole project, a changed env_var only the models using it). -#}
+    changed var makes dbt re-parse the whole project; `shop_batch()` reads it as the model runs,
+    so a changed value costs no parse at all). -#}
 select order_id, customer_id, cast(order_date as date) as order_date, status, amount
 from {{ ref('raw_orders') }}
-where batch = {{ env_var('SHOP_BATCH', '1') }}
+where batch = {{ shop_batch() }}
