@@ -152,9 +152,11 @@ def bind(
     ``registering``: an existing table is brought in by its location; its link folders go under
     the warehouse (nothing is written into it). ``current``: the entry's table properties, when
     the caller read them since the entry last changed (``binding``; a model's run reads them
-    before its write): they are not read again. Spark SQL then reads the version's files: a
-    table with reader features no read here implements is refused naming them, before any read.
-    A version whose files carry deletion vectors is bound as a view (``binding_view``).
+    before its write), empty when dbt's relation cache lists no entry of that name: they are not
+    read again (an entry made since is still dropped before the new one). Spark SQL then reads
+    the version's files: a table with reader features no read here implements is refused naming
+    them, before any read. A version whose files carry deletion vectors is bound as a view
+    (``binding_view``).
     """
     snapshot.check_readable()
     crash_point("before_catalog_bind")

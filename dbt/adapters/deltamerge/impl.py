@@ -9,6 +9,7 @@ and returns an ``AdapterResponse`` carrying Delta's metrics.
 from __future__ import annotations
 
 import dataclasses
+import threading
 from dataclasses import dataclass
 from typing import Any, Dict, Iterable, Optional, cast
 
@@ -56,6 +57,12 @@ class DeltaMergeAdapter(SparkAdapter):
         ConstraintType.foreign_key: ConstraintSupport.NOT_ENFORCED,
         ConstraintType.custom: ConstraintSupport.NOT_SUPPORTED,
     }
+
+    def __init__(self, config: Any, mp_context: Any) -> None:
+        super().__init__(config, mp_context)
+        # Schemas' folders, looked up once per dbt command (dbt makes an adapter per command).
+        self._schema_locations: dict[str, str] = {}
+        self._schema_locations_lock = threading.Lock()
 
     @classmethod
     def quote(cls, identifier: str) -> str:
@@ -175,11 +182,14 @@ class DeltaMergeAdapter(SparkAdapter):
     ) -> ModelTable:
         """The model's table, its catalog entry re-bound first if other writers committed since."""
         schema, identifier = str(relation.schema), str(relation.identifier)
-        found = self._binding(spark, relation)
+        found, unlisted = self._binding(spark, relation)
         # The model's SQL may read {{ this }}: it must see versions other writers made.
         rebound = found is not None and binding.refresh(
             spark, schema=schema, identifier=identifier, table_path=found.table_path, version=found.version
         )
+        # An entry dbt's cache does not list has no properties for the binding to keep: it is
+        # not read again before the binding (one catalog round trip fewer for each new table).
+        catalog = {} if unlisted else found.properties if found and not rebound else None
         return locate(
             spark,
             spec,
@@ -187,12 +197,23 @@ class DeltaMergeAdapter(SparkAdapter):
             identifier=identifier,
             bound=found.table_path if found else None,
             incremental=incremental,
-            catalog=found.properties if found and not rebound else None,
+            catalog=catalog,
+            schema_location=lambda name: self._schema_location(spark, name),
         )
 
-    def _binding(self, spark: SparkSession, relation: BaseRelation) -> binding.Binding | None:
+    def _schema_location(self, spark: SparkSession, schema: str) -> str:
+        """The folder of ``schema`` where a new table goes, read from the catalog once per command:
+        models that start together wait for the one round trip instead of each making its own."""
+        with self._schema_locations_lock:
+            key = schema.lower()
+            if key not in self._schema_locations:
+                self._schema_locations[key] = str(spark.catalog.getDatabase(schema).locationUri)
+            return self._schema_locations[key]
+
+    def _binding(self, spark: SparkSession, relation: BaseRelation) -> tuple[binding.Binding | None, bool]:
         """The relation's catalog entry as dbt's relation cache lists it (``show table extended``
-        at the run's start, with its table properties), else read from the catalog (a round trip).
+        at the run's start, with its table properties), else read from the catalog (a round trip);
+        and whether the cache lists no relation of that name at all.
 
         The cache is what dbt itself decides by (whether the model is incremental); an entry a
         concurrent writer re-bound since is bound again by ``binding.refresh``, as it would be anyway.
@@ -201,12 +222,12 @@ class DeltaMergeAdapter(SparkAdapter):
         if self._schema_is_cached(relation.database, schema):
             cached = self.get_relation(cast(str, relation.database), schema, identifier)
             if cached is None:
-                return None
+                return None, True
             try:
-                return binding.listed(_information(cached))
+                return binding.listed(_information(cached)), False
             except ValueError:  # listed without its properties (a relation dbt added since)
                 pass
-        return binding.binding(spark, schema, identifier)
+        return binding.binding(spark, schema, identifier), False
 
     @available
     def delta_seed(self, relation: BaseRelation, agate_table: Any, config: Dict[str, Any]) -> AdapterResponse:

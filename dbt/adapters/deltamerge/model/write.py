@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Dict, Literal, Optional
 
@@ -236,20 +236,23 @@ def locate(
     bound: str | None,
     incremental: bool,
     catalog: Mapping[str, str] | None = None,
+    schema_location: Callable[[str], str] | None = None,
 ) -> ModelTable:
     """The model's table: its location (``location_root``, its catalog binding, or the schema's folder).
 
     ``catalog``: the catalog entry's properties the run read (its re-binding does not read them again).
+    ``schema_location``: a schema's folder (the caller's lookup; else the catalog's, a round trip).
     A run killed after its commit but before re-binding leaves the table without its catalog
     entry: an incremental model continues the Delta table at its location.
     """
     # The schema's folder only when it decides (one catalog round trip fewer otherwise).
     needs_schema = not spec.write.location_root and not bound
+    folder_of = schema_location or (lambda name: str(spark.catalog.getDatabase(name).locationUri))
     location = table_location(
         spec.write,
         identifier=identifier,
         bound=bound,
-        schema_location=spark.catalog.getDatabase(schema).locationUri if needs_schema else "",
+        schema_location=folder_of(schema) if needs_schema else "",
     )
     path = table_path_of(location)
     exists = bound is not None or (incremental and has_delta_log(path))
