@@ -5,8 +5,10 @@ new session, detached from the dbt command that needed the server. It imports no
 standard library (no dbt, no pyspark: it is small and starts in milliseconds). It
 
 1. starts the JVM (the spec's command line) in its own process group, logging to the spec's log;
-2. once the JVM listens on the spec's port, writes the warehouse's state file (atomically) and
-   starts the spec's warm-up command, if any (``spark/warmup.py``: it runs while no client does);
+2. once the JVM listens on the spec's port, writes the warehouse's state file (atomically); the
+   first time no client uses the server, starts the spec's warm-up command, if any
+   (``spark/warmup.py``: it runs while no client does; a Python process that imports pyspark,
+   whose start so takes no CPU from the command that started the server);
 3. watches: the server is *in use* while any client holds a shared ``flock`` on the warehouse's
    clients file (every dbt process using the server holds one until it exits, crash or not);
    after ``idle_seconds`` without a client it takes that lock exclusively (so no new client
@@ -100,11 +102,11 @@ def serve(spec: dict[str, Any]) -> int:
     state = {**spec["state"], "pid": os.getpid(), "jvm_pid": jvm.pid, "started_at": time.time()}
     write_state(spec["state_file"], state)
     _say(spec, f"serving on port {spec['port']} (pid {os.getpid()}, JVM pid {jvm.pid})")
-    warmup = _start_warmup(spec)
-    reason = _watch(spec, jvm, stopping, warmup)
+    warmups: list[subprocess.Popen[bytes]] = []
+    reason = _watch(spec, jvm, stopping, warmups)
     _say(spec, f"stopping: {reason}")
     remove_state(spec["state_file"], os.getpid())
-    if warmup is not None:
+    for warmup in warmups:
         stop_server_process(warmup, timeout=5.0)
     stop_server_process(jvm)
     return 1 if reason.startswith("crash") else 0
@@ -125,22 +127,34 @@ def _watch(
     spec: dict[str, Any],
     jvm: subprocess.Popen[bytes],
     stopping: list[str],
-    warmup: subprocess.Popen[bytes] | None = None,
+    warmups: list[subprocess.Popen[bytes]],
 ) -> str:
-    """Wait until the server should stop; why. Idle stops return holding the clients lock."""
+    """Wait until the server should stop; why. Idle stops return holding the clients lock.
+
+    ``warmups`` gets the warm-up process, started the first time no client uses the server.
+    """
     idle_seconds = float(spec["idle_seconds"])
     last_used = time.monotonic()
+    warmup_due = bool(spec.get("warmup"))
     while True:
         time.sleep(POLL_SECONDS)
-        if warmup is not None:
+        for warmup in warmups:
             warmup.poll()  # reaped when it ends
         if stopping:
             return f"signal {stopping[0]}"
         if jvm.poll() is not None:
             return f"crash: the JVM exited with code {jvm.returncode}"
+        if idle_seconds <= 0 and not warmup_due:
+            continue
+        busy = clients_busy(spec["clients_file"])
+        if warmup_due and not busy:
+            warmup_due = False
+            started = _start_warmup(spec)
+            if started is not None:
+                warmups.append(started)
         if idle_seconds <= 0:
             continue
-        if clients_busy(spec["clients_file"]):
+        if busy:
             last_used = time.monotonic()
         elif time.monotonic() - last_used >= idle_seconds:
             # Held until this process exits: a command arriving now waits, then starts a new server.

@@ -2,8 +2,9 @@
 
 A new server's JVM compiles Spark's code as commands use it: a 100-row incremental merge took
 ~1.2 s of model time over the first ~15 commands, ~0.8 s after 30 and ~0.6 s after 80
-(BENCHMARKS.md, "The local loop"). Those commands are the user's first hour of work. So, once
-the server listens, its supervisor (``spark/daemon.py``) starts this process, which runs the
+(BENCHMARKS.md, "The local loop"). Those commands are the user's first hour of work. So, the
+first time no dbt command uses the listening server, its supervisor (``spark/daemon.py``) starts
+this process (its imports then take no CPU from the command that started the server), which runs the
 profile's ``server_warmup_rounds`` (default ``warm.DEFAULT_WARMUP_ROUNDS``) rounds of what a dbt
 command runs, through this package's engine and on the server session the warehouse's commands
 share (generated code is compiled per session, ``server.session_url``): the rounds are
