@@ -34,6 +34,8 @@ from pathlib import Path
 from typing import Any
 
 POLL_SECONDS = 0.5
+# While the JVM starts, its port is probed this often: a dbt command is waiting for it.
+START_POLL_SECONDS = 0.05
 
 
 def clients_busy(clients_file: str) -> bool:
@@ -98,7 +100,7 @@ def serve(spec: dict[str, Any]) -> int:
             _say(spec, "the Spark Connect server did not start; stopping")
             stop_server_process(jvm)
             return 1
-        time.sleep(POLL_SECONDS)
+        time.sleep(START_POLL_SECONDS)
     state = {**spec["state"], "pid": os.getpid(), "jvm_pid": jvm.pid, "started_at": time.time()}
     write_state(spec["state_file"], state)
     _say(spec, f"serving on port {spec['port']} (pid {os.getpid()}, JVM pid {jvm.pid})")

@@ -205,7 +205,7 @@ def _wait_until_serving(supervisor: subprocess.Popen[bytes], warehouse: str, log
             return state
         if supervisor.poll() is not None:
             raise ServerError(f"The Spark Connect server did not start; see {log}:\n{log_tail(log)}")
-        time.sleep(0.2)
+        time.sleep(daemon.START_POLL_SECONDS)
     _end_group(supervisor.pid)
     raise ServerError(f"The Spark Connect server did not listen within {START_TIMEOUT_SECONDS:.0f} s: {log}")
 
