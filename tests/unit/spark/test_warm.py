@@ -6,6 +6,8 @@ import fcntl
 import json
 import subprocess
 import sys
+import threading
+import time
 
 from dbt.adapters.deltamerge.spark import daemon, server, warm
 
@@ -52,3 +54,31 @@ def test_a_state_file_of_another_warehouse_is_ignored(tmp_path):
         "(a copied folder?); starting one for this"
     ]
     assert server.status(str(tmp_path)) is None
+
+
+def test_the_warm_up_starts_only_once_no_command_uses_the_server(tmp_path):
+    """The supervisor's watch starts the warm-up process at the first moment no client holds the
+    clients lock: its start (Python importing pyspark) takes no CPU from a running command."""
+    clients, marker = str(tmp_path / server.CLIENTS_FILE), tmp_path / "warm-up ran"
+    command = [sys.executable, "-c", f"open({str(marker)!r}, 'w').close()"]
+    spec = {"idle_seconds": 0, "clients_file": clients, "log": str(tmp_path / "log"),
+            "warehouse": str(tmp_path), "env": {}, "warmup": command}  # fmt: skip
+    jvm = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    stopping: list[str] = []
+    warmups: list[subprocess.Popen[bytes]] = []
+    watch = threading.Thread(target=daemon._watch, args=(spec, jvm, stopping, warmups))
+    try:
+        with open(clients, "a+b") as lease:
+            fcntl.flock(lease, fcntl.LOCK_SH)  # a dbt command uses the server
+            watch.start()
+            time.sleep(3 * daemon.POLL_SECONDS)
+            assert warmups == [] and not marker.exists()
+        deadline = time.monotonic() + 10
+        while not marker.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert marker.exists() and len(warmups) == 1
+    finally:
+        stopping.append("SIGTERM")
+        watch.join(timeout=5)
+        jvm.kill()
+    assert not watch.is_alive()

@@ -114,15 +114,17 @@ def serve(spec: dict[str, Any]) -> int:
     return 1 if reason.startswith("crash") else 0
 
 
-def _start_warmup(spec: dict[str, Any]) -> subprocess.Popen[bytes] | None:
+def _start_warmup(spec: dict[str, Any]) -> list[subprocess.Popen[bytes]]:
     """Start the spec's warm-up command (``spark/warmup.py``), if it has one, logging to the log."""
     if not spec.get("warmup"):
-        return None
+        return []
     with open(spec["log"], "ab") as log:
-        return subprocess.Popen(
-            spec["warmup"], stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-            cwd=spec["warehouse"], env={**os.environ, **spec["env"]},
-        )  # fmt: skip
+        return [
+            subprocess.Popen(
+                spec["warmup"], stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                cwd=spec["warehouse"], env={**os.environ, **spec["env"]},
+            )
+        ]  # fmt: skip
 
 
 def _watch(
@@ -146,17 +148,11 @@ def _watch(
             return f"signal {stopping[0]}"
         if jvm.poll() is not None:
             return f"crash: the JVM exited with code {jvm.returncode}"
-        if idle_seconds <= 0 and not warmup_due:
-            continue
         busy = clients_busy(spec["clients_file"])
         if warmup_due and not busy:
             warmup_due = False
-            started = _start_warmup(spec)
-            if started is not None:
-                warmups.append(started)
-        if idle_seconds <= 0:
-            continue
-        if busy:
+            warmups.extend(_start_warmup(spec))
+        if busy or idle_seconds <= 0:
             last_used = time.monotonic()
         elif time.monotonic() - last_used >= idle_seconds:
             # Held until this process exits: a command arriving now waits, then starts a new server.
