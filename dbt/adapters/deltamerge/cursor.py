@@ -1,10 +1,12 @@
 """The cursor of ``method: session`` and ``method: connect``: statements run on the process's session.
 
-Every statement dbt runs (materializations, hooks, ``run-operation``, tests' setup SQL)
-passes through ``DeltaCursor.execute``; one that writes a Delta-bound table runs as a
-Delta commit (see ``statements``) and returns Delta's row counts as Databricks does
-(``num_affected_rows``, ``num_inserted_rows``). Others run on the connection's session,
-embedded or Spark Connect alike (dbt-spark's cursor would build a classic session itself).
+Every statement dbt runs (materializations, hooks, ``run-operation``, tests' setup SQL, ``dbt
+show``) passes through ``DeltaCursor.execute``; the Delta tables it reads are bound to their latest
+versions first (``statements/fresh.py``: one log listing each when nothing changed); one that
+writes a Delta-bound table runs as a Delta commit (see ``statements``) and returns Delta's row
+counts as Databricks does (``num_affected_rows``, ``num_inserted_rows``). Others run on the
+connection's session, embedded or Spark Connect alike (dbt-spark's cursor would build a classic
+session itself).
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ from pyspark.errors import PySparkException
 
 from dbt.adapters.deltamerge.errors import named_errors
 from dbt.adapters.deltamerge.statements import may_write_table
+from dbt.adapters.deltamerge.statements.fresh import CATALOG_READS
+from dbt.adapters.deltamerge.statements.reads import may_define_objects, read_names
 
 logger = AdapterLogger("deltamerge")
 
@@ -32,7 +36,13 @@ class DeltaCursor(Cursor):
     def execute(self, sql: str, *parameters: Any) -> None:
         if parameters:
             sql = sql % parameters
-        elif may_write_table(sql):
+        reads = read_names(sql)
+        if reads:
+            with named_errors("SQL statement reading a Delta table"):
+                CATALOG_READS.refresh(self.spark, reads)
+        if may_define_objects(sql):
+            CATALOG_READS.forget_definitions()  # a view's text or a table's kind may change
+        if not parameters and may_write_table(sql):
             from dbt.adapters.deltamerge.statements.run import run_on_delta  # the parsers, on first use
 
             with named_errors("SQL statement on a Delta table"):

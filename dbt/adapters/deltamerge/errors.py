@@ -1,7 +1,13 @@
-"""The one error boundary between the engine and dbt: every failure names the model."""
+"""The one error boundary between the engine and dbt: every failure names the model.
+
+It knows whether a commit landed (``delta/ledger.py``): a failure after one says which version was
+committed and which step did not happen, never "the table is unchanged". A row that violates a
+table's constraints is the data's fault, said with Delta's text.
+"""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
 
@@ -20,7 +26,7 @@ class ConfigError(DbtRuntimeError):
 
 
 class ModelWriteError(DbtRuntimeError):
-    """A Delta write of a model failed; the table is left at its previous version."""
+    """A Delta write of a model (or a statement) failed; its text says whether a version was committed."""
 
 
 def model_errors(model: str) -> AbstractContextManager[None]:
@@ -34,22 +40,51 @@ def named_errors(subject: str) -> Iterator[None]:
     from pyspark.errors import PySparkException
 
     from dbt.adapters.deltamerge.delta.errors import DeltaError
+    from dbt.adapters.deltamerge.delta.ledger import describe, ledger
 
     try:
-        yield
+        with ledger() as done:
+            yield
     except DbtRuntimeError:
         raise
     except SpecError as exc:
         raise ConfigError(exc) from exc
-    except DeltaError as exc:
-        raise ModelWriteError(f"{subject}: {exc}") from exc
     except Exception as exc:
+        text = str(exc)
+        if done.committed:  # whatever failed, after a commit: say what landed
+            raise ModelWriteError(f"{subject}: {describe(done)}\n{_first_lines(text)}") from exc
+        if isinstance(exc, DeltaError):
+            raise ModelWriteError(f"{subject}: {exc}") from exc
         if not isinstance(exc, PySparkException) and not _unconverted_java_error(exc):
             raise
-        text = str(exc)
-        hint = OUT_OF_MEMORY_HINT if "OutOfMemoryError" in text else ""
-        message = f"{subject}: Spark failed; the table is unchanged.{hint}\n{_first_lines(text)}"
+        violation = constraint_violation(text)
+        if violation is not None:
+            message = f"{subject}: {VIOLATION_HEAD}\n{violation}"
+        else:
+            hint = OUT_OF_MEMORY_HINT if "OutOfMemoryError" in text else ""
+            message = f"{subject}: Spark failed; the table is unchanged.{hint}\n{_first_lines(text)}"
         raise ModelWriteError(message) from exc
+
+
+VIOLATION_HEAD = "a row violates the table's constraints; nothing was committed."
+_VIOLATIONS = re.compile(
+    r"\[(?:DELTA_VIOLATE_CONSTRAINT_WITH_VALUES|DELTA_NOT_NULL_CONSTRAINT_VIOLATED)\]"
+    r".*?(?=\s*SQLSTATE: |\n\s*\n|\Z)",
+    re.S,
+)
+
+
+def constraint_violation(text: str) -> str | None:
+    """Delta's text of a constraint violation raised inside a write's Spark job, if ``text`` holds one.
+
+    >>> constraint_violation("[USER_RAISED_EXCEPTION] [DELTA_NOT_NULL_CONSTRAINT_VIOLATED] NOT NULL "
+    ...     "constraint violated for column: id. SQLSTATE: P0001")
+    '[DELTA_NOT_NULL_CONSTRAINT_VIOLATED] NOT NULL constraint violated for column: id.'
+    >>> constraint_violation("[DIVIDE_BY_ZERO] Division by zero.") is None
+    True
+    """
+    found = _VIOLATIONS.search(text)
+    return found.group(0).strip() if found else None
 
 
 OUT_OF_MEMORY_HINT = (

@@ -33,6 +33,7 @@ from dbt.adapters.deltamerge.merge.dry_run import DryRun
 from dbt.adapters.deltamerge.model.response import dry_run_response, not_written_response, write_response
 from dbt.adapters.deltamerge.model.spec import Materialization, ModelSpec, batch_window
 from dbt.adapters.deltamerge.model.write import ModelTable, NotWritten, locate, write_model
+from dbt.adapters.deltamerge.statements.fresh import CATALOG_READS
 
 
 @dataclass
@@ -63,6 +64,7 @@ class DeltaMergeAdapter(SparkAdapter):
         # Schemas' folders, looked up once per dbt command (dbt makes an adapter per command).
         self._schema_locations: dict[str, str] = {}
         self._schema_locations_lock = threading.Lock()
+        CATALOG_READS.forget()  # a new command (dbt's programmatic runner reuses the process)
 
     @classmethod
     def quote(cls, identifier: str) -> str:
@@ -162,6 +164,8 @@ class DeltaMergeAdapter(SparkAdapter):
             enforced = _contract(model, contract) if contract is not None else None
             spark = self.spark_session()
             table = self._model_table(spark, relation, spec, incremental=materialization == "incremental")
+            if language != "python":  # the tables it reads, at their latest versions (a Python
+                CATALOG_READS.refresh_sql(spark, sql)  # model's ref() and source() do the same)
             done = write_model(
                 spark,
                 _python_model(spark, sql, model) if language == "python" else spark.sql(sql),
@@ -175,6 +179,8 @@ class DeltaMergeAdapter(SparkAdapter):
             )
             if isinstance(done, NotWritten):
                 return not_written_response(done.reason)
+            if not isinstance(done, DryRun):  # bound by the write: its version looked up at the next read
+                CATALOG_READS.bound(table.schema, table.identifier, table.path, None)
             return dry_run_response(done) if isinstance(done, DryRun) else write_response(done)
 
     def _model_table(
@@ -242,6 +248,7 @@ class DeltaMergeAdapter(SparkAdapter):
             table = self._model_table(spark, relation, spec, incremental=False)
             done = write_model(spark, df, table=table, spec=spec, materialization="seed", full_refresh=True)
             assert isinstance(done, WriteResult)  # only a dry run writes nothing
+            CATALOG_READS.bound(table.schema, table.identifier, table.path, None)
             return write_response(done)
 
     @available
@@ -265,6 +272,7 @@ class DeltaMergeAdapter(SparkAdapter):
                 statistics=statistics,
                 relation_name=relation_name,
             )
+        CATALOG_READS.forget()  # a registered name is one of our entries now, maybe of another table
         return dataclasses.asdict(result)
 
     @available

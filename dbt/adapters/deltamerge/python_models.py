@@ -3,7 +3,8 @@
 dbt compiles a Python model into its code followed by a prelude (``dbtObj`` with ``ref``,
 ``source``, ``this``, ``config`` and ``is_incremental``). That code runs here, in this
 process, with the connection's session (embedded or Spark Connect) as ``session`` and
-``spark.table`` as the loader behind ``dbt.ref`` / ``dbt.source``; the DataFrame ``model``
+``spark.table`` as the loader behind ``dbt.ref`` / ``dbt.source`` (a Delta table bound to its
+latest version first, ``statements/fresh.py``); the DataFrame ``model``
 returns (Spark, pandas, or pandas-on-Spark) is then written as Delta by the engine, like a SQL
 model's result.
 """
@@ -15,6 +16,8 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 
 from dbt.adapters.deltamerge.delta.errors import DeltaError
+from dbt.adapters.deltamerge.statements.fresh import CATALOG_READS
+from dbt.adapters.deltamerge.statements.reads import read_names
 
 
 class PythonModelError(DeltaError):
@@ -26,7 +29,7 @@ def python_model_frame(spark: SparkSession, compiled_code: str, *, model: str) -
     # `spark` too: models written for Databricks notebooks use the global session by that name.
     namespace: dict[str, Any] = {"__name__": f"dbt_python_model_{model}", "spark": spark}
     exec(compile(compiled_code, f"<python model {model}>", "exec"), namespace)
-    result = namespace["model"](namespace["dbtObj"](spark.table), spark)
+    result = namespace["model"](namespace["dbtObj"](lambda name: _fresh_table(spark, name)), spark)
     if isinstance(result, DataFrame):
         return result
     module = type(result).__module__
@@ -37,3 +40,9 @@ def python_model_frame(spark: SparkSession, compiled_code: str, *, model: str) -
     raise PythonModelError(
         f"model() returned {type(result).__name__}; a Python model must return a Spark or pandas DataFrame"
     )
+
+
+def _fresh_table(spark: SparkSession, name: str) -> DataFrame:
+    """``spark.table(name)`` of the table's latest version (another writer may have committed)."""
+    CATALOG_READS.refresh(spark, read_names(f"SELECT * FROM {name}"))
+    return spark.table(name)

@@ -32,6 +32,7 @@ from dbt.adapters.deltamerge.cdc.spec import CdcSpec
 from dbt.adapters.deltamerge.common.sql import qualified, quote_identifier
 from dbt.adapters.deltamerge.delta.commit import committed_version_of
 from dbt.adapters.deltamerge.delta.faults import crash_point
+from dbt.adapters.deltamerge.delta.ledger import after_commit
 from dbt.adapters.deltamerge.delta.read import read_files
 from dbt.adapters.deltamerge.delta.snapshot import AddFile, Snapshot
 from dbt.adapters.deltamerge.delta.transaction import WriteResult
@@ -119,7 +120,8 @@ def apply_changes(
         raise
     crash_point("cdc_table_committed")
     if record is not None:
-        st.complete(record, table_committed=result.version is not None)
+        with after_commit("the commit of CDC apply's state table (the next run completes it)"):
+            st.complete(record, table_committed=result.version is not None)
     return result
 
 

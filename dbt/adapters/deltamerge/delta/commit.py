@@ -28,6 +28,7 @@ from dbt.adapters.deltamerge.delta import storage
 from dbt.adapters.deltamerge.delta.conflicts import ConcurrentTransaction, ReadSet, check_winner
 from dbt.adapters.deltamerge.delta.errors import ConcurrentModification
 from dbt.adapters.deltamerge.delta.faults import commit_gate, crash_point
+from dbt.adapters.deltamerge.delta.ledger import record
 from dbt.adapters.deltamerge.delta.stamps import (
     NO_STAMPS,
     CommitStamps,
@@ -150,9 +151,11 @@ def commit(
     """
     crash_point("before_commit")
     with commit_gate(table_path):
-        return _commit(
+        version = _commit(
             table_path, read_version=read_version, actions=actions, info=info, read=read, stamps=stamps
         )
+    record(table_path, version, info.operation)  # an error from here on says the version landed
+    return version
 
 
 def _commit(

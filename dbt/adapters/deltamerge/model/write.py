@@ -21,6 +21,7 @@ from dbt.adapters.deltamerge import binding
 from dbt.adapters.deltamerge.common.config_values import SpecError
 from dbt.adapters.deltamerge.common.sql import quote_identifier
 from dbt.adapters.deltamerge.delta.auto_optimize import auto_compact, auto_compact_enabled
+from dbt.adapters.deltamerge.delta.ledger import after_commit
 from dbt.adapters.deltamerge.delta.paths import table_path_of
 from dbt.adapters.deltamerge.delta.snapshot import Snapshot, has_delta_log, load_snapshot
 from dbt.adapters.deltamerge.delta.transaction import WriteResult
@@ -100,11 +101,14 @@ def write_model(
         result = _table_write(
             spark, df, table, spec, materialization, full_refresh=full_refresh, batch=batch, contract=contract
         )
-    latest = _maintained(spark, result, spec) if result.version is not None else result.snapshot
+    with after_commit("the model's maintenance (auto compaction, clustering, OPTIMIZE)"):
+        latest = _maintained(spark, result, spec) if result.version is not None else result.snapshot
     if bind and (result.version is not None or write == "table_write" or not table.bound):
-        binding.bind(
-            spark, schema=table.schema, identifier=table.identifier, snapshot=latest, current=table.catalog
-        )
+        with after_commit(f"binding the new version as {table.schema}.{table.identifier} in the catalog"):
+            binding.bind(
+                spark, schema=table.schema, identifier=table.identifier,
+                snapshot=latest, current=table.catalog,
+            )  # fmt: skip
     return result
 
 

@@ -21,6 +21,7 @@ from pyspark.sql import SparkSession
 from dbt.adapters.deltamerge import binding
 from dbt.adapters.deltamerge.delta.auto_optimize import auto_compact
 from dbt.adapters.deltamerge.delta.errors import DeltaError
+from dbt.adapters.deltamerge.delta.ledger import after_commit
 from dbt.adapters.deltamerge.delta.metrics import rows_affected
 from dbt.adapters.deltamerge.delta.paths import table_path_of
 from dbt.adapters.deltamerge.delta.redefine import recluster
@@ -203,11 +204,13 @@ def _merge(spark: SparkSession, statement: MergeStatement, snapshot: Snapshot, n
 
 def _done(spark: SparkSession, schema: str, identifier: str, result: WriteResult) -> StatementResult:
     if result.version is not None:
-        compacted = auto_compact(spark, result)  # the table's auto compaction, if it asks for it
+        with after_commit("the table's auto compaction"):
+            compacted = auto_compact(spark, result)  # the table's auto compaction, if it asks for it
         latest = (
             compacted.snapshot if compacted is not None and compacted.version is not None else result.snapshot
         )
-        binding.bind(spark, schema=schema, identifier=identifier, snapshot=latest)
+        with after_commit(f"binding the new version as {schema}.{identifier} in the catalog"):
+            binding.bind(spark, schema=schema, identifier=identifier, snapshot=latest)
     if result.operation in ("OPTIMIZE", "REORG"):
         # Delta's result of both: the table's path and the operation's metrics.
         row: dict[str, int | str] = {"path": result.snapshot.table_path, **result.metrics}

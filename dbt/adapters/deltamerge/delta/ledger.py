@@ -1,0 +1,87 @@
+"""The versions a thread committed since an error boundary opened a ledger, and the step after them.
+
+An error after a commit must not read "the table is unchanged": the boundary (``errors.py``) opens
+a ledger around a model's or a statement's work, every commit records its version in each ledger
+open on its thread (the commit path runs on the caller's thread), and the steps that follow a
+commit (binding the catalog, auto compaction, a second table's commit) name themselves, so the
+error can say which version landed and what did not happen after it.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Committed:
+    """A version this thread committed."""
+
+    table_path: str
+    version: int
+    operation: str
+
+
+@dataclass
+class Ledger:
+    """What a block committed, and the post-commit step an error left (None: none named)."""
+
+    committed: list[Committed] = field(default_factory=list)
+    failed_step: str | None = None
+
+
+class _Open(threading.local):
+    def __init__(self) -> None:
+        self.ledgers: list[Ledger] = []
+
+
+_OPEN = _Open()
+
+
+@contextmanager
+def ledger() -> Iterator[Ledger]:
+    """A ledger of the commits made inside the block (nested ledgers each get them)."""
+    opened = Ledger()
+    _OPEN.ledgers.append(opened)
+    try:
+        yield opened
+    finally:
+        _OPEN.ledgers.remove(opened)
+
+
+def record(table_path: str, version: int, operation: str) -> None:
+    """Note that ``version`` of ``table_path`` was committed (by ``operation``)."""
+    for opened in _OPEN.ledgers:
+        opened.committed.append(Committed(table_path, version, operation))
+
+
+@contextmanager
+def after_commit(step: str) -> Iterator[None]:
+    """Name the step the block runs after a commit (``step`` completes "then ... failed")."""
+    try:
+        yield
+    except BaseException:
+        for opened in _OPEN.ledgers:
+            opened.failed_step = opened.failed_step or step
+        raise
+
+
+def describe(done: Ledger) -> str:
+    """What a failure after a commit tells: the versions that landed and what did not happen.
+
+    >>> done = Ledger([Committed("/w/t", 5, "MERGE")], "binding the new version in Spark's catalog")
+    >>> print(describe(done))
+    Delta version 5 of /w/t was committed (MERGE); then binding the new version in Spark's catalog
+    failed. The data is written: do not re-run to redo it (a re-run writes again); the next read of
+    the table binds it.
+    """
+    versions = "; ".join(
+        f"Delta version {c.version} of {c.table_path} was committed ({c.operation})" for c in done.committed
+    )
+    then = done.failed_step or "a step after the commit"
+    return (
+        f"{versions}; then {then} failed. The data is written: do not re-run to redo it (a re-run "
+        "writes again); the next read of the table binds it."
+    )

@@ -1,0 +1,192 @@
+"""Reads through the catalog see each Delta table's latest version.
+
+A catalog entry of ours reads one Delta version (``binding``): the one bound last. Another writer
+(delta-rs, Delta on Spark, another dbt process) commits without touching Spark's catalog, so
+before Spark plans a statement, a model's query or a Python model's ``ref``, every name it reads
+(through views: their text is read once) that is one of our entries is compared with its table's
+log, one listing, and bound again when a newer version was committed. A table whose log is gone
+(deleted, or a folder that was never Delta) is refused naming it: the entry's hard links would
+still serve the version bound last.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from pyspark.errors import AnalysisException
+from pyspark.sql import SparkSession
+
+from dbt.adapters.deltamerge import binding
+from dbt.adapters.deltamerge.common.sql import quote_identifier, string_literal
+from dbt.adapters.deltamerge.delta.commit import latest_version
+from dbt.adapters.deltamerge.delta.errors import DeltaError
+from dbt.adapters.deltamerge.delta.snapshot import load_snapshot
+from dbt.adapters.deltamerge.statements.reads import Name, read_names
+
+# Views nested deeper than this are not followed further (a view over itself is an error of Spark's).
+MAX_VIEW_DEPTH = 16
+_VIEW_TEXT = re.compile(
+    r"^View Text: (.*?)\n(?=View (?:Original Text|Schema Mode|Catalog and Namespace|Query Output Columns): "
+    r"|Schema: |\Z)",
+    re.M | re.S,
+)
+_VIEW_NAMESPACE = re.compile(r"^View Catalog and Namespace: spark_catalog\.(.+)$", re.M)
+
+
+class StaleTableError(DeltaError):
+    """A catalog entry reads a Delta table that can no longer be read at its latest version."""
+
+
+@dataclass(frozen=True)
+class Bound:
+    """One of our entries: the table it reads and the version bound (as this process last saw it)."""
+
+    schema: str
+    identifier: str
+    table_path: str
+    version: int | None
+
+
+@dataclass(frozen=True)
+class View:
+    """A view (not ours): the names its text reads."""
+
+    reads: frozenset[Name]
+
+
+class Other:
+    """A table or view that is none of ours and reads none of ours (parquet, Hive, a temp view)."""
+
+
+Known = Bound | View | Other
+
+
+class CatalogReads:
+    """What this process knows of the catalog names statements read, so that a read costs one log
+    listing per Delta table when nothing changed.
+
+    Process state, on purpose: one dbt command is one process, and the catalog entries it binds
+    and the views it creates are its own doing. Entries of ours are kept with the version last
+    bound (any binder's: a differing log is looked at again before binding); views and other
+    tables are forgotten whenever a statement of the process creates, replaces, alters or drops
+    a catalog object (``forget_definitions``). A missing name is never kept.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.RLock()
+        self._known: dict[Name, Known] = {}
+
+    def refresh(self, spark: SparkSession, names: Iterable[Name]) -> None:
+        """Bind every entry of ours that ``names`` read (directly or through views) to its latest
+        version, if other writers committed since it was bound."""
+        with self._lock:
+            seen: set[Name] = set()
+            pending = [(name, 0) for name in names]
+            while pending:
+                name, depth = pending.pop()
+                if name in seen or depth > MAX_VIEW_DEPTH:
+                    continue
+                seen.add(name)
+                known = self._known.get(name) or self._look_up(spark, name)
+                if isinstance(known, View):
+                    pending.extend((n, depth + 1) for n in known.reads)
+                elif isinstance(known, Bound):
+                    self._known[name] = _fresh(spark, known)
+
+    def refresh_sql(self, spark: SparkSession, sql: str) -> None:
+        """``refresh`` for the names ``sql`` reads (none for a statement that reads no table)."""
+        names = read_names(sql)
+        if names:
+            self.refresh(spark, names)
+
+    def bound(self, schema: str, identifier: str, table_path: str, version: int | None) -> None:
+        """Record that this process bound ``schema.identifier`` to ``version`` of ``table_path``."""
+        with self._lock:
+            self._known[(schema.lower(), identifier.lower())] = Bound(schema, identifier, table_path, version)
+
+    def forget_definitions(self) -> None:
+        """Forget views and other tables (a statement may have defined them anew)."""
+        with self._lock:
+            self._known = {k: v for k, v in self._known.items() if isinstance(v, Bound)}
+
+    def forget(self) -> None:
+        """Forget everything (a new dbt command in this process)."""
+        with self._lock:
+            self._known.clear()
+
+    def _look_up(self, spark: SparkSession, name: Name) -> Known | None:
+        """What ``name`` is in the catalog (one ``SHOW TABLE EXTENDED``); None when it is missing."""
+        schema, identifier = name
+        pattern = string_literal(identifier)
+        where = f"IN {quote_identifier(schema)} " if schema else ""
+        try:
+            rows = spark.sql(f"SHOW TABLE EXTENDED {where}LIKE {pattern}").collect()
+        except AnalysisException:
+            return None  # no such schema (or a path-based name): Spark says so when it plans
+        row = next((r for r in rows if str(r[1]).lower() == identifier), None)
+        if row is None:
+            return None
+        information = str(row[3])
+        try:
+            ours = binding.listed(information)
+        except ValueError:
+            ours = binding.binding(spark, str(row[0]) or schema, str(row[1]))
+        known: Known
+        if ours is not None:
+            known = Bound(str(row[0]) or schema, str(row[1]), ours.table_path, ours.version)
+        elif "\nType: VIEW\n" in f"\n{information}":
+            known = View(view_reads(information))
+        else:
+            known = Other()
+        self._known[name] = known
+        return known
+
+
+def view_reads(information: str) -> frozenset[Name]:
+    """The names a view's text reads, from its ``SHOW TABLE EXTENDED`` text; unqualified ones in
+    the view's own namespace (Spark resolves them there, not in the session's).
+
+    >>> info = "Type: VIEW\\nView Text: select 'a: b' from t\\njoin s.u\\nView Schema Mode: BINDING\\n"
+    >>> sorted(view_reads(info + "View Catalog and Namespace: spark_catalog.w\\nSchema: root\\n"))
+    [('s', 'u'), ('w', 't')]
+    """
+    text = _VIEW_TEXT.search(information)
+    if text is None:
+        return frozenset()
+    namespace = _VIEW_NAMESPACE.search(information)
+    schema = namespace.group(1).strip().strip("`").lower() if namespace else ""
+    return frozenset((s or schema, i) for s, i in read_names(text.group(1)))
+
+
+def _fresh(spark: SparkSession, bound: Bound) -> Bound:
+    """``bound`` after binding its table's latest version, if that is not the version bound."""
+    latest = latest_version(bound.table_path)
+    if latest == bound.version and latest >= 0:
+        return bound
+    entry = binding.binding(spark, bound.schema, bound.identifier)  # another process may have bound it
+    if entry is None:
+        return bound  # dropped meanwhile: Spark says so when it plans
+    name = f"{bound.schema}.{bound.identifier}"
+    latest = latest_version(entry.table_path)
+    if latest < 0:
+        raise StaleTableError(
+            f"{name} reads the Delta table at {entry.table_path}, which has no Delta log any more "
+            f"(the catalog entry still reads version {entry.version}): refusing to read an old version "
+            "as the latest. Register the table again (convert_to_delta with relation_name) or drop "
+            f"{name}."
+        )
+    if entry.version == latest:
+        return Bound(bound.schema, bound.identifier, entry.table_path, latest)
+    snapshot = load_snapshot(entry.table_path)
+    if snapshot is None:
+        raise StaleTableError(f"{name} reads {entry.table_path}, where no Delta table is any more")
+    binding.bind(
+        spark, schema=bound.schema, identifier=bound.identifier, snapshot=snapshot, current=entry.properties
+    )
+    return Bound(bound.schema, bound.identifier, entry.table_path, snapshot.version)
+
+
+CATALOG_READS = CatalogReads()
