@@ -648,6 +648,133 @@ def test_convert_to_delta_registers_a_delta_folder_by_relation_name_writing_noth
     assert _listing(path) == _listing(str(FIXTURES / "table-with-dv-small"))
 
 
+NTZ_MERGE = """
+{{ config(materialized='incremental', incremental_strategy='delta_merge', unique_key='id',
+          partition_by=['region', 'ts'], tblproperties=var('properties', {})) }}
+{% if is_incremental() %}
+select 2 as id, 'us' as region, timestamp_ntz'2026-01-02 11:00:00' as ts, 'changed' as v
+union all select 4, 'eu', timestamp_ntz'2026-01-03 12:30:00', 'new'
+{% else %}
+select 1 as id, 'eu' as region, timestamp_ntz'2026-01-01 10:00:00' as ts, 'a' as v
+union all select 2, 'us', timestamp_ntz'2026-01-02 11:00:00', 'b'
+union all select 3, 'us', cast(null as timestamp_ntz), 'c'
+{% endif %}
+"""
+
+
+@pytest.mark.parametrize("made_by", ["delta-rs", "a model with column mapping"])
+def test_a_table_partitioned_by_timestamp_ntz_among_other_columns_registers_and_takes_merges(
+    project, tmp_path, made_by
+):
+    """Hive refused the catalog entry ("partition keys can not be changed") of such a table."""
+    from deltalake import write_deltalake
+
+    identifier = "events_ntz_rs" if made_by == "delta-rs" else "events_ntz_mapped"
+    name = f"{project.test_schema}.{identifier}"
+    write_file(NTZ_MERGE, project.project_root, "models", f"{identifier}.sql")
+    if made_by == "delta-rs":
+        path = str(tmp_path / identifier)
+        stamps = [dt.datetime(2026, 1, 1, 10), dt.datetime(2026, 1, 2, 11), None]
+        data = pa.table(
+            {
+                "id": pa.array([1, 2, 3], pa.int32()),
+                "region": ["eu", "us", "us"],
+                "ts": pa.array(stamps, pa.timestamp("us")),  # no time zone: timestamp_ntz
+                "v": ["a", "b", "c"],
+            }
+        )
+        write_deltalake(path, data, partition_by=["region", "ts"])
+        args = json.dumps({"path": path, "relation_name": name})
+        run_dbt(["run-operation", "convert_to_delta", "--args", args])
+    else:
+        path = table_path(project, identifier)
+        properties = json.dumps({"properties": {"delta.columnMapping.mode": "name"}})
+        run_dbt(["run", "--select", identifier, "--vars", properties])
+        assert DeltaTable(path).metadata().configuration["delta.columnMapping.mode"] == "name"
+    assert project.run_sql(f"select count(*), count(ts) from {name}", fetch="one") == (3, 2)
+    run_dbt(["run", "--select", identifier])
+    got = sorted((r["id"], r["region"], r["ts"], r["v"]) for r in live_rows(path))
+    assert got == [
+        (1, "eu", dt.datetime(2026, 1, 1, 10), "a"),
+        (2, "us", dt.datetime(2026, 1, 2, 11), "changed"),
+        (3, "us", None, "c"),
+        (4, "eu", dt.datetime(2026, 1, 3, 12, 30), "new"),
+    ]
+    assert project.run_sql(f"select id, v from {name} order by id", fetch="all") == [
+        (1, "a"),
+        (2, "changed"),
+        (3, "c"),
+        (4, "new"),
+    ]
+
+
+Z85_ALPHABET = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ.-:+=^!/*?&<>()[]{}@%$#"
+
+
+def _inline_padded_past_2_32(data: bytes) -> str:
+    """``data`` in Z85, its last block's padding chosen so that the block's value exceeds 2^32 - 1
+    (a writer may pad with anything; Delta's decoder keeps the low 32 bits)."""
+    padded = data + bytes(-len(data) % 4)
+    value = int.from_bytes(padded[-4:], "big") + 2**32
+    assert len(data) % 4 and value < 85**5  # padding there, and the block can say it
+    block = ""
+    for _ in range(5):
+        value, digit = divmod(value, 85)
+        block = Z85_ALPHABET[digit] + block
+    whole = []
+    for start in range(0, len(padded) - 4, 4):
+        number = int.from_bytes(padded[start : start + 4], "big")
+        chunk = ""
+        for _ in range(5):
+            number, digit = divmod(number, 85)
+            chunk = Z85_ALPHABET[digit] + chunk
+        whole.append(chunk)
+    return "".join(whole) + block
+
+
+def _with_inline_vector(path: str, vector: dict[str, Any]) -> str:
+    """The data file of ``path`` (table-with-dv-small) whose deletion vector becomes ``vector``."""
+    log = Path(path) / "_delta_log" / f"{1:020d}.json"
+    actions = [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
+    (add,) = [a["add"] for a in actions if "add" in a]
+    add["deletionVector"] = vector
+    log.write_text("".join(json.dumps(a) + "\n" for a in actions))
+    return str(add["path"])
+
+
+def test_an_inline_vector_whose_padding_exceeds_2_32_reads_as_delta_decodes_it(project, tmp_path):
+    """Registration read the block with Python's bytes and failed ``int too big to convert``."""
+    from pyroaring import BitMap64
+
+    from dbt.adapters.deltamerge.delta.deletion_vectors import serialize
+    from dbt.adapters.deltamerge.delta.vector_files import z85_encode
+
+    data = serialize(BitMap64([0, 1, 2]))
+    vector = {"storageType": "i", "sizeInBytes": len(data), "cardinality": 3}
+    # The oracle: the same vector with zero padding, read by delta-rs (whose decoder does not wrap).
+    canonical = _copy("table-with-dv-small", tmp_path / "canonical")
+    _with_inline_vector(canonical, {**vector, "pathOrInlineDv": z85_encode(data + bytes(-len(data) % 4))})
+    expected = sorted(r["value"] for r in live_rows(canonical))
+    assert expected == list(range(3, 10))
+    path = _copy("table-with-dv-small", tmp_path / "padded")
+    _with_inline_vector(path, {**vector, "pathOrInlineDv": _inline_padded_past_2_32(data)})
+    name = f"{project.test_schema}.inline_padded"
+    args = json.dumps({"path": path, "relation_name": name})
+    run_dbt(["run-operation", "convert_to_delta", "--args", args])
+    got = project.run_sql(f"select value from {name} order by value", fetch="all")
+    assert [r[0] for r in got] == expected
+
+
+def test_an_undecodable_vector_is_refused_naming_the_table_the_file_and_the_vector(project, tmp_path):
+    path = _copy("table-with-dv-small", tmp_path)
+    vector = {"storageType": "i", "pathOrInlineDv": "~~~~~", "sizeInBytes": 4, "cardinality": 1}
+    data_file = _with_inline_vector(path, vector)
+    args = json.dumps({"path": path, "relation_name": f"{project.test_schema}.undecodable"})
+    _, out = run_dbt_and_capture(["run-operation", "convert_to_delta", "--args", args], expect_pass=False)
+    assert f"Delta table at {path}: the deletion vector" in out
+    assert "'pathOrInlineDv': '~~~~~'" in out and f"of {data_file} cannot be read" in out
+
+
 def test_column_mapping_by_id_reads_files_by_field_id_whatever_their_names(spark, tmp_path):
     from deltalake import write_deltalake
 

@@ -41,6 +41,7 @@ from dbt.adapters.deltamerge.delta.mapping import mapping_mode
 from dbt.adapters.deltamerge.delta.paths import local_path, partition_folder, table_path_of
 from dbt.adapters.deltamerge.delta.schema import schema_from_json
 from dbt.adapters.deltamerge.delta.snapshot import AddFile, Snapshot
+from dbt.adapters.deltamerge.spark.metastore import recover_partitions
 
 BINDINGS_DIR = "_deltamerge_catalog"
 LOCATION_PROPERTY = "deltamerge.location"
@@ -218,8 +219,7 @@ def _create_files_table(
     comment: str,
     props: str,
 ) -> None:
-    """``CREATE TABLE name`` over a version folder, typed by ``schema`` (the Delta schema as the
-    catalog stores it), partitions found."""
+    """``CREATE TABLE name`` over a version folder, typed by ``schema``, partitions registered."""
     columns = column_definitions(schema)
     partitioned = (
         f"PARTITIONED BY ({', '.join(quote_identifier(c) for c in snapshot.partition_columns)})"
@@ -231,7 +231,7 @@ def _create_files_table(
         f"LOCATION {string_literal(folder)} {comment} {props}"
     )
     if snapshot.partition_columns:
-        spark.sql(f"ALTER TABLE {name} RECOVER PARTITIONS")
+        recover_partitions(spark, name, len({frozenset(f.partition_values.items()) for f in snapshot.files}))
 
 
 def bindings_root(table_path: str) -> str:

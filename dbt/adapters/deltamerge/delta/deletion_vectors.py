@@ -62,11 +62,23 @@ def _native(body: bytes, order: str) -> FrozenBitMap64:
     return FrozenBitMap64(rows)
 
 
-def load(table_path: str, descriptor: Mapping[str, Any]) -> FrozenBitMap64:
-    """The rows a descriptor's vector deletes (read from its file, checksum checked, or inline)."""
+def load(table_path: str, descriptor: Mapping[str, Any], data_file: str = "") -> FrozenBitMap64:
+    """The rows a descriptor's vector deletes (read from its file, checksum checked, or inline);
+    a vector that cannot be decoded is refused naming the table, ``data_file`` and the vector."""
+    try:
+        return _load(table_path, descriptor)
+    except (DeltaError, ValueError, struct.error, OverflowError, KeyError) as error:
+        raise DeltaError(
+            f"Delta table at {table_path}: the deletion vector {dict(descriptor)} of {data_file or 'a file'} "
+            f"cannot be read ({error}); refusing to read the table"
+        ) from error
+
+
+def _load(table_path: str, descriptor: Mapping[str, Any]) -> FrozenBitMap64:
     kind = descriptor.get("storageType")
-    if kind == "i":
-        rows = deserialize(z85_decode(str(descriptor["pathOrInlineDv"])))
+    if kind == "i":  # the Z85 text pads the bitmap to whole blocks: its size says where it ends
+        data = z85_decode(str(descriptor["pathOrInlineDv"]))
+        rows = deserialize(data[: int(descriptor.get("sizeInBytes", len(data)))])
     else:
         where = vector_file(descriptor)
         assert where is not None

@@ -252,7 +252,7 @@ def _with_log_details(file: AddFile, adds: Mapping[str, Mapping[str, Any]], tabl
     vector = add.get("deletionVector")
     return replace(
         file,
-        deleted_rows=deletion_vectors.load(table_path, vector) if vector else FrozenBitMap64(),
+        deleted_rows=deletion_vectors.load(table_path, vector, file.path) if vector else FrozenBitMap64(),
         deletion_vector=dict(vector) if vector is not None else None,
         base_row_id=add.get("baseRowId"),
         default_row_commit_version=add.get("defaultRowCommitVersion"),

@@ -22,8 +22,12 @@ _Z85_VALUE = {c: i for i, c in enumerate(_Z85)}
 def z85_decode(text: str) -> bytes:
     """The bytes of Z85 ``text`` (ZeroMQ RFC 32; Python's ``base64.z85decode`` is 3.13+).
 
-    >>> z85_decode("HelloWorld").hex()
-    '864fd26fb559f75b'
+    A block above 2^32 - 1 (five characters can say up to 85^5 - 1) keeps its low 32 bits, as
+    Delta's decoder does (``putInt(sum.toInt)``): writers pad an inline vector's last block, and
+    the padding past the vector's size may be any characters.
+
+    >>> z85_decode("HelloWorld").hex(), z85_decode("#####").hex()
+    ('864fd26fb559f75b', '08780ec4')
     """
     if len(text) % 5:
         raise DeltaError(f"Z85 text of length {len(text)} is not a multiple of 5: {text!r}")
@@ -34,7 +38,7 @@ def z85_decode(text: str) -> bytes:
             if char not in _Z85_VALUE:
                 raise DeltaError(f"{char!r} is not a Z85 character in {text!r}")
             value = value * 85 + _Z85_VALUE[char]
-        out += value.to_bytes(4, "big")
+        out += (value & 0xFFFFFFFF).to_bytes(4, "big")
     return bytes(out)
 
 

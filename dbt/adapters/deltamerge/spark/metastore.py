@@ -1,4 +1,5 @@
-"""The embedded (Derby) metastore of a warehouse, and which process holds it.
+"""The embedded (Derby) metastore of a warehouse, which process holds it, and a partition
+registration Hive would refuse.
 
 Derby lets one process open a database at a time: it takes a POSIX lock on
 ``metastore_db/dbex.lck`` for as long as that process's JVM has the metastore open. A
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 METASTORE_FOLDER = "metastore_db"
 
@@ -93,3 +95,28 @@ def in_use_message(warehouse: str, pid: int, server_url: str | None = None) -> s
         "embedded metastore admits one Spark process at a time. Wait for it to finish, or use "
         "`method: server` in the profile so that several dbt commands share one warm Spark."
     )
+
+
+# Hive refuses the last step of Spark's RECOVER PARTITIONS (an ALTER TABLE marking the table's
+# partitions as the catalog's, which ours are from their CREATE) when a partition column's type
+# is one Hive does not know and the table has other partition columns: timestamp_ntz among several.
+_HIVE_PARTITION_KEYS = "partition keys can not be changed"
+
+
+def recover_partitions(spark: Any, name: str, expected: int) -> None:
+    """``ALTER TABLE name RECOVER PARTITIONS``: register the partition folders of a table the
+    catalog already tracks the partitions of (``expected`` of them).
+
+    Spark adds every partition, then alters the table; where Hive refuses that alteration
+    (``_HIVE_PARTITION_KEYS``) the partitions are in, and counted: fewer than ``expected`` raises
+    Hive's error as it came.
+    """
+    from pyspark.errors import AnalysisException
+
+    try:
+        spark.sql(f"ALTER TABLE {name} RECOVER PARTITIONS")
+    except AnalysisException as error:
+        if _HIVE_PARTITION_KEYS not in str(error):
+            raise
+        if spark.sql(f"SHOW PARTITIONS {name}").count() < expected:
+            raise
