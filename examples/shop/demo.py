@@ -51,7 +51,7 @@ def show_history(path: Path) -> None:
 
 
 def main() -> None:
-    os.chdir(HERE)  # the profile's warehouse (./warehouse) is relative to where dbt runs
+    os.chdir(HERE)  # where the demo runs; the profile's ./warehouse is relative to this project
     # A fresh start that keeps a running server (and its metastore): the schema and its folders go.
     dbt("run-operation", "reset_schema")
     shutil.rmtree(WAREHOUSE / "shop.db", ignore_errors=True)

@@ -114,3 +114,38 @@ class TestEveryKeyFailsBeforeAnythingIsWritten:
             assert f"Model 'k_{key}': invalid config" in result.message, (key, result.message)
             assert key in result.message.split("invalid config", 1)[1], (key, result.message)
             assert DeltaTable(table_path(project, f"k_{key}")).version() == 0, key
+
+
+# A merge model whose later runs could never merge: a condition naming a missing column, a key
+# that is not a column. Its first run creates the table: it must fail there, not the second night.
+NEVER_MERGES = (
+    "{{ config(materialized='incremental', incremental_strategy='delta_merge', unique_key=['id', 'nosuch'],\n"
+    "          when_matched=[{'action': 'update', 'condition': 'DBT_INTERNAL_SOURCE.missing > 0'}]) }}\n"
+    "select 1 as id, 'a' as v"
+)
+# Problems at both levels: the table's (change_data_feed) and a clause's (an unknown key).
+TWO_LEVELS = (
+    "{{ config(materialized='incremental', incremental_strategy='delta_merge', unique_key='id',\n"
+    "          change_data_feed='yes', when_matched=[{'action': 'update', 'condition_': 'true'}]) }}\n"
+    "select 1 as id, 'a' as v"
+)
+
+
+class TestChecksComeFirst:
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {"never_merges.sql": NEVER_MERGES, "two_levels.sql": TWO_LEVELS}
+
+    def test_a_merge_that_could_never_run_fails_its_first_run_and_creates_nothing(self, project):
+        results = run_dbt(["run", "--select", "never_merges"], expect_pass=False)
+        message = results[0].message or ""
+        assert "Model 'never_merges'" in message
+        assert "unique_key column `nosuch` is not in the model's result" in message
+        assert "`when_matched[0].condition`: Spark cannot run `DBT_INTERNAL_SOURCE.missing > 0`" in message
+        assert not os.path.exists(os.path.join(table_path(project, "never_merges"), "_delta_log"))
+
+    def test_table_and_clause_problems_are_reported_at_once(self, project):
+        results = run_dbt(["run", "--select", "two_levels"], expect_pass=False)
+        message = results[0].message or ""
+        assert "change_data_feed" in message and "'yes'" in message
+        assert "condition_" in message, message

@@ -16,7 +16,7 @@ import shutil
 
 import pyarrow as pa
 import pytest
-from dbt.tests.util import run_dbt
+from dbt.tests.util import run_dbt, run_dbt_and_capture
 from deltalake import DeltaTable, write_deltalake
 
 from tests.functional.helpers import table_path
@@ -68,7 +68,9 @@ class TestReadsSeeOtherWritersCommits:
         for version in range(3):
             write_deltalake(path, _events(version * 3, 3), mode="append")
         args = {"path": path, "relation_name": f"{project.test_schema}.events"}
-        run_dbt(["run-operation", "convert_to_delta", "--args", json.dumps(args)])
+        _, out = run_dbt_and_capture(["run-operation", "convert_to_delta", "--args", json.dumps(args)])
+        registered = f"Registered {project.test_schema}.events: Delta version 2, 3 live files"
+        assert f"{registered}, columns id, kind" in out, out
         return path
 
     def test_a_statement_dbt_show_and_models_read_the_version_another_writer_committed(self, project, lake):

@@ -58,3 +58,43 @@ def test_warmup_rounds_default_to_the_server_s_and_a_negative_count_is_refused_n
     expected = r"`server_warmup_rounds` must be 0 \(no warm-up\) or more, got -2"
     with pytest.raises(DbtRuntimeError, match=expected):
         DeltaMergeCredentials.from_dict({**BASE, "method": "server", "server_warmup_rounds": -2})
+
+
+def test_a_misspelled_profile_key_is_refused_with_the_key_it_meant():
+    with pytest.raises(ValidationError) as caught:
+        DeltaMergeCredentials.validate({**BASE, "warehous": "/elsewhere", "server_idle_minute": 3})
+    assert caught.value.message == (
+        "unknown profile key `server_idle_minute`: did you mean `server_idle_minutes`?; "
+        "unknown profile key `warehous`: did you mean `warehouse`?"
+    )
+
+
+def test_every_documented_profile_key_is_known():
+    DeltaMergeCredentials.validate(
+        {
+            **BASE,
+            "server_idle_minutes": 5,
+            "server_warmup_rounds": 0,
+            "server_side_parameters": {"spark.driver.memory": "2g"},
+            "database": "analytics",
+            "host": "localhost",
+            "connect_retries": 1,
+        }
+    )
+
+
+def test_a_relative_warehouse_is_the_dbt_projects_not_the_working_directorys(tmp_path, monkeypatch):
+    from argparse import Namespace
+
+    from dbt.flags import set_flags
+
+    project = tmp_path / "project"
+    project.mkdir()
+    monkeypatch.chdir(tmp_path)
+    set_flags(Namespace(PROJECT_DIR=str(project)))
+    try:
+        creds = DeltaMergeCredentials.from_dict({**BASE, "warehouse": "./warehouse"})
+    finally:
+        set_flags(Namespace())
+    assert creds.warehouse == str(project / "warehouse")
+    assert DeltaMergeCredentials.from_dict({**BASE, "warehouse": "./w"}).warehouse == str(tmp_path / "w")

@@ -13,9 +13,10 @@ The sessions themselves are ``spark.embedded`` and ``spark.connect``.
 
 from __future__ import annotations
 
+import difflib
 import os
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any, Iterator
 
 from dbt.adapters.contracts.connection import Connection, ConnectionState
@@ -56,12 +57,18 @@ class DeltaMergeCredentials(SparkCredentials):
 
     @classmethod
     def validate(cls, data: Any) -> None:
-        """dbt's check of the profile's types, with the field named (dbt's own text names only the value)."""
+        """dbt's check of the profile's types, with the field named (dbt's own text names only the
+        value), and keys this profile does not know refused ("did you mean"): a misspelled
+        ``warehous`` must not leave the default warehouse in use."""
         try:
             super().validate(data)
         except ValidationError as error:
             field = ".".join(str(part) for part in error.path)
             raise ValidationError(f"`{field}`: {error.message}" if field else error.message) from error
+        if isinstance(data, dict):
+            unknown = unknown_keys(data, {f.name for f in fields(cls)} | set(cls._ALIASES))
+            if unknown:
+                raise ValidationError("; ".join(unknown))
 
     def __post_init__(self) -> None:
         if not self.warehouse.strip():
@@ -79,7 +86,8 @@ class DeltaMergeCredentials(SparkCredentials):
         if self.method == ConnectionMethod.CONNECT:
             connect.check_url(self.host)
         super().__post_init__()
-        self.warehouse = os.path.abspath(os.path.expanduser(self.warehouse))
+        # Relative to the dbt project's folder, not to where dbt runs (``--project-dir`` from elsewhere).
+        self.warehouse = os.path.normpath(os.path.join(project_dir(), os.path.expanduser(self.warehouse)))
 
     @property
     def type(self) -> str:
@@ -101,6 +109,31 @@ class DeltaMergeCredentials(SparkCredentials):
             "server_idle_minutes",
             "server_warmup_rounds",
         )
+
+
+def unknown_keys(data: dict[str, Any], known: set[str]) -> list[str]:
+    """A problem for each key of a profile target no field reads, with the nearest known key.
+
+    >>> unknown_keys({"warehous": "./w", "schema": "a"}, {"warehouse", "schema", "method"})
+    ['unknown profile key `warehous`: did you mean `warehouse`?']
+    """
+    problems = []
+    for key in sorted(k for k in data if k not in known):
+        close = difflib.get_close_matches(key, sorted(known), n=1)
+        problems.append(f"unknown profile key `{key}`" + (f": did you mean `{close[0]}`?" if close else ""))
+    return problems
+
+
+def project_dir() -> str:
+    """The dbt project's folder, which a relative ``warehouse`` is resolved against (the working
+    directory when dbt's flags do not say: the adapter used as a library)."""
+    try:
+        from dbt.flags import get_flags
+
+        folder = getattr(get_flags(), "PROJECT_DIR", None)
+    except Exception:  # dbt's flags are not set
+        folder = None
+    return os.path.abspath(str(folder)) if folder else os.getcwd()
 
 
 def session_of(connection: Connection) -> Any:

@@ -15,6 +15,7 @@ entry) can never delete its data.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import uuid
 from dataclasses import dataclass
@@ -39,7 +40,7 @@ from dbt.adapters.deltamerge.delta.convert import (
 )
 from dbt.adapters.deltamerge.delta.optimize import optimize, plan_bins
 from dbt.adapters.deltamerge.delta.paths import parse_partition_folder
-from dbt.adapters.deltamerge.delta.snapshot import load_snapshot
+from dbt.adapters.deltamerge.delta.snapshot import Snapshot, load_snapshot
 from dbt.adapters.deltamerge.delta.vacuum import vacuum
 from dbt.adapters.deltamerge.errors import ModelWriteError
 from dbt.adapters.deltamerge.statements.maintenance import optimize_plan, reorg_purge
@@ -234,7 +235,12 @@ def convert(
     result = convert_to_delta(spark, path, partition_schema=partitions, statistics=statistics)
     if target is not None:
         # A folder that already was a Delta table is registered: nothing is written into it.
-        _bind(spark, target[0], target[1], result.table_path, registering=result.version is None)
+        bound = _bind(spark, target[0], target[1], result.table_path, registering=result.version is None)
+        registered = (
+            f"Registered {target[0]}.{target[1]}: Delta version {bound.version}, "
+            f"{len(bound.files)} live files, columns {', '.join(bound.schema.fieldNames())}"
+        )
+        return dataclasses.replace(result, message=f"{result.message}. {registered}")
     return result
 
 
@@ -346,9 +352,10 @@ def _check_free(spark: SparkSession, schema: str, identifier: str, path: str) ->
 
 def _bind(
     spark: SparkSession, schema: str, identifier: str, table_path: str, *, registering: bool = False
-) -> None:
+) -> Snapshot:
     snapshot = load_snapshot(table_path)
     if snapshot is None:
         raise ConvertError(f"convert_to_delta: no Delta table at {table_path} after converting")
     spark.sql(f"CREATE SCHEMA IF NOT EXISTS {quote_identifier(schema)}")
     binding.bind(spark, schema=schema, identifier=identifier, snapshot=snapshot, registering=registering)
+    return snapshot

@@ -18,6 +18,7 @@ from pyspark.sql import types as T
 
 from dbt.adapters.deltamerge.common.config_values import SpecError
 from dbt.adapters.deltamerge.merge.clauses import LIST_KEYS
+from dbt.adapters.deltamerge.merge.resolve import resolve
 from dbt.adapters.deltamerge.merge.spec import MergeSpec
 
 
@@ -56,6 +57,23 @@ def check_expressions(spark: SparkSession, spec: MergeSpec, target: T.StructType
         error = _analyzes(frame, [sql])
         if error is not None:
             problems.append(f"`{key}`: Spark cannot run `{sql}`: {error}")
+    if problems:
+        raise SpecError(spec.model, problems)
+
+
+def check_before_creating(spark: SparkSession, spec: MergeSpec, source: DataFrame) -> None:
+    """What the merge of a model's later runs will check, checked on the run that creates its
+    table (the table's columns are the source's): its columns, keys and expressions, one SpecError
+    for all; a missing column must fail the first night's run, not the second's."""
+    problems: list[str] = []
+    try:
+        resolve(spec, target=source.schema, source=source.schema)
+    except SpecError as error:
+        problems += error.problems
+    try:
+        check_expressions(spark, spec, source.schema, source)
+    except SpecError as error:
+        problems += error.problems
     if problems:
         raise SpecError(spec.model, problems)
 

@@ -134,12 +134,15 @@ class ModelSpec:
         write = _parsed(WriteSpec.from_config, model, config, problems)
         columns = _parsed(ColumnDeclarations.from_config, model, config, problems)
         merge = cdc = None
-        if write is not None and materialization == "incremental":
-            if write.strategy == "microbatch" and not write.event_time:
+        # The strategy as written when the table-level keys have problems: the merge's own keys are
+        # still read, so that every problem is reported at once.
+        strategy = write.strategy if write is not None else str(config.get("incremental_strategy") or "")
+        if materialization == "incremental":
+            if write is not None and write.strategy == "microbatch" and not write.event_time:
                 problems.append("incremental_strategy 'microbatch' needs an event_time config")
-            if write.strategy in MERGE_STRATEGIES and CdcSpec.applies(config):
+            if strategy.lower() in MERGE_STRATEGIES and CdcSpec.applies(config):
                 cdc = _parsed(CdcSpec.from_config, model, config, problems)
-            elif write.strategy in MERGE_STRATEGIES:
+            elif strategy.lower() in MERGE_STRATEGIES:
                 problems.extend(_cdc_keys_without_sequence(config))
                 merge = _parsed(MergeSpec.from_config, model, config, problems)
         if problems:

@@ -27,6 +27,7 @@ from dbt.adapters.deltamerge.delta.snapshot import Snapshot, has_delta_log, load
 from dbt.adapters.deltamerge.delta.transaction import WriteResult
 from dbt.adapters.deltamerge.delta.write import WriteRequest, write_dataframe
 from dbt.adapters.deltamerge.errors import ModelWriteError
+from dbt.adapters.deltamerge.merge.check import check_before_creating
 from dbt.adapters.deltamerge.merge.dry_run import DryRun
 from dbt.adapters.deltamerge.merge.pipeline import dry_run_merge, merge_into
 from dbt.adapters.deltamerge.merge.spec import MergeSpec
@@ -89,6 +90,8 @@ def write_model(
     write = decide(spec, exists=table.exists, full_refresh=full_refresh)
     if spec.write.zorder or spec.write.cluster_by:  # df.columns costs a round trip on Spark Connect
         _check_maintenance_columns(spec, df)  # before anything is written, not after the commit
+    if spec.merge is not None and write == "table_write":  # the run creating a merge model's table
+        check_before_creating(spark, spec.merge, df)
     if dry_run:
         return _dry_run(spark, df, table, spec) if write == "merge" else NotWritten(_NOT_PREVIEWED[write])
     if contract is not None and table.exists and not _replaces(spec, materialization, write, full_refresh):
@@ -104,11 +107,9 @@ def write_model(
     with after_commit("the model's maintenance (auto compaction, clustering, OPTIMIZE)"):
         latest = _maintained(spark, result, spec) if result.version is not None else result.snapshot
     if bind and (result.version is not None or write == "table_write" or not table.bound):
-        with after_commit(f"binding the new version as {table.schema}.{table.identifier} in the catalog"):
-            binding.bind(
-                spark, schema=table.schema, identifier=table.identifier,
-                snapshot=latest, current=table.catalog,
-            )  # fmt: skip
+        name, identifier = table.schema, table.identifier
+        with after_commit(f"binding the new version as {name}.{identifier} in the catalog"):
+            binding.bind(spark, schema=name, identifier=identifier, snapshot=latest, current=table.catalog)
     return result
 
 

@@ -16,6 +16,7 @@ from dbt_common.exceptions import DbtRuntimeError
 
 from dbt.adapters.deltamerge.spark import connect
 from dbt.adapters.deltamerge.spark.conf import session_conf
+from dbt.adapters.deltamerge.spark.java import java_problem, java_version_problem
 from dbt.adapters.deltamerge.spark.logs import java_option
 from dbt.adapters.deltamerge.spark.metastore import in_use_message, metastore_holder
 
@@ -63,8 +64,17 @@ def start_session(warehouse: str, overrides: dict[str, str]) -> Any:
     builder = SparkSession.builder.enableHiveSupport()
     for key, value in conf.items():
         builder = builder.config(key, value)
+    missing = java_problem()
+    if missing is not None:
+        raise DbtRuntimeError(missing)
     logger.debug(f"Starting the embedded Spark session, warehouse {warehouse}")
-    session = builder.getOrCreate()
+    try:
+        session = builder.getOrCreate()
+    except Exception as error:  # the JVM did not start: a Java too old is said as such
+        problem = java_version_problem()
+        if problem is not None:
+            raise DbtRuntimeError(problem) from error
+        raise
     _EMBEDDED["session"] = session
     # Exiting with the JVM still up aborts the process (exit 134) after dbt finished.
     atexit.register(_stop)

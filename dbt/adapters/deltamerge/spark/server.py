@@ -25,6 +25,7 @@ from pathlib import Path
 
 from dbt.adapters.deltamerge.spark import daemon
 from dbt.adapters.deltamerge.spark.conf import SERVER_SESSION_DEFAULTS, session_conf
+from dbt.adapters.deltamerge.spark.java import java_problem, java_version_problem
 from dbt.adapters.deltamerge.spark.logs import server_java_option
 from dbt.adapters.deltamerge.spark.metastore import metastore_holder
 
@@ -153,6 +154,8 @@ def start(
     settings = dict(conf)  # the commands' session settings (``session_url``), before the JVM's own
     if daemon.port_open(port):
         raise ServerError(f"Port {port} on localhost is taken by another program; choose another (--port).")
+    if java_problem() is not None:  # the JVM's Java: a missing one said as such, before anything
+        raise ServerError(str(java_problem()))
     import pyspark  # the Spark the server runs: the one this process would use
 
     os.makedirs(warehouse, exist_ok=True)
@@ -204,7 +207,9 @@ def _wait_until_serving(supervisor: subprocess.Popen[bytes], warehouse: str, log
         if state is not None and state.pid == supervisor.pid:
             return state
         if supervisor.poll() is not None:
-            raise ServerError(f"The Spark Connect server did not start; see {log}:\n{log_tail(log)}")
+            java = java_version_problem()  # a Java too old is the reason, said first
+            why = f"{java}\n" if java else ""
+            raise ServerError(f"The Spark Connect server did not start; {why}see {log}:\n{log_tail(log)}")
         time.sleep(daemon.START_POLL_SECONDS)
     _end_group(supervisor.pid)
     raise ServerError(f"The Spark Connect server did not listen within {START_TIMEOUT_SECONDS:.0f} s: {log}")
