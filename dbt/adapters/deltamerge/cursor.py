@@ -21,7 +21,9 @@ from pyspark.errors import PySparkException
 from dbt.adapters.deltamerge.errors import named_errors
 from dbt.adapters.deltamerge.statements import may_write_table
 from dbt.adapters.deltamerge.statements.fresh import CATALOG_READS
+from dbt.adapters.deltamerge.statements.parse_history import may_be_history_statement, travel_references
 from dbt.adapters.deltamerge.statements.reads import may_define_objects, read_names
+from dbt.adapters.deltamerge.statements.travel import with_versions
 
 logger = AdapterLogger("deltamerge")
 
@@ -42,6 +44,11 @@ class DeltaCursor(Cursor):
                 CATALOG_READS.refresh(self.spark, reads)
         if may_define_objects(sql):
             CATALOG_READS.forget_definitions()  # a view's text or a table's kind may change
+        if may_be_history_statement(sql) and self._history(sql):
+            return
+        if travel_references(sql):  # VERSION / TIMESTAMP AS OF: those versions' entries
+            with named_errors("Time travel"):
+                sql = with_versions(self.spark, sql)
         if not parameters and may_write_table(sql):
             from dbt.adapters.deltamerge.statements.run import run_on_delta  # the parsers, on first use
 
@@ -62,6 +69,17 @@ class DeltaCursor(Cursor):
             # A database error, as dbt's other adapters raise for SQL the database refuses.
             raise DbtDatabaseError(str(exc).strip()) from exc
         self._rows = None
+
+    def _history(self, sql: str) -> bool:
+        """DESCRIBE HISTORY / DETAIL or RESTORE of a Delta-bound name; False for another statement."""
+        from dbt.adapters.deltamerge.statements.travel import run_history
+
+        with named_errors("History statement on a Delta table"):
+            handled = run_history(self.spark, sql)
+        if handled is None:
+            return False
+        self._df, self._rows = handled[1], None
+        return True
 
 
 class DeltaConnection(Connection):

@@ -34,6 +34,7 @@ from dbt.adapters.deltamerge.model.response import dry_run_response, not_written
 from dbt.adapters.deltamerge.model.spec import Materialization, ModelSpec, batch_window
 from dbt.adapters.deltamerge.model.write import ModelTable, NotWritten, locate, write_model
 from dbt.adapters.deltamerge.statements.fresh import CATALOG_READS
+from dbt.adapters.deltamerge.statements.travel import TRAVEL_MARK, with_versions
 
 
 @dataclass
@@ -82,6 +83,7 @@ class DeltaMergeAdapter(SparkAdapter):
             else r
             for r in relations
             if f"{binding_view.FILES_OF_PROPERTY}=" not in _information(r)
+            and TRAVEL_MARK not in str(r.identifier)  # an old version's entry (time travel)
         ]
 
     def parse_columns_from_information(self, relation: BaseRelation) -> list[Any]:
@@ -165,7 +167,8 @@ class DeltaMergeAdapter(SparkAdapter):
             spark = self.spark_session()
             table = self._model_table(spark, relation, spec, incremental=materialization == "incremental")
             if language != "python":  # the tables it reads, at their latest versions (a Python
-                CATALOG_READS.refresh_sql(spark, sql)  # model's ref() and source() do the same)
+                CATALOG_READS.refresh_sql(spark, sql)  # model's ref() and source() do the same),
+                sql = with_versions(spark, sql)  # and those it reads VERSION / TIMESTAMP AS OF
             done = write_model(
                 spark,
                 _python_model(spark, sql, model) if language == "python" else spark.sql(sql),
