@@ -708,6 +708,27 @@ def test_a_table_partitioned_by_timestamp_ntz_among_other_columns_registers_and_
     ]
 
 
+def test_a_mapping_mode_set_without_the_feature_is_refused_and_the_table_stays_readable(project, tmp_path):
+    """delta-rs writes `delta.columnMapping.mode` without the protocol's feature (its files under
+    logical names); a merge used to raise the protocol and write physical names beside them, and
+    no reader could read the table after."""
+    from deltalake import write_deltalake
+
+    path = str(tmp_path / "mapped_alone")
+    data = pa.table({"id": pa.array([1], pa.int32()), "region": ["eu"], "v": ["a"]})
+    write_deltalake(path, data, partition_by=["region"], configuration={"delta.columnMapping.mode": "name"})
+    assert "columnMapping" not in (DeltaTable(path).protocol().writer_features or [])
+    name = f"{project.test_schema}.mapped_alone"
+    args = json.dumps({"path": path, "relation_name": name})
+    run_dbt(["run-operation", "convert_to_delta", "--args", args])
+    model = "{{ config(materialized='incremental', incremental_strategy='delta_merge', unique_key='id') }}\n"
+    model += "select 2 as id, 'eu' as region, 'b' as v"
+    write_file(model, project.project_root, "models", "mapped_alone.sql")
+    results, _ = run_dbt_and_capture(["run", "--select", "mapped_alone"], expect_pass=False)
+    assert "delta.columnMapping.mode=name without the columnMapping feature" in (results[0].message or "")
+    assert DeltaTable(path).version() == 0 and len(live_rows(path)) == 1
+
+
 Z85_ALPHABET = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ.-:+=^!/*?&<>()[]{}@%$#"
 
 

@@ -98,3 +98,16 @@ def test_a_relative_warehouse_is_the_dbt_projects_not_the_working_directorys(tmp
         set_flags(Namespace())
     assert creds.warehouse == str(project / "warehouse")
     assert DeltaMergeCredentials.from_dict({**BASE, "warehouse": "./w"}).warehouse == str(tmp_path / "w")
+
+
+def test_dbt_init_writes_a_server_target():
+    """`dbt init` writes the template's fixed keys as they are: the README recommends `server`."""
+    from pathlib import Path
+
+    import yaml
+
+    import dbt.include.deltamerge as macros
+
+    template = yaml.safe_load((Path(macros.__file__).parent / "profile_template.yml").read_text())
+    assert template["fixed"] == {"type": "deltamerge", "method": "server"}
+    assert template["prompts"]["warehouse"]["default"] == "./warehouse"

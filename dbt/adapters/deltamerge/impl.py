@@ -196,6 +196,8 @@ class DeltaMergeAdapter(SparkAdapter):
         rebound = found is not None and binding.refresh(
             spark, schema=schema, identifier=identifier, table_path=found.table_path, version=found.version
         )
+        if found is not None:  # what {{ this }} is: no catalog look-up when the SQL reads it
+            CATALOG_READS.bound(schema, identifier, found.table_path, None if rebound else found.version)
         # An entry dbt's cache does not list has no properties for the binding to keep: it is
         # not read again before the binding (one catalog round trip fewer for each new table).
         catalog = {} if unlisted else found.properties if found and not rebound else None
