@@ -23,6 +23,12 @@ select id, concat('r{{ round }}-', cast(id as string)) as v from range({{ round 
 AS_OF = "{{ config(materialized='table') }} select id, v from {{ ref('events') }} VERSION AS OF 1"
 
 
+def _execute(project, sql: str):
+    """dbt's ``adapter.execute`` on a connection of its own: the response and the result table."""
+    with project.adapter.connection_named("_time_travel"):
+        return project.adapter.execute(sql, fetch=True)
+
+
 def _versions(path: str) -> dict[int, list[tuple]]:
     return {v: [(r["id"], r["v"]) for r in rows(path, version=v, order_by="id")] for v in range(3)}
 
@@ -68,7 +74,7 @@ class TestTimeTravel:
     def test_describe_history_and_detail_with_deltas_columns(self, project, built):
         name = f"{project.test_schema}.events"
         # Through dbt's cursor: one row per version, newest first.
-        _, table = project.adapter.execute(f"DESCRIBE HISTORY {name}", fetch=True)
+        _, table = _execute(project, f"DESCRIBE HISTORY {name}")
         assert list(table.column_names)[:5] == ["version", "timestamp", "userId", "userName", "operation"]
         assert "operationMetrics" in table.column_names and "readVersion" in table.column_names
         assert [r["version"] for r in table.rows] == [2, 1, 0]
@@ -76,9 +82,9 @@ class TestTimeTravel:
         metrics = table.rows[0]["operationMetrics"]
         metrics = json.loads(metrics) if isinstance(metrics, str) else dict(metrics)
         assert metrics["numTargetRowsUpdated"] == "1" and metrics["numTargetRowsInserted"] == "1"
-        _, limited = project.adapter.execute(f"DESCRIBE HISTORY {name} LIMIT 1", fetch=True)
+        _, limited = _execute(project, f"DESCRIBE HISTORY {name} LIMIT 1")
         assert [r["version"] for r in limited.rows] == [2]
-        _, detail = project.adapter.execute(f"DESCRIBE DETAIL {name}", fetch=True)
+        _, detail = _execute(project, f"DESCRIBE DETAIL {name}")
         (row,) = detail.rows
         path = table_path(project, "events")
         assert row["format"] == "delta" and row["location"] == f"file:{path}"
@@ -88,7 +94,7 @@ class TestTimeTravel:
     def test_restore_commits_the_old_version_and_travel_stops_at_the_log_and_vacuum(self, project, built):
         name = f"{project.test_schema}.events"
         path = table_path(project, "events")
-        _, result = project.adapter.execute(f"RESTORE TABLE {name} TO VERSION AS OF 0", fetch=True)
+        _, result = _execute(project, f"RESTORE TABLE {name} TO VERSION AS OF 0")
         (row,) = result.rows
         assert DeltaTable(path).version() == 3
         assert [(r["id"], r["v"]) for r in rows(path, order_by="id")] == built[0]
@@ -122,6 +128,48 @@ def test_time_travel_on_a_table_another_writer_made(project, tmp_path):
     run_dbt(["run-operation", "convert_to_delta", "--args", args])
     assert project.run_sql(f"select id from {name} VERSION AS OF 0 order by id", fetch="all") == [(1,), (2,)]
     assert project.run_sql(f"select id from {name}", fetch="all") == [(3,)]
-    _, table = project.adapter.execute(f"DESCRIBE HISTORY {name}", fetch=True)
+    _, table = _execute(project, f"DESCRIBE HISTORY {name}")
     assert [r["version"] for r in table.rows] == [1, 0]
     assert not os.path.exists(os.path.join(path, "_deltamerge_catalog"))  # nothing written into it
+
+
+FED = """
+{{ config(materialized='incremental', incremental_strategy='delta_merge', unique_key='id',
+          change_data_feed=true) }}
+{% set round = var('round', 0) %}
+select id, {{ round }} as round from range({{ round }}, {{ round }} + 2) as t(id)
+"""
+
+
+class TestRestoreAndTheChangeFeed:
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {"fed.sql": FED}
+
+    def test_the_feed_of_a_restore_is_its_files_rows_as_delta_writes_it(self, project, spark):
+        """Delta's RESTORE writes no change files: its removed files' rows read as deletes, its
+        re-added files' rows as inserts."""
+        from dbt.adapters.deltamerge.delta.change_feed import read_changes
+
+        for round in range(2):  # v0: ids 0, 1 (round 0); v1: id 1 updated, id 2 new (round 1)
+            run_dbt(["run", "--select", "fed", "--vars", json.dumps({"round": round})])
+        path = table_path(project, "fed")
+        _execute(project, f"RESTORE TABLE {project.test_schema}.fed TO VERSION AS OF 0")
+        assert DeltaTable(path).version() == 2
+        assert not [a for a in log_actions(path, 2) if "cdc" in a]
+        changes = read_changes(spark, path, 2).collect()
+        got = sorted((r["_change_type"], r["id"], r["round"], r["_commit_version"]) for r in changes)
+        before, after = _file_rows(path, 1), _file_rows(path, 0)  # by file: whole files move
+        expected = [("delete", *r, 2) for f in set(before) - set(after) for r in before[f]]
+        expected += [("insert", *r, 2) for f in set(after) - set(before) for r in after[f]]
+        assert got == sorted(expected) and {c[0] for c in got} == {"delete", "insert"}
+
+
+def _file_rows(path: str, version: int) -> dict[str, list[tuple]]:
+    """Each data file of a version (delta-rs's list) with its rows (id, round), read by pyarrow."""
+    import pyarrow.parquet as pq
+
+    return {
+        uri: [(r["id"], r["round"]) for r in pq.read_table(uri.removeprefix("file://")).to_pylist()]
+        for uri in DeltaTable(path, version=version).file_uris()
+    }
