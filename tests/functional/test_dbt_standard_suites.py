@@ -116,12 +116,13 @@ class TestIncrementalPredicates(BaseIncrementalPredicates):
 
 
 class TestIncrementalUniqueKey(BaseIncrementalUniqueKey):
-    """All of dbt's unique-key cases, with three replaced by the contract's rule.
+    """All of dbt's unique-key cases, with five replaced by the contract's rules.
 
     dbt's base expects a merge without a unique key to append every row. A `delta_merge`
     model without `unique_key` or `merge_condition` is an error instead (CONTRACT.md §3),
     which says what to add; those three cases assert that error and that nothing was
-    written.
+    written. dbt's base also lets a key that is not a column pass the first run; here that run
+    fails (the two bad-key cases).
     """
 
     @pytest.fixture(scope="class")
@@ -135,6 +136,21 @@ class TestIncrementalUniqueKey(BaseIncrementalUniqueKey):
         assert f"Model '{model}': invalid config" in results[0].message
         assert "needs `unique_key`" in results[0].message and "`merge_condition`" in results[0].message
         assert len(project.run_sql(f"show tables in {project.test_schema} like '{model}'", fetch="all")) == 0
+
+    def _refused_on_the_first_run(self, project, model):
+        """dbt's base lets the first run pass ("unique keys are not applied on first run"): here the
+        run that creates the table checks the key its later merges need (issue 55)."""
+        run_dbt(["seed", "--select", "seed", "--full-refresh"])
+        results = run_dbt(["run", "--select", model, "--full-refresh"], expect_pass=False)
+        assert results[0].status == RunStatus.Error
+        assert "unique_key column `thisisnotacolumn` is not in the model's result" in results[0].message
+        assert len(project.run_sql(f"show tables in {project.test_schema} like '{model}'", fetch="all")) == 0
+
+    def test__bad_unique_key(self, project):
+        self._refused_on_the_first_run(project, "not_found_unique_key")
+
+    def test__bad_unique_key_list(self, project):
+        self._refused_on_the_first_run(project, "not_found_unique_key_list")
 
     def test__empty_unique_key_list(self, project):
         self._refused_without_key(project, "empty_unique_key_list")

@@ -709,20 +709,22 @@ def test_a_table_partitioned_by_timestamp_ntz_among_other_columns_registers_and_
 
 
 def test_a_mapping_mode_set_without_the_feature_is_refused_and_the_table_stays_readable(project, tmp_path):
-    """delta-rs writes `delta.columnMapping.mode` without the protocol's feature (its files under
-    logical names); a merge used to raise the protocol and write physical names beside them, and
-    no reader could read the table after."""
+    """delta-rs writes `delta.columnMapping.mode` without the protocol's feature when the table needs
+    table features for another reason (a timestamp_ntz column); its files are under logical names.
+    A merge used to raise the protocol and write physical names beside them: no reader could read
+    the table after."""
     from deltalake import write_deltalake
 
     path = str(tmp_path / "mapped_alone")
-    data = pa.table({"id": pa.array([1], pa.int32()), "region": ["eu"], "v": ["a"]})
+    stamp = pa.array([dt.datetime(2026, 1, 1)], pa.timestamp("us"))
+    data = pa.table({"id": pa.array([1], pa.int32()), "region": ["eu"], "v": ["a"], "ts": stamp})
     write_deltalake(path, data, partition_by=["region"], configuration={"delta.columnMapping.mode": "name"})
     assert "columnMapping" not in (DeltaTable(path).protocol().writer_features or [])
     name = f"{project.test_schema}.mapped_alone"
     args = json.dumps({"path": path, "relation_name": name})
     run_dbt(["run-operation", "convert_to_delta", "--args", args])
     model = "{{ config(materialized='incremental', incremental_strategy='delta_merge', unique_key='id') }}\n"
-    model += "select 2 as id, 'eu' as region, 'b' as v"
+    model += "select 2 as id, 'eu' as region, 'b' as v, timestamp_ntz'2026-01-02 00:00:00' as ts"
     write_file(model, project.project_root, "models", "mapped_alone.sql")
     results, _ = run_dbt_and_capture(["run", "--select", "mapped_alone"], expect_pass=False)
     assert "delta.columnMapping.mode=name without the columnMapping feature" in (results[0].message or "")
