@@ -1,22 +1,14 @@
 """Catalog binding: ``<schema>.<identifier>`` in Spark's catalog reads one Delta version.
 
-Spark without Delta's jars cannot read a Delta table by itself. After every commit we
-give the version its own folder of hard links to exactly its live files (partition
-folders in Spark's layout) and point an external ``USING parquet`` table with the
-Delta schema at it: queries see that version's rows, no removed or uncommitted file,
-with partition pruning. Links cost no data copy. Files with deletion vectors are linked as
-they are and the entry is a view that leaves their deleted rows out (``binding_view``); a file
-of a table that maps column names is there as a copy of its live rows under the schema's names,
-made once per logical file (``binding_copies``). Where Delta's jars are on Spark's classpath the
-table is registered ``USING delta`` instead.
-
-Where the folders live (the binding root): inside the table, ``<table>/_deltamerge_catalog/``,
-for the tables this adapter writes; for an existing table registered by its location (``CREATE
-TABLE t USING delta LOCATION '...'``, ``convert_to_delta`` of a Delta folder), under the Spark
-warehouse, ``<warehouse>/_deltamerge_catalog/<hash of the table path>/``, so that nothing is
-written into a table the project only reads (when the warehouse is on another file system than
-the table, hard links cannot cross: the root is the table's own folder, as for our tables). The
-catalog entry records its root (``deltamerge.bindings``); later bindings keep it.
+Spark without Delta's jars cannot read a Delta table. Each bound version gets a folder of hard
+links to exactly its live files (Spark's partition folders) and an external ``USING parquet``
+entry with the Delta schema over it; files with deletion vectors are linked as they are and the
+entry is a view leaving their deleted rows out (``binding_view``); a file of a table that maps
+column names is a copy of its live rows (``binding_copies``). With Delta's jars: ``USING delta``.
+The binding root is ``<table>/_deltamerge_catalog/`` for our tables, and for a table registered
+by its location ``<warehouse>/_deltamerge_catalog/<hash of its path>/`` (nothing written into it;
+the table's own where hard links cannot reach); the entry records it (``deltamerge.bindings``).
+Binders of one root take turns (a lock file in it): one that waited binds only a newer version.
 """
 
 from __future__ import annotations
@@ -150,14 +142,10 @@ def bind(
 ) -> None:
     """Point ``schema.identifier`` at ``snapshot``'s version, replacing an earlier binding.
 
-    ``registering``: an existing table is brought in by its location; its link folders go under
-    the warehouse (nothing is written into it). ``current``: the entry's table properties, when
-    the caller read them since the entry last changed (``binding``; a model's run reads them
-    before its write), empty when dbt's relation cache lists no entry of that name: they are not
-    read again (an entry made since is still dropped before the new one). Spark SQL then reads
-    the version's files: a table with reader features no read here implements is refused naming
-    them, before any read. A version whose files carry deletion vectors is bound as a view
-    (``binding_view``).
+    ``registering``: an existing table is brought in by its location (links under the warehouse).
+    ``current``: the entry's properties as the caller read them (empty: dbt's cache lists no such
+    entry), not read again. Reader features no read here implements are refused first; a version
+    whose files carry deletion vectors is bound as a view (``binding_view``).
     """
     snapshot.check_readable()
     crash_point("before_catalog_bind")
@@ -184,30 +172,41 @@ def bind(
     )
     marker = rebinding_marker(snapshot.table_path, root)
     storage.make_dirs(os.path.dirname(marker))
-    storage.delete_file(marker, missing_ok=True)  # left by an interrupted bind
-    storage.write_durably(marker, f"{schema}.{identifier}".encode())
-    spark.sql(f"DROP TABLE IF EXISTS {name}")  # a table or a view
-    crash_point("mid_catalog_bind")
-    if masked or current.get(binding_view.FILES_PROPERTY):
-        spark.sql(f"DROP TABLE IF EXISTS {table_name(schema, files)}")
-    if folder is None:
-        spark.sql(f"CREATE TABLE {name} USING delta LOCATION {string_literal(snapshot.table_path)} {props}")
+    with storage.exclusive_lock(os.path.join(os.path.dirname(marker), ".binding.lock")) as waited:
+        if waited and _bound_since(spark, schema, identifier, snapshot):
+            return  # another process bound this version, or a newer one, while this one waited
+        storage.delete_file(marker, missing_ok=True)  # left by an interrupted bind
+        storage.write_durably(marker, f"{schema}.{identifier}".encode())
+        spark.sql(f"DROP TABLE IF EXISTS {name}")  # a table or a view
+        crash_point("mid_catalog_bind")
+        if masked or current.get(binding_view.FILES_PROPERTY):
+            spark.sql(f"DROP TABLE IF EXISTS {table_name(schema, files)}")
+        if folder is None:
+            location = string_literal(snapshot.table_path)
+            spark.sql(f"CREATE TABLE {name} USING delta LOCATION {location} {props}")
+            storage.delete_file(marker, missing_ok=True)
+            return
+        description = snapshot.metadata.description
+        comment = f"COMMENT {string_literal(description[:TABLE_COMMENT_LIMIT])}" if description else ""
+        columns = _catalog_schema(schema_from_json(snapshot.metadata.schema_string))
+        if masked:
+            files_of = f"{schema}.{identifier}"
+            files_props = f"TBLPROPERTIES ('{binding_view.FILES_OF_PROPERTY}' = {string_literal(files_of)})"
+            _create_files_table(spark, table_name(schema, files), snapshot, columns, folder, "", files_props)
+            spark.sql(
+                binding_view.view_statement(name, table_name(schema, files), folder, columns, comment, props)
+            )
+        else:
+            _create_files_table(spark, name, snapshot, columns, folder, comment, props)
         storage.delete_file(marker, missing_ok=True)
-        return
-    description = snapshot.metadata.description
-    comment = f"COMMENT {string_literal(description[:TABLE_COMMENT_LIMIT])}" if description else ""
-    columns = _catalog_schema(schema_from_json(snapshot.metadata.schema_string))
-    if masked:
-        files_of = f"{schema}.{identifier}"
-        files_props = f"TBLPROPERTIES ('{binding_view.FILES_OF_PROPERTY}' = {string_literal(files_of)})"
-        _create_files_table(spark, table_name(schema, files), snapshot, columns, folder, "", files_props)
-        spark.sql(
-            binding_view.view_statement(name, table_name(schema, files), folder, columns, comment, props)
-        )
-    else:
-        _create_files_table(spark, name, snapshot, columns, folder, comment, props)
-    storage.delete_file(marker, missing_ok=True)
     prune_bindings(root, keep=KEEP_BINDINGS)
+
+
+def _bound_since(spark: SparkSession, schema: str, identifier: str, snapshot: Snapshot) -> bool:
+    props = _properties(spark, schema, identifier)
+    version = props.get(VERSION_PROPERTY, "")
+    same = props.get(LOCATION_PROPERTY) == snapshot.table_path
+    return same and version.isdigit() and int(version) >= snapshot.version
 
 
 def _create_files_table(

@@ -13,6 +13,7 @@ which needs Delta's jars on the cluster).
 from __future__ import annotations
 
 import errno
+import fcntl
 import os
 import shutil
 import uuid
@@ -91,6 +92,24 @@ def put_if_absent(path: str, data: bytes) -> bool:
     finally:
         with _naming("remove", tmp):
             os.unlink(tmp)
+
+
+@contextmanager
+def exclusive_lock(path: str) -> Iterator[bool]:
+    """Hold an exclusive ``flock`` on ``path`` (created if missing) for the block; yields whether
+    another holder had to be waited for (so the caller can look again at what it changed)."""
+    with _naming("lock", path):
+        handle = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            waited = False
+        except BlockingIOError:
+            fcntl.flock(handle, fcntl.LOCK_EX)
+            waited = True
+        yield waited
+    finally:
+        os.close(handle)  # releases the lock
 
 
 def write_durably(path: str, data: bytes) -> None:
