@@ -173,3 +173,23 @@ def _file_rows(path: str, version: int) -> dict[str, list[tuple]]:
         uri: [(r["id"], r["round"]) for r in pq.read_table(uri.removeprefix("file://")).to_pylist()]
         for uri in DeltaTable(path, version=version).file_uris()
     }
+
+
+def test_restore_refuses_a_table_with_a_writer_feature_it_does_not_write(project, tmp_path):
+    """A table another writer made, with a writer feature unknown here: RESTORE names it, writes nothing."""
+    path = str(tmp_path / "featured")
+    write_deltalake(path, pa.table({"id": [1]}))
+    write_deltalake(path, pa.table({"id": [2]}), mode="append")
+    log = os.path.join(path, "_delta_log", f"{1:020d}.json")
+    with open(log) as f:
+        actions = [json.loads(line) for line in f if line.strip()]
+    protocol = {"minReaderVersion": 3, "minWriterVersion": 7}
+    protocol.update(readerFeatures=[], writerFeatures=["fooBar"])
+    with open(log, "w") as f:
+        f.write("".join(json.dumps(a) + "\n" for a in [*actions, {"protocol": protocol}]))
+    name = f"{project.test_schema}.featured"
+    args = json.dumps({"path": path, "relation_name": name})
+    run_dbt(["run-operation", "convert_to_delta", "--args", args])
+    with pytest.raises(Exception, match="writer feature 'fooBar'"):
+        _execute(project, f"RESTORE TABLE {name} TO VERSION AS OF 0")
+    assert DeltaTable(path).version() == 1

@@ -208,7 +208,9 @@ def detail_frame(spark: SparkSession, snapshot: Snapshot, name: str) -> DataFram
 
 def restore(current: Snapshot, target: Snapshot, to: AsOf) -> WriteResult:
     """``RESTORE`` to ``target``: one commit re-adding its files the table no longer has and removing
-    the files it did not have (``dataChange`` true), its metadata again; Delta's metrics."""
+    the files it did not have (``dataChange`` true), its metadata again; Delta's metrics. A table
+    with a writer feature this engine does not write is refused naming it, before anything."""
+    current.check_writable()
     keep = {_logical(f) for f in target.files}
     now = {_logical(f) for f in current.files}
     removed = [f for f in current.files if _logical(f) not in keep]

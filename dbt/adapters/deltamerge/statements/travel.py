@@ -45,7 +45,7 @@ class NotADeltaName(DeltaError):
 
 def run_history(spark: SparkSession, sql: str) -> tuple[str, DataFrame] | None:
     """Run ``DESCRIBE HISTORY`` / ``DETAIL`` or ``RESTORE`` of a Delta-bound name: what it names and
-    its result rows; None when ``sql`` is none of them (or names no table of ours: Spark's then)."""
+    its result rows; None when ``sql`` is none of them. A name no entry of ours binds is refused."""
     parsed = parse_history_statement(sql)
     if parsed is None:
         return None
