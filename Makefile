@@ -12,6 +12,7 @@ PACKAGE_FILES := setup.py $(shell find dbt -type f \( -name '*.py' -o -name '*.s
 $(VENV)/.installed: $(PACKAGE_FILES)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
+	rm -rf build
 	$(PY) -m pip install --quiet ".[test]"
 	touch $@
 

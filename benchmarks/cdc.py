@@ -33,8 +33,7 @@ from benchmarks.connect import replace_section
 from benchmarks.measure import fresh_copy
 from dbt.adapters.deltamerge.cdc.apply import apply_changes
 from dbt.adapters.deltamerge.cdc.spec import CdcSpec
-from dbt.adapters.deltamerge.delta.snapshot import load_snapshot
-from dbt.adapters.deltamerge.delta.write import WriteRequest
+from dbt.adapters.deltamerge.delta import WriteRequest, load_snapshot
 from dbt.adapters.deltamerge.merge.pipeline import merge_into
 from dbt.adapters.deltamerge.merge.spec import MergeSpec
 from dbt.adapters.deltamerge.spark.embedded import start_session

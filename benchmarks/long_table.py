@@ -62,7 +62,7 @@ def _save(args: argparse.Namespace, results: dict[str, Any]) -> None:
 
 def _base_table(spark: Any, args: argparse.Namespace) -> str:
     from benchmarks import data
-    from dbt.adapters.deltamerge.delta.write import WriteRequest, write_dataframe
+    from dbt.adapters.deltamerge.delta import WriteRequest, write_dataframe
 
     path = os.path.join(args.out, "tables", f"rows{args.rows}_files{args.files}")
     if not os.path.exists(path):
@@ -72,7 +72,7 @@ def _base_table(spark: Any, args: argparse.Namespace) -> str:
 
 
 def _set_properties(spark: Any, table: str, properties: dict[str, str]) -> None:
-    from dbt.adapters.deltamerge.delta.snapshot import load_snapshot
+    from dbt.adapters.deltamerge.delta import load_snapshot
     from dbt.adapters.deltamerge.statements.maintenance import set_properties
     from dbt.adapters.deltamerge.statements.parse_maintenance import SetPropertiesStatement
 
@@ -100,8 +100,7 @@ def _source(spark: Any, rows: int, run: int) -> Any:
 
 
 def _run(spark: Any, table: str, rows: int, run: int) -> dict[str, Any]:
-    from dbt.adapters.deltamerge.delta.auto_optimize import auto_compact
-    from dbt.adapters.deltamerge.delta.snapshot import load_snapshot
+    from dbt.adapters.deltamerge.delta import auto_compact, load_snapshot
     from dbt.adapters.deltamerge.merge.pipeline import merge_into
     from dbt.adapters.deltamerge.merge.spec import MergeSpec
 

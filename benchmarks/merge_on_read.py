@@ -70,7 +70,7 @@ def main() -> None:
 
 def _base_table(spark: Any, out: str, rows: int, files: int) -> str:
     from benchmarks import data
-    from dbt.adapters.deltamerge.delta.write import WriteRequest, write_dataframe
+    from dbt.adapters.deltamerge.delta import WriteRequest, write_dataframe
 
     path = os.path.join(out, "tables", f"files{files}")
     if not os.path.exists(path):
@@ -91,7 +91,7 @@ def _source(spark: Any, out: str, rows: int, name: str) -> str:
 
 
 def _with_vectors(spark: Any, table: str) -> None:
-    from dbt.adapters.deltamerge.delta.snapshot import load_snapshot
+    from dbt.adapters.deltamerge.delta import load_snapshot
     from dbt.adapters.deltamerge.statements.maintenance import set_properties
     from dbt.adapters.deltamerge.statements.parse_maintenance import SetPropertiesStatement
 
@@ -142,7 +142,7 @@ def _run(
 
 
 def _vectors(table: str) -> int:
-    from dbt.adapters.deltamerge.delta.snapshot import load_snapshot
+    from dbt.adapters.deltamerge.delta import load_snapshot
 
     snapshot = load_snapshot(table)
     return sum(1 for f in snapshot.files if f.deletion_vector) if snapshot else 0
@@ -150,7 +150,7 @@ def _vectors(table: str) -> int:
 
 def _ours(spark: Any, rows: int, table: str, source: str | None, name: str) -> tuple[float, dict[str, Any]]:
     from benchmarks.workloads import workloads
-    from dbt.adapters.deltamerge.delta.snapshot import load_snapshot
+    from dbt.adapters.deltamerge.delta import load_snapshot
     from dbt.adapters.deltamerge.merge.pipeline import merge_into
     from dbt.adapters.deltamerge.merge.spec import MergeSpec
     from dbt.adapters.deltamerge.statements.dml import delete_rows, update_rows
@@ -181,8 +181,7 @@ def _scan_cost(spark: Any, args: argparse.Namespace, base: str, files: int) -> d
     from pyspark.sql import functions as F
 
     from benchmarks import data
-    from dbt.adapters.deltamerge.delta.read import read_files
-    from dbt.adapters.deltamerge.delta.snapshot import load_snapshot
+    from dbt.adapters.deltamerge.delta import load_snapshot, read_files
     from dbt.adapters.deltamerge.merge.pipeline import merge_into
     from dbt.adapters.deltamerge.merge.spec import MergeSpec
     from dbt.adapters.deltamerge.statements.maintenance import reorg_purge

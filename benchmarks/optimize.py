@@ -74,7 +74,7 @@ def main() -> None:
 
 def _base_table(spark: Any, args: argparse.Namespace, target_mb: int) -> str:
     from benchmarks import data
-    from dbt.adapters.deltamerge.delta.write import WriteRequest, write_dataframe
+    from dbt.adapters.deltamerge.delta import WriteRequest, write_dataframe
 
     path = os.path.join(args.out, "tables", f"files{args.files}_target{target_mb}")
     if not os.path.exists(path):
@@ -94,8 +94,7 @@ def _run(spark: Any, contestant: str, kind: str, table: str, target_mb: int) -> 
             check=True,
         )
         return float(json.loads(done.stdout.strip().splitlines()[-1])["seconds"])
-    from dbt.adapters.deltamerge.delta.optimize import OptimizeOptions, optimize
-    from dbt.adapters.deltamerge.delta.snapshot import load_snapshot
+    from dbt.adapters.deltamerge.delta import OptimizeOptions, load_snapshot, optimize
 
     started = time.monotonic()
     snapshot = load_snapshot(table)

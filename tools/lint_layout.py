@@ -10,6 +10,14 @@
    ``cdc``, ``statements``) imports no dbt.
 4. Modules at most ``MODULE_LIMIT`` lines, functions at most ``FUNCTION_LIMIT`` lines.
 5. The module maps of ``docs/architecture.md`` and README's layout name every module.
+6. The Delta layer stands in rooms (``DELTA_ROOMS``, bottom first), each importing only itself and
+   the rooms below it; the log's and the commit path's rooms (and the bottom) import nothing of
+   pyspark but ``pyspark.sql.types``: they run no Spark job, so a commit can be retried, and
+   tested, without a Spark session.
+7. A folder with a public face (``FACES``: its ``__init__`` re-exports what others use) is imported
+   by that face only: no module of another folder, no functional test, benchmark, example or tool
+   names an inner module (a test may still import a module as a whole to patch it; unit tests,
+   which mirror the tree, import the module they test).
 
 Run ``python tools/lint_layout.py``: it prints each broken rule with the place and exits 1.
 """
@@ -36,10 +44,19 @@ MAY_IMPORT: dict[str, set[str]] = {
     "cdc": {"merge", "skipping", "delta", "common"},
     "statements": {"merge", "skipping", "delta", "common", "binding"},
     "spark": set(),
-    "model": {"cdc", "merge", "skipping", "delta", "common", "binding", "errors"},
+    "binding": {"delta", "common", "spark"},
+    "model": {"cdc", "merge", "skipping", "delta", "common", "binding", "errors", "spark"},
 }
 # Folders that must not import dbt (the engine: it knows nothing of dbt).
 NO_DBT = {"common", "delta", "skipping", "merge", "cdc", "statements"}
+# The Delta layer's rooms, bottom first ("" = the modules directly in delta/).
+DELTA_ROOMS = ["", "log", "txn", "data", "commands"]
+# Rooms that run no Spark job: of pyspark they import only its type values.
+NO_SPARK_ROOMS = {"", "log", "txn"}
+# Folders whose callers import the folder's face (its __init__) only.
+FACES = {"delta", "binding"}
+# Where callers live besides the package (unit tests excepted: they mirror the tree).
+CALLERS = ["tests/functional", "tests", "benchmarks", "examples", "tools"]
 
 
 def modules() -> dict[str, Path]:
@@ -168,6 +185,65 @@ def problems() -> list[str]:
     for group in cycles(module_edges):
         found.append(f"rule 2: import cycle between modules {' <-> '.join(group)}")
     found.extend(_unmapped(known))
+    found.extend(_delta_rooms(known))
+    found.extend(_faces(known))
+    return found
+
+
+def _room(module: str) -> str:
+    """The room of a ``delta.*`` module ("" for the bottom)."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 2 else ""
+
+
+def _delta_rooms(known: dict[str, Path]) -> list[str]:
+    """Rule 6: rooms import only rooms below them; no Spark beyond types in the low rooms."""
+    found = []
+    for module, path in known.items():
+        if not module.startswith("delta.") or module in (f"delta.{r}" for r in DELTA_ROOMS):
+            continue
+        rel, room = path.relative_to(ROOT), _room(module)
+        for imported, line in imports_of(path, known):
+            if imported.startswith("delta.") and DELTA_ROOMS.index(_room(imported)) > DELTA_ROOMS.index(room):
+                found.append(f"rule 6: {rel}:{line} ({room or 'bottom'}) imports {imported}, a room above it")
+        if room in NO_SPARK_ROOMS:
+            for name, line in _spark_imports(path):
+                found.append(f"rule 6: {rel}:{line} imports {name}: {room or 'the bottom'} runs no Spark job")
+    return found
+
+
+def _spark_imports(path: Path) -> Iterator[tuple[str, int]]:
+    """Imports of pyspark other than its type values (``pyspark.sql.types``)."""
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.startswith("pyspark") and alias.name != "pyspark.sql.types":
+                    yield alias.name, node.lineno
+        elif isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("pyspark"):
+            if node.module == "pyspark.sql.types":
+                continue
+            for alias in node.names:
+                if not (node.module == "pyspark.sql" and alias.name == "types"):
+                    yield f"{node.module}.{alias.name}", node.lineno
+
+
+def _faces(known: dict[str, Path]) -> list[str]:
+    """Rule 7: callers outside a folder with a face import the face, not its inner modules."""
+    found = []
+    files = [(m, p) for m, p in known.items()]
+    for where in CALLERS:
+        folder = ROOT / where
+        pattern = folder.glob("*.py") if where == "tests" else folder.rglob("*.py")
+        files.extend(("", p) for p in pattern)
+    for module, path in files:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, ast.ImportFrom) or not node.module or node.level:
+                continue
+            for face in FACES:
+                inner = f"{PREFIX}.{face}."
+                if node.module.startswith(inner) and unit_of(module) != face:
+                    rel = path.relative_to(ROOT)
+                    found.append(f"rule 7: {rel}:{node.lineno} imports {node.module}: import {PREFIX}.{face}")
     return found
 
 

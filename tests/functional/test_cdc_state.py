@@ -16,8 +16,7 @@ from deltalake import DeltaTable
 from dbt.adapters.deltamerge.cdc import state as st
 from dbt.adapters.deltamerge.cdc.apply import apply_changes
 from dbt.adapters.deltamerge.cdc.spec import CdcSpec
-from dbt.adapters.deltamerge.delta.snapshot import load_snapshot
-from dbt.adapters.deltamerge.delta.write import WriteRequest
+from dbt.adapters.deltamerge.delta import WriteRequest, load_snapshot
 from tests.cdc_reference import Scd1
 
 SPEC = CdcSpec.from_config(

@@ -107,7 +107,7 @@ class TestMergeChangeFeed:
 
 
 def _changes(spark, path: str, version: int) -> str:
-    from dbt.adapters.deltamerge.delta.change_feed import read_changes
+    from dbt.adapters.deltamerge.delta import read_changes
 
     view = f"changes_{version}"
     read_changes(spark, path, version).createOrReplaceTempView(view)
@@ -198,8 +198,7 @@ class TestFeedOnLaterAndDownstream:
 
 
 def test_appends_and_replace_where_on_a_feed_table(spark, tmp_path):
-    from dbt.adapters.deltamerge.delta.change_feed import read_changes
-    from dbt.adapters.deltamerge.delta.write import WriteRequest, write_dataframe
+    from dbt.adapters.deltamerge.delta import WriteRequest, read_changes, write_dataframe
 
     path = str(tmp_path / "t")
     feed_on = {"delta.enableChangeDataFeed": "true"}
@@ -222,9 +221,7 @@ def test_appends_and_replace_where_on_a_feed_table(spark, tmp_path):
 
 
 def test_partitioned_merge_change_files_follow_the_partition_layout(spark, tmp_path):
-    from dbt.adapters.deltamerge.delta.change_feed import read_changes
-    from dbt.adapters.deltamerge.delta.snapshot import load_snapshot
-    from dbt.adapters.deltamerge.delta.write import WriteRequest, write_dataframe
+    from dbt.adapters.deltamerge.delta import WriteRequest, load_snapshot, read_changes, write_dataframe
     from dbt.adapters.deltamerge.merge.pipeline import merge_into
     from dbt.adapters.deltamerge.merge.spec import MergeSpec
 
@@ -259,8 +256,7 @@ def test_partitioned_merge_change_files_follow_the_partition_layout(spark, tmp_p
 
 
 def test_a_full_overwrite_on_a_feed_table_reads_as_deletes_and_inserts(spark, tmp_path):
-    from dbt.adapters.deltamerge.delta.change_feed import read_changes
-    from dbt.adapters.deltamerge.delta.write import WriteRequest, write_dataframe
+    from dbt.adapters.deltamerge.delta import WriteRequest, read_changes, write_dataframe
 
     path = str(tmp_path / "o")
     feed_on = {"delta.enableChangeDataFeed": "true"}

@@ -10,8 +10,7 @@ import os
 import pyarrow as pa
 from deltalake import DeltaTable, write_deltalake
 
-from dbt.adapters.deltamerge.delta.commit import CommitInfo, commit, latest_version
-from dbt.adapters.deltamerge.delta.errors import ConcurrentModification
+from dbt.adapters.deltamerge.delta import CommitInfo, ConcurrentModification, commit, latest_version
 
 WORKERS, COMMITS = 4, 15
 

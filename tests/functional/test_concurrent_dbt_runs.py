@@ -35,7 +35,7 @@ from pathlib import Path
 import pytest
 from deltalake import DeltaTable
 
-from dbt.adapters.deltamerge.delta.snapshot import load_snapshot
+from dbt.adapters.deltamerge.delta import load_snapshot
 from tests.cluster import connect_profile
 from tests.conftest import ON_CONNECT
 from tests.functional.helpers import FEATURE_PROPERTIES, live_rows

@@ -20,7 +20,7 @@ import tempfile
 import pytest
 from deltalake import DeltaTable
 
-from dbt.adapters.deltamerge.delta.write import WriteRequest, write_dataframe
+from dbt.adapters.deltamerge.delta import WriteRequest, write_dataframe
 from tests.backend import ON_CONNECT
 from tests.validator import problems
 
@@ -33,9 +33,8 @@ connect_only = pytest.mark.skipif(
 
 
 def _worker(path: str, operations: list[tuple[str, list[int], str]], barrier, out, url: str | None) -> None:
-    from dbt.adapters.deltamerge.delta import commit as commit_module
-    from dbt.adapters.deltamerge.delta.errors import ConcurrentModification
-    from dbt.adapters.deltamerge.delta.snapshot import load_snapshot
+    import dbt.adapters.deltamerge.delta.txn.commit as commit_module
+    from dbt.adapters.deltamerge.delta import ConcurrentModification, load_snapshot
     from dbt.adapters.deltamerge.merge.pipeline import merge_into
     from dbt.adapters.deltamerge.merge.spec import MergeSpec
     from dbt.adapters.deltamerge.spark.embedded import start_session

@@ -199,7 +199,7 @@ class TestConvertErrors:
         assert {str(r[0]).strip(): str(r[1]).strip() for r in described}["Provider"] == "csv"
 
     def test_a_crash_before_the_log_is_published_leaves_no_log(self, project, spark, monkeypatch):
-        from dbt.adapters.deltamerge.delta import convert as engine
+        import dbt.adapters.deltamerge.delta.commands.convert as engine
 
         path = os.path.join(str(project.project_root), "crash")
         spark.range(5).write.parquet(path)

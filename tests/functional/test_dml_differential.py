@@ -21,8 +21,7 @@ import pyarrow as pa
 import pytest
 from deltalake import DeltaTable
 
-from dbt.adapters.deltamerge.delta.snapshot import load_snapshot
-from dbt.adapters.deltamerge.delta.write import WriteRequest, write_dataframe
+from dbt.adapters.deltamerge.delta import WriteRequest, load_snapshot, write_dataframe
 from dbt.adapters.deltamerge.statements import dml
 from dbt.adapters.deltamerge.statements.maintenance import set_properties
 from dbt.adapters.deltamerge.statements.parse_maintenance import SetPropertiesStatement

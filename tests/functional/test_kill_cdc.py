@@ -21,7 +21,7 @@ import os
 
 import pytest
 
-from dbt.adapters.deltamerge.delta.faults import CDC_POINTS, POINTS
+from dbt.adapters.deltamerge.delta import CDC_POINTS, POINTS
 from tests.conftest import ON_CONNECT
 from tests.functional.test_kill_statements import _dbt, _project, _rows
 from tests.validator import problems

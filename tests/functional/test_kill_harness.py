@@ -29,7 +29,7 @@ from pathlib import Path
 
 import pytest
 
-from dbt.adapters.deltamerge.delta.faults import POINTS
+from dbt.adapters.deltamerge.delta import POINTS
 from tests.cluster import connect_profile
 from tests.conftest import ON_CONNECT
 from tests.functional.helpers import FEATURE_PROPERTIES, live_rows

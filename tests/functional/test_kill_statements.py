@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 from deltalake import DeltaTable
 
-from dbt.adapters.deltamerge.delta.faults import POINTS
+from dbt.adapters.deltamerge.delta import POINTS
 from tests.cluster import connect_profile
 from tests.conftest import ON_CONNECT
 from tests.functional.test_kill_harness import PROFILE, READ_CATALOG

@@ -22,9 +22,7 @@ import pyarrow as pa
 import pytest
 from deltalake import DeltaTable, write_deltalake
 
-from dbt.adapters.deltamerge.delta.change_feed import read_changes
-from dbt.adapters.deltamerge.delta.snapshot import load_snapshot
-from dbt.adapters.deltamerge.delta.write import WriteRequest, write_dataframe
+from dbt.adapters.deltamerge.delta import WriteRequest, load_snapshot, read_changes, write_dataframe
 from dbt.adapters.deltamerge.merge.pipeline import dry_run_merge, merge_into
 from dbt.adapters.deltamerge.merge.spec import MergeSpec
 from tests.functional.helpers import live_rows, log_actions

@@ -15,9 +15,13 @@ import pytest
 from dbt.tests.util import run_dbt, run_dbt_and_capture, write_file
 from deltalake import DeltaTable
 
-from dbt.adapters.deltamerge.delta.conflicts import ConcurrentDeleteDelete, ConcurrentDeleteRead
-from dbt.adapters.deltamerge.delta.snapshot import load_snapshot
-from dbt.adapters.deltamerge.delta.write import WriteRequest, write_dataframe
+from dbt.adapters.deltamerge.delta import (
+    ConcurrentDeleteDelete,
+    ConcurrentDeleteRead,
+    WriteRequest,
+    load_snapshot,
+    write_dataframe,
+)
 from dbt.adapters.deltamerge.statements.dml import delete_rows, update_rows
 from tests.functional.helpers import live_rows, log_actions, table_path
 from tests.validator import problems
@@ -360,8 +364,7 @@ def test_duckdb_reads_the_rows_our_vectors_leave(spark, tmp_path):
 def test_files_of_one_size_are_read_by_their_own_vectors(spark, tmp_path):
     """Two files of the same size with different rows marked: each scan names a file by its size,
     so files sharing one go to scans of their own; every row read is the one delta-rs reads."""
-    from dbt.adapters.deltamerge.delta.read import read_files
-    from dbt.adapters.deltamerge.delta.storage import size_and_mtime
+    from dbt.adapters.deltamerge.delta import read_files, size_and_mtime
 
     path = str(tmp_path / "t")
     properties = {"delta.enableDeletionVectors": "true"}

@@ -8,7 +8,7 @@ import pytest
 from dbt.tests.util import run_dbt, write_file
 from deltalake import DeltaTable
 
-from dbt.adapters.deltamerge.delta.snapshot import AddFile
+from dbt.adapters.deltamerge.delta import AddFile
 from dbt.adapters.deltamerge.skipping.predicates import may_satisfy, target_predicate
 from tests.functional.helpers import rows, table_path
 
@@ -121,8 +121,7 @@ class TestSkippingInDbt:
 
 
 def test_not_matched_by_source_with_matches_reads_both_kinds_of_files(spark, tmp_path):
-    from dbt.adapters.deltamerge.delta.snapshot import load_snapshot
-    from dbt.adapters.deltamerge.delta.write import WriteRequest, write_dataframe
+    from dbt.adapters.deltamerge.delta import WriteRequest, load_snapshot, write_dataframe
     from dbt.adapters.deltamerge.merge.pipeline import merge_into
     from dbt.adapters.deltamerge.merge.spec import MergeSpec
 
@@ -146,8 +145,7 @@ def test_not_matched_by_source_with_matches_reads_both_kinds_of_files(spark, tmp
 
 @pytest.mark.parametrize("kind", ["timestamp", "timestamp_ntz"])
 def test_timestamp_keys_skip_files_by_range(spark, tmp_path, kind):
-    from dbt.adapters.deltamerge.delta.snapshot import load_snapshot
-    from dbt.adapters.deltamerge.delta.write import WriteRequest, write_dataframe
+    from dbt.adapters.deltamerge.delta import WriteRequest, load_snapshot, write_dataframe
     from dbt.adapters.deltamerge.merge.pipeline import merge_into
     from dbt.adapters.deltamerge.merge.spec import MergeSpec
 
@@ -172,8 +170,7 @@ def test_insert_only_reads_no_target_file_when_none_can_match(spark, tmp_path, f
     """Keys past the table's are appended with no target file read; no stray files either way."""
     import os
 
-    from dbt.adapters.deltamerge.delta.snapshot import load_snapshot
-    from dbt.adapters.deltamerge.delta.write import WriteRequest, write_dataframe
+    from dbt.adapters.deltamerge.delta import WriteRequest, load_snapshot, write_dataframe
     from dbt.adapters.deltamerge.merge.pipeline import merge_into
     from dbt.adapters.deltamerge.merge.spec import MergeSpec
 
@@ -201,8 +198,7 @@ def test_insert_only_reads_no_target_file_when_none_can_match(spark, tmp_path, f
 
 def test_insert_only_into_a_table_without_files_counts_its_source(spark, tmp_path):
     """Into a table with no files the inserts are written in the pass that profiles the source."""
-    from dbt.adapters.deltamerge.delta.snapshot import load_snapshot
-    from dbt.adapters.deltamerge.delta.write import WriteRequest, write_dataframe
+    from dbt.adapters.deltamerge.delta import WriteRequest, load_snapshot, write_dataframe
     from dbt.adapters.deltamerge.merge.pipeline import merge_into
     from dbt.adapters.deltamerge.merge.spec import MergeSpec
 
@@ -228,8 +224,7 @@ def test_not_matched_by_source_only_checks_multiple_matches_by_source_keys(spark
 
     A key several source rows have breaks the rule only where it matches a target row.
     """
-    from dbt.adapters.deltamerge.delta.snapshot import load_snapshot
-    from dbt.adapters.deltamerge.delta.write import WriteRequest, write_dataframe
+    from dbt.adapters.deltamerge.delta import WriteRequest, load_snapshot, write_dataframe
     from dbt.adapters.deltamerge.merge.execute.touched import MULTIPLE_MATCHES, MultipleMatchesError
     from dbt.adapters.deltamerge.merge.pipeline import merge_into
     from dbt.adapters.deltamerge.merge.spec import MergeSpec

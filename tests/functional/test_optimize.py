@@ -20,10 +20,14 @@ from dbt.tests.util import run_dbt, run_dbt_and_capture
 from deltalake import DeltaTable, write_deltalake
 from deltalake.exceptions import TableNotFoundError
 
-from dbt.adapters.deltamerge.delta.conflicts import ConcurrentDeleteRead
-from dbt.adapters.deltamerge.delta.optimize import OptimizeOptions, optimize
-from dbt.adapters.deltamerge.delta.snapshot import load_snapshot
-from dbt.adapters.deltamerge.delta.write import WriteRequest, write_dataframe
+from dbt.adapters.deltamerge.delta import (
+    ConcurrentDeleteRead,
+    OptimizeOptions,
+    WriteRequest,
+    load_snapshot,
+    optimize,
+    write_dataframe,
+)
 from dbt.adapters.deltamerge.statements.dml import delete_rows
 from tests.functional.helpers import live_rows, log_actions, rows, table_path
 from tests.validator import problems
@@ -254,8 +258,7 @@ def test_optimize_drops_deleted_rows_and_keeps_row_ids(spark, tmp_path, mapped):
 
 
 def _row_ids(spark, path: str) -> dict[int, int]:
-    from dbt.adapters.deltamerge.delta.read import read_files
-    from dbt.adapters.deltamerge.delta.row_ids import STABLE_ROW_ID
+    from dbt.adapters.deltamerge.delta import STABLE_ROW_ID, read_files
 
     snapshot = load_snapshot(path)
     assert snapshot is not None

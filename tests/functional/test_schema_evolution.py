@@ -170,8 +170,7 @@ class TestOnSchemaChange:
 def test_a_partition_column_cannot_change_type():
     from pyspark.sql import types as T
 
-    from dbt.adapters.deltamerge.delta.errors import DeltaSchemaError
-    from dbt.adapters.deltamerge.delta.evolution import evolved_schema
+    from dbt.adapters.deltamerge.delta import DeltaSchemaError, evolved_schema
 
     table = T.StructType([T.StructField("id", T.IntegerType()), T.StructField("day", T.IntegerType())])
     result = T.StructType([T.StructField("id", T.IntegerType()), T.StructField("day", T.StringType())])

@@ -29,14 +29,17 @@ from deltalake import DeltaTable, QueryBuilder
 from pyspark.sql import Row
 from pyspark.sql.types import VariantVal
 
+import dbt.adapters.deltamerge.binding.links as binding_links
 from dbt.adapters.deltamerge import binding
 from dbt.adapters.deltamerge.binding import registered_root
-from dbt.adapters.deltamerge.delta.change_feed import read_changes
-from dbt.adapters.deltamerge.delta.errors import UnsupportedTableFeature
-from dbt.adapters.deltamerge.delta.read import read_files
-from dbt.adapters.deltamerge.delta.snapshot import load_snapshot
-from dbt.adapters.deltamerge.delta.vacuum import vacuum
-from dbt.adapters.deltamerge.delta.vector_files import vector_file
+from dbt.adapters.deltamerge.delta import (
+    UnsupportedTableFeature,
+    load_snapshot,
+    read_changes,
+    read_files,
+    vacuum,
+    vector_file,
+)
 from tests.functional.helpers import live_rows, table_path
 from tests.validator import problems
 
@@ -216,7 +219,7 @@ def test_a_version_s_folder_makes_again_the_live_copies_a_concurrent_prune_remov
     snapshot = load_snapshot(path)
     assert snapshot is not None and snapshot.files
     root = str(tmp_path / "bindings")
-    made = binding.live_copies
+    made = binding_links.live_copies
     pruned: list[int] = []
 
     def made_then_pruned(*args: Any) -> dict[str, str]:
@@ -228,7 +231,7 @@ def test_a_version_s_folder_makes_again_the_live_copies_a_concurrent_prune_remov
         pruned.append(before - len(os.listdir(os.path.join(root, "live"))))
         return copies
 
-    monkeypatch.setattr(binding, "live_copies", made_then_pruned)
+    monkeypatch.setattr(binding_links, "live_copies", made_then_pruned)
     folder = binding.link_version(spark, snapshot, root)
     assert pruned[0] == len(snapshot.files)  # every copy was gone before its first link
     linked = [p for p in _listing(folder) if p.endswith(".parquet")]
@@ -537,8 +540,7 @@ def _v2_checkpoint_table(root: Path) -> str:
 
 @pytest.mark.parametrize("name", ["table-with-dv-small", "table_with_liquid_clustering", "v2_checkpoints"])
 def test_checkpoints_after_our_writes_keep_vectors_row_ids_and_domains(spark, tmp_path, name):
-    from dbt.adapters.deltamerge.delta.commit import maybe_checkpoint
-    from dbt.adapters.deltamerge.delta.log_replay import log_state
+    from dbt.adapters.deltamerge.delta import log_state, maybe_checkpoint
     from dbt.adapters.deltamerge.statements.dml import delete_rows, update_rows
 
     path = _v2_checkpoint_table(tmp_path) if name == "v2_checkpoints" else _copy(name, tmp_path)
@@ -769,8 +771,7 @@ def test_an_inline_vector_whose_padding_exceeds_2_32_reads_as_delta_decodes_it(p
     """Registration read the block with Python's bytes and failed ``int too big to convert``."""
     from pyroaring import BitMap64
 
-    from dbt.adapters.deltamerge.delta.deletion_vectors import serialize
-    from dbt.adapters.deltamerge.delta.vector_files import z85_encode
+    from dbt.adapters.deltamerge.delta import serialize, z85_encode
 
     data = serialize(BitMap64([0, 1, 2]))
     vector = {"storageType": "i", "sizeInBytes": len(data), "cardinality": 3}

@@ -16,13 +16,21 @@ import pytest
 from dbt.tests.util import run_dbt
 from deltalake import DeltaTable
 
-from dbt.adapters.deltamerge.delta import commit as commit_module
-from dbt.adapters.deltamerge.delta.commit import CommitInfo, commit, latest_version
-from dbt.adapters.deltamerge.delta.conflicts import ConcurrentTransaction, ReadSet, check_winner
-from dbt.adapters.deltamerge.delta.definition import DEFAULT_TXN_RETENTION, TXN_RETENTION_PROPERTY
-from dbt.adapters.deltamerge.delta.snapshot import load_snapshot
-from dbt.adapters.deltamerge.delta.transaction import commit_files
-from dbt.adapters.deltamerge.delta.write import WriteRequest, write_dataframe
+import dbt.adapters.deltamerge.delta.txn.commit as commit_module
+from dbt.adapters.deltamerge.delta import (
+    DEFAULT_TXN_RETENTION,
+    TXN_RETENTION_PROPERTY,
+    CommitInfo,
+    ConcurrentTransaction,
+    ReadSet,
+    WriteRequest,
+    check_winner,
+    commit,
+    commit_files,
+    latest_version,
+    load_snapshot,
+    write_dataframe,
+)
 from tests.functional.helpers import log_actions, table_path
 
 

@@ -111,3 +111,26 @@ def test_dbt_init_writes_a_server_target():
     template = yaml.safe_load((Path(macros.__file__).parent / "profile_template.yml").read_text())
     assert template["fixed"] == {"type": "deltamerge", "method": "server"}
     assert template["prompts"]["warehouse"]["default"] == "./warehouse"
+
+
+def test_importing_the_plugin_changes_nothing_until_dbt_makes_its_connection_manager() -> None:
+    # A real interpreter: the import leaves dbt's macro namespace builder and the collector alone;
+    # prepare_process (what the connection manager's constructor calls) does both, once.
+    import subprocess
+    import sys
+
+    child = """
+import gc
+gc.unfreeze()
+import dbt.adapters.deltamerge
+from dbt.context.macros import MacroNamespaceBuilder
+print(getattr(MacroNamespaceBuilder.build_namespace, "_deltamerge", False), gc.get_freeze_count() == 0)
+from dbt.adapters.deltamerge.connections import prepare_process
+prepare_process()
+frozen = gc.get_freeze_count()
+prepare_process()
+wrapped = getattr(MacroNamespaceBuilder.build_namespace, "_deltamerge", False)
+print(wrapped, frozen > 0, gc.get_freeze_count() == frozen)
+"""
+    out = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["False", "True", "True", "True", "True"]

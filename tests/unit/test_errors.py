@@ -26,8 +26,8 @@ def test_a_spark_failure_names_the_model_and_out_of_memory_names_the_setting(spa
 
 
 def test_a_failure_after_a_commit_says_the_version_landed_and_the_step_that_failed(tmp_path):
-    from dbt.adapters.deltamerge.delta.commit import CommitInfo, commit
     from dbt.adapters.deltamerge.delta.ledger import after_commit
+    from dbt.adapters.deltamerge.delta.txn.commit import CommitInfo, commit
 
     with pytest.raises(ModelWriteError) as raised, model_errors("orders"):
         version = commit(str(tmp_path), read_version=-1, actions=[], info=CommitInfo("WRITE"))

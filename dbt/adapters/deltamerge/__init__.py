@@ -1,15 +1,14 @@
-"""dbt-deltamerge: Delta Lake MERGE for dbt on Spark, run by a Python engine on PySpark."""
+"""dbt-deltamerge: Delta Lake MERGE for dbt on Spark, run by a Python engine on PySpark.
+
+Importing the plugin changes nothing in the process; what it changes, it does when dbt makes its
+connection manager (``connections.prepare_process``).
+"""
 
 from dbt.adapters.base import AdapterPlugin
 
 from dbt.adapters.deltamerge.connections import DeltaMergeConnectionManager, DeltaMergeCredentials
 from dbt.adapters.deltamerge.impl import DeltaMergeAdapter
-from dbt.adapters.deltamerge.namespace import expose_package_namespace
-from dbt.adapters.deltamerge.spark.process import freeze_imports
 from dbt.include import deltamerge
-
-expose_package_namespace()
-freeze_imports("plugin")  # dbt's and this plugin's modules live until exit (spark/process.py)
 
 Plugin = AdapterPlugin(
     adapter=DeltaMergeAdapter,  # type: ignore[arg-type]

@@ -25,10 +25,11 @@ from dbt.adapters.spark.connections import SparkConnectionManager, SparkCredenti
 from dbt_common.dataclass_schema import StrEnum, ValidationError
 from dbt_common.exceptions import DbtDatabaseError, DbtRuntimeError
 
+from dbt.adapters.deltamerge.namespace import expose_package_namespace
 from dbt.adapters.deltamerge.spark import connect, embedded, server, warm
 from dbt.adapters.deltamerge.spark.conf import DEFAULT_WAREHOUSE
 from dbt.adapters.deltamerge.spark.logs import quiet_python_loggers
-from dbt.adapters.deltamerge.spark.process import freeze_imports
+from dbt.adapters.deltamerge.spark.process import PROCESS, freeze_imports
 from dbt.adapters.deltamerge.spark.warm import DEFAULT_IDLE_MINUTES, DEFAULT_WARMUP_ROUNDS
 
 logger = AdapterLogger("DeltaMerge")
@@ -172,6 +173,18 @@ def _warm_session(warehouse: str, overrides: dict[str, str], idle_minutes: float
     return connect.connect_session(url, overrides, preset=state.conf, shared=url != state.url)
 
 
+def prepare_process() -> None:
+    """What this plugin changes in the dbt process, once, when dbt first makes its connection
+    manager (not at import, which should change nothing): ``deltamerge.<macro>`` names our macros
+    (``namespace.py``), and the collector stops walking the objects alive now, which live until exit
+    (``spark/process.py``)."""
+    if PROCESS.prepared_for_dbt:
+        return
+    PROCESS.prepared_for_dbt = True
+    expose_package_namespace()
+    freeze_imports("plugin")
+
+
 class DeltaMergeConnectionManager(SparkConnectionManager):
     """dbt-spark's connection manager, with the process's session for ``session`` and ``connect``."""
 
@@ -180,6 +193,7 @@ class DeltaMergeConnectionManager(SparkConnectionManager):
     def __init__(self, profile: Any, mp_context: Any) -> None:
         """dbt-spark's manager; with ``method: server``, the server is looked for (and started if
         none runs) in the background from here on, while dbt parses the project."""
+        prepare_process()
         super().__init__(profile, mp_context)
         creds = profile.credentials
         server_method = isinstance(creds, DeltaMergeCredentials) and creds.method == ConnectionMethod.SERVER

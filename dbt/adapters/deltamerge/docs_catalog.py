@@ -18,7 +18,7 @@ from pyspark.sql import SparkSession
 
 from dbt.adapters.deltamerge.binding import LOCATION_PROPERTY
 from dbt.adapters.deltamerge.common.sql import quote_identifier
-from dbt.adapters.deltamerge.delta.snapshot import Snapshot, load_snapshot
+from dbt.adapters.deltamerge.delta import Snapshot, load_snapshot
 
 _HELD = threading.local()
 

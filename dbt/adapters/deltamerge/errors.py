@@ -39,8 +39,7 @@ def named_errors(subject: str) -> Iterator[None]:
     """Turn engine and Spark errors into dbt errors that start with ``subject``."""
     from pyspark.errors import PySparkException
 
-    from dbt.adapters.deltamerge.delta.errors import DeltaError
-    from dbt.adapters.deltamerge.delta.ledger import describe, ledger
+    from dbt.adapters.deltamerge.delta import DeltaError, describe, ledger
 
     try:
         with ledger() as done:

@@ -20,18 +20,18 @@ from dbt.adapters.contracts.relation import RelationType
 from dbt.adapters.spark.impl import SparkAdapter, SparkConfig
 from dbt_common.contracts.constraints import ConstraintType
 from dbt_common.exceptions import DbtRuntimeError
+from dbt_common.invocation import get_invocation_id
 from pyspark.sql import SparkSession
 
-from dbt.adapters.deltamerge import binding, binding_view
+from dbt.adapters.deltamerge import binding
 from dbt.adapters.deltamerge.common.config_values import dry_run_var
 from dbt.adapters.deltamerge.connections import DeltaMergeConnectionManager, session_of
-from dbt.adapters.deltamerge.delta.snapshot import load_snapshot
-from dbt.adapters.deltamerge.delta.transaction import WriteResult
-from dbt.adapters.deltamerge.delta.vacuum import DEFAULT_RETENTION_HOURS
+from dbt.adapters.deltamerge.delta import DEFAULT_RETENTION_HOURS, WriteResult, load_snapshot
 from dbt.adapters.deltamerge.errors import model_errors, named_errors
 from dbt.adapters.deltamerge.merge.dry_run import DryRun
 from dbt.adapters.deltamerge.model.response import dry_run_response, not_written_response, write_response
 from dbt.adapters.deltamerge.model.spec import Materialization, ModelSpec, batch_window
+from dbt.adapters.deltamerge.model.txn import WriteNumbers
 from dbt.adapters.deltamerge.model.write import ModelTable, NotWritten, locate, write_model
 from dbt.adapters.deltamerge.statements.fresh import CATALOG_READS
 from dbt.adapters.deltamerge.statements.travel import TRAVEL_MARK, with_versions
@@ -65,6 +65,8 @@ class DeltaMergeAdapter(SparkAdapter):
         # Schemas' folders, looked up once per dbt command (dbt makes an adapter per command).
         self._schema_locations: dict[str, str] = {}
         self._schema_locations_lock = threading.Lock()
+        # The Delta txn of each write this command makes (idempotent commit retries depend on it).
+        self._write_numbers = WriteNumbers()
         CATALOG_READS.forget()  # a new command (dbt's programmatic runner reuses the process)
 
     @classmethod
@@ -82,7 +84,7 @@ class DeltaMergeAdapter(SparkAdapter):
             if binding.LOCATION_PROPERTY in _information(r)
             else r
             for r in relations
-            if f"{binding_view.FILES_OF_PROPERTY}=" not in _information(r)
+            if f"{binding.FILES_OF_PROPERTY}=" not in _information(r)
             and TRAVEL_MARK not in str(r.identifier)  # an old version's entry (time travel)
         ]
 
@@ -208,6 +210,7 @@ class DeltaMergeAdapter(SparkAdapter):
             identifier=identifier,
             bound=found.table_path if found else None,
             incremental=incremental,
+            txn=self._write_numbers.next(get_invocation_id(), schema, identifier),
             catalog=catalog,
             schema_location=lambda name: self._schema_location(spark, name),
         )

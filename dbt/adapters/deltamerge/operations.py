@@ -28,20 +28,22 @@ from pyspark.sql import types as T
 from dbt.adapters.deltamerge import binding
 from dbt.adapters.deltamerge.common.config_values import SpecError, names, number, operation_flag, text
 from dbt.adapters.deltamerge.common.sql import quote_identifier, string_literal
-from dbt.adapters.deltamerge.delta import storage
-from dbt.adapters.deltamerge.delta.change_feed import read_changes
-from dbt.adapters.deltamerge.delta.comments import set_descriptions
-from dbt.adapters.deltamerge.delta.convert import (
+from dbt.adapters.deltamerge.delta import (
     ALREADY_DELTA,
     ConvertError,
     ConvertResult,
+    Snapshot,
     convert_to_delta,
+    load_snapshot,
+    optimize,
+    parse_partition_folder,
     parse_partition_schema,
+    plan_bins,
+    read_changes,
+    set_descriptions,
+    storage,
+    vacuum,
 )
-from dbt.adapters.deltamerge.delta.optimize import optimize, plan_bins
-from dbt.adapters.deltamerge.delta.paths import parse_partition_folder
-from dbt.adapters.deltamerge.delta.snapshot import Snapshot, load_snapshot
-from dbt.adapters.deltamerge.delta.vacuum import vacuum
 from dbt.adapters.deltamerge.errors import ModelWriteError
 from dbt.adapters.deltamerge.statements.maintenance import optimize_plan, reorg_purge
 from dbt.adapters.deltamerge.statements.parse_maintenance import OptimizeStatement, ReorgStatement

@@ -15,7 +15,7 @@ from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 
-from dbt.adapters.deltamerge.delta.errors import DeltaError
+from dbt.adapters.deltamerge.delta import DeltaError
 from dbt.adapters.deltamerge.statements.fresh import CATALOG_READS
 from dbt.adapters.deltamerge.statements.reads import read_names
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from pyspark.sql import types as T
 
-from dbt.adapters.deltamerge.delta.protocol import Protocol, TableMetadata
-from dbt.adapters.deltamerge.delta.schema import schema_to_json
-from dbt.adapters.deltamerge.delta.snapshot import AddFile, Snapshot
+from dbt.adapters.deltamerge.delta.log.protocol import Protocol, TableMetadata
+from dbt.adapters.deltamerge.delta.log.schema import schema_to_json
+from dbt.adapters.deltamerge.delta.log.snapshot import AddFile, Snapshot
 from dbt.adapters.deltamerge.merge import pruning
 from dbt.adapters.deltamerge.merge.plan import plan_merge
 from dbt.adapters.deltamerge.merge.resolve import resolve

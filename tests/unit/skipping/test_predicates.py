@@ -11,7 +11,7 @@ import datetime as dt
 
 import pytest
 
-from dbt.adapters.deltamerge.delta.snapshot import AddFile
+from dbt.adapters.deltamerge.delta.log.snapshot import AddFile
 from dbt.adapters.deltamerge.skipping.predicates import (
     AllOf,
     AnyOf,

@@ -30,13 +30,17 @@ from dbt.adapters.deltamerge.cdc.scd1 import OP, RESET, Folded, fold
 from dbt.adapters.deltamerge.cdc.scd2 import apply_scd2
 from dbt.adapters.deltamerge.cdc.spec import CdcSpec
 from dbt.adapters.deltamerge.common.sql import qualified, quote_identifier
-from dbt.adapters.deltamerge.delta.commit import committed_version_of
-from dbt.adapters.deltamerge.delta.faults import crash_point
-from dbt.adapters.deltamerge.delta.ledger import after_commit
-from dbt.adapters.deltamerge.delta.read import read_files
-from dbt.adapters.deltamerge.delta.snapshot import AddFile, Snapshot
-from dbt.adapters.deltamerge.delta.transaction import WriteResult
-from dbt.adapters.deltamerge.delta.write import WriteRequest, write_dataframe
+from dbt.adapters.deltamerge.delta import (
+    AddFile,
+    Snapshot,
+    WriteRequest,
+    WriteResult,
+    after_commit,
+    committed_version_of,
+    crash_point,
+    read_files,
+    write_dataframe,
+)
 from dbt.adapters.deltamerge.merge.pipeline import merge_into
 from dbt.adapters.deltamerge.merge.source import fits_in_broadcast
 from dbt.adapters.deltamerge.merge.spec import DEFAULT_SOURCE_ALIAS as S

@@ -34,11 +34,14 @@ from dbt.adapters.deltamerge.cdc.events import (
 from dbt.adapters.deltamerge.cdc.scd1 import OP
 from dbt.adapters.deltamerge.cdc.spec import END_AT, START_AT, CdcSpec
 from dbt.adapters.deltamerge.common.sql import qualified, quote_identifier
-from dbt.adapters.deltamerge.delta.metrics import cdc_event_metrics
-from dbt.adapters.deltamerge.delta.read import read_files
-from dbt.adapters.deltamerge.delta.snapshot import Snapshot
-from dbt.adapters.deltamerge.delta.transaction import WriteResult
-from dbt.adapters.deltamerge.delta.write import WriteRequest, write_dataframe
+from dbt.adapters.deltamerge.delta import (
+    Snapshot,
+    WriteRequest,
+    WriteResult,
+    cdc_event_metrics,
+    read_files,
+    write_dataframe,
+)
 from dbt.adapters.deltamerge.merge.pipeline import merge_into
 from dbt.adapters.deltamerge.merge.source import checkpoint_with_aggregates, fits_in_broadcast
 from dbt.adapters.deltamerge.merge.spec import DEFAULT_SOURCE_ALIAS as S

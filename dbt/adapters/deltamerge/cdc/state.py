@@ -30,16 +30,24 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from dbt.adapters.deltamerge.common.sql import quote_identifier
-from dbt.adapters.deltamerge.delta import storage
-from dbt.adapters.deltamerge.delta.align import align_to_schema
-from dbt.adapters.deltamerge.delta.commit import CommitInfo, commit, committed_version_of
-from dbt.adapters.deltamerge.delta.conflicts import ReadSet
-from dbt.adapters.deltamerge.delta.errors import DeltaError
-from dbt.adapters.deltamerge.delta.metrics import write_metrics
-from dbt.adapters.deltamerge.delta.read import read_files
-from dbt.adapters.deltamerge.delta.snapshot import AddFile, Snapshot, load_snapshot
-from dbt.adapters.deltamerge.delta.transaction import PendingCommit
-from dbt.adapters.deltamerge.delta.write import WriteRequest, write_dataframe, write_files
+from dbt.adapters.deltamerge.delta import (
+    AddFile,
+    CommitInfo,
+    DeltaError,
+    PendingCommit,
+    ReadSet,
+    Snapshot,
+    WriteRequest,
+    align_to_schema,
+    commit,
+    committed_version_of,
+    load_snapshot,
+    read_files,
+    storage,
+    write_dataframe,
+    write_files,
+    write_metrics,
+)
 from dbt.adapters.deltamerge.skipping.stats import comparable
 
 STATE_FOLDER = "_deltamerge_cdc"

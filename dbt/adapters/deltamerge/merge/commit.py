@@ -12,16 +12,22 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from dbt.adapters.deltamerge.delta import storage
-from dbt.adapters.deltamerge.delta.commit import CommitInfo
-from dbt.adapters.deltamerge.delta.conflicts import ReadSet
-from dbt.adapters.deltamerge.delta.definition import definition_actions, with_transaction_retention
-from dbt.adapters.deltamerge.delta.metrics import merge_file_metrics, merge_metrics, timing_metrics
-from dbt.adapters.deltamerge.delta.paths import local_path
-from dbt.adapters.deltamerge.delta.row_deletion import VectorUpdate
-from dbt.adapters.deltamerge.delta.row_ids import materialized_columns
-from dbt.adapters.deltamerge.delta.snapshot import Snapshot
-from dbt.adapters.deltamerge.delta.transaction import WriteResult, commit_files
+from dbt.adapters.deltamerge.delta import (
+    CommitInfo,
+    ReadSet,
+    Snapshot,
+    VectorUpdate,
+    WriteResult,
+    commit_files,
+    definition_actions,
+    local_path,
+    materialized_columns,
+    merge_file_metrics,
+    merge_metrics,
+    storage,
+    timing_metrics,
+    with_transaction_retention,
+)
 from dbt.adapters.deltamerge.merge.clauses import MergeClause
 from dbt.adapters.deltamerge.merge.execute.output import Executed
 from dbt.adapters.deltamerge.merge.plan import MergePlan

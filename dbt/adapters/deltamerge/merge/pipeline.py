@@ -23,14 +23,14 @@ from dataclasses import dataclass
 from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import types as T
 
-from dbt.adapters.deltamerge.delta.definition import (
+from dbt.adapters.deltamerge.delta import (
+    Snapshot,
+    WriteResult,
     definition_actions,
     with_change_data_feed,
     with_deletion_vectors,
     with_schema,
 )
-from dbt.adapters.deltamerge.delta.snapshot import Snapshot
-from dbt.adapters.deltamerge.delta.transaction import WriteResult
 from dbt.adapters.deltamerge.merge.check import check_expressions
 from dbt.adapters.deltamerge.merge.commit import commit_merge, executed_metrics
 from dbt.adapters.deltamerge.merge.dry_run import DryRun, describe

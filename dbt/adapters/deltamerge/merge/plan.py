@@ -18,9 +18,7 @@ from typing import Literal
 
 from pyspark.sql import types as T
 
-from dbt.adapters.deltamerge.delta.protocol import change_data_feed_enabled
-from dbt.adapters.deltamerge.delta.row_deletion import writes_deletion_vectors
-from dbt.adapters.deltamerge.delta.snapshot import AddFile, Snapshot
+from dbt.adapters.deltamerge.delta import AddFile, Snapshot, change_data_feed_enabled, writes_deletion_vectors
 from dbt.adapters.deltamerge.merge.pruning import FilePruning, skips_by_key_range
 from dbt.adapters.deltamerge.merge.resolve import ResolvedMerge
 from dbt.adapters.deltamerge.merge.source import fits_in_broadcast

@@ -17,11 +17,17 @@ from pyspark.sql import types as T
 
 from dbt.adapters.deltamerge.common.config_values import SpecError
 from dbt.adapters.deltamerge.common.sql import conjunction, qualified, quote_identifier
-from dbt.adapters.deltamerge.delta.column_values import computed_columns, default_value, substituted
-from dbt.adapters.deltamerge.delta.constraints import generated_columns
-from dbt.adapters.deltamerge.delta.evolution import evolved_schema
-from dbt.adapters.deltamerge.delta.identity import Identity, explicit_values_refused, identity_value_column
-from dbt.adapters.deltamerge.delta.snapshot import Snapshot
+from dbt.adapters.deltamerge.delta import (
+    Identity,
+    Snapshot,
+    computed_columns,
+    default_value,
+    evolved_schema,
+    explicit_values_refused,
+    generated_columns,
+    identity_value_column,
+    substituted,
+)
 from dbt.adapters.deltamerge.merge.clauses import ClauseKind, MergeClause
 from dbt.adapters.deltamerge.merge.spec import MergeSpec
 

@@ -17,10 +17,8 @@ from pyspark.sql import DataFrame
 from pyspark.sql import types as T
 
 from dbt.adapters.deltamerge.common.config_values import SpecError
-from dbt.adapters.deltamerge.delta.column_values import CURRENT_DEFAULT
-from dbt.adapters.deltamerge.delta.constraints import GENERATION_EXPRESSION
-from dbt.adapters.deltamerge.delta.identity import metadata as identity_metadata
-from dbt.adapters.deltamerge.delta.schema import find_field
+from dbt.adapters.deltamerge.delta import CURRENT_DEFAULT, GENERATION_EXPRESSION, find_field
+from dbt.adapters.deltamerge.delta import metadata as identity_metadata
 from dbt.adapters.deltamerge.model.keys import KEYS
 
 

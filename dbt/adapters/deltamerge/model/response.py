@@ -12,8 +12,7 @@ from typing import Any, Dict, Optional
 
 from dbt.adapters.contracts.connection import AdapterResponse
 
-from dbt.adapters.deltamerge.delta.metrics import affected_rows
-from dbt.adapters.deltamerge.delta.transaction import WriteResult
+from dbt.adapters.deltamerge.delta import WriteResult, affected_rows
 from dbt.adapters.deltamerge.merge.dry_run import DryRun
 
 

@@ -14,10 +14,13 @@ from __future__ import annotations
 from dbt_common.exceptions import CompilationError
 from pyspark.sql import types as T
 
-from dbt.adapters.deltamerge.delta.column_values import computed_columns
-from dbt.adapters.deltamerge.delta.evolution import evolved_schema, schema_changes
-from dbt.adapters.deltamerge.delta.schema import find_field
-from dbt.adapters.deltamerge.delta.snapshot import Snapshot
+from dbt.adapters.deltamerge.delta import (
+    Snapshot,
+    computed_columns,
+    evolved_schema,
+    find_field,
+    schema_changes,
+)
 from dbt.adapters.deltamerge.merge.resolve import evolved_by_merge
 from dbt.adapters.deltamerge.merge.spec import MergeSpec
 from dbt.adapters.deltamerge.model.spec import WriteSpec

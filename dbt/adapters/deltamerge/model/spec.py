@@ -18,12 +18,16 @@ from typing import Any, Literal, TypeVar
 from dbt.adapters.deltamerge.cdc.spec import CdcSpec
 from dbt.adapters.deltamerge.common.config_values import SpecError
 from dbt.adapters.deltamerge.common.sql import quote_identifier
-from dbt.adapters.deltamerge.delta.auto_optimize import AUTO_COMPACT
-from dbt.adapters.deltamerge.delta.files import OPTIMIZE_WRITE
-from dbt.adapters.deltamerge.delta.properties import value_problems
-from dbt.adapters.deltamerge.delta.protocol import CDF_PROPERTY, change_data_feed_enabled
-from dbt.adapters.deltamerge.delta.row_deletion import ENABLE_PROPERTY as DELETION_VECTORS_PROPERTY
-from dbt.adapters.deltamerge.delta.write import WriteMode, WriteRequest
+from dbt.adapters.deltamerge.delta import (
+    AUTO_COMPACT,
+    CDF_PROPERTY,
+    OPTIMIZE_WRITE,
+    WriteMode,
+    WriteRequest,
+    change_data_feed_enabled,
+    value_problems,
+)
+from dbt.adapters.deltamerge.delta import ENABLE_PROPERTY as DELETION_VECTORS_PROPERTY
 from dbt.adapters.deltamerge.merge.spec import MergeSpec
 from dbt.adapters.deltamerge.model.columns import ColumnDeclarations
 from dbt.adapters.deltamerge.model.keys import (

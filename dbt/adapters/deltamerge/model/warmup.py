@@ -1,4 +1,5 @@
-"""A warm-up round of the warm local server (``spark/warmup.py`` runs them between commands).
+"""The warm local server's warm-up process (``python -m dbt.adapters.deltamerge.model.warmup <spec>``):
+its round, run between commands by ``spark/warmup.main``.
 
 A round is what a dbt command with one small model asks of Spark, through the same functions:
 dbt's listing of the schema (``SHOW TABLE EXTENDED``), the catalog entry read, the model's write
@@ -10,6 +11,8 @@ those, never the metastore's statements (Derby closes a connection whose thread 
 
 from __future__ import annotations
 
+import os
+import sys
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from typing import Literal
@@ -17,9 +20,10 @@ from typing import Literal
 from pyspark.sql import SparkSession
 
 from dbt.adapters.deltamerge import binding
-from dbt.adapters.deltamerge.delta.transaction import WriteResult
+from dbt.adapters.deltamerge.delta import WriteResult
 from dbt.adapters.deltamerge.model.spec import ModelSpec
 from dbt.adapters.deltamerge.model.write import locate, write_model
+from dbt.adapters.deltamerge.spark import warmup
 
 TABLE_EVERY = 8
 IDENTIFIER = "small"
@@ -43,6 +47,7 @@ def run_round(
         identifier=IDENTIFIER,
         bound=found.table_path if found else None,
         incremental=not table_round,
+        txn=(f"dbt-deltamerge:warmup-{os.getpid()}:{schema}.{IDENTIFIER}", number),
         catalog=found.properties if found else None,
     )
     with interruptible():
@@ -59,3 +64,7 @@ def run_round(
     binding.bind(
         spark, schema=schema, identifier=IDENTIFIER, snapshot=written.snapshot, current=table.catalog
     )
+
+
+if __name__ == "__main__":
+    sys.exit(warmup.main(sys.argv[1:], run_round))

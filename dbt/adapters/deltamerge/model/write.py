@@ -8,10 +8,9 @@ module finds the model's table (``locate``), decides which write the run makes
 from __future__ import annotations
 
 import dataclasses
-import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Dict, Literal, Optional
+from typing import TYPE_CHECKING, Literal, Optional
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -20,12 +19,18 @@ from pyspark.sql import types as T
 from dbt.adapters.deltamerge import binding
 from dbt.adapters.deltamerge.common.config_values import SpecError
 from dbt.adapters.deltamerge.common.sql import quote_identifier
-from dbt.adapters.deltamerge.delta.auto_optimize import auto_compact, auto_compact_enabled
-from dbt.adapters.deltamerge.delta.ledger import after_commit
-from dbt.adapters.deltamerge.delta.paths import table_path_of
-from dbt.adapters.deltamerge.delta.snapshot import Snapshot, has_delta_log, load_snapshot
-from dbt.adapters.deltamerge.delta.transaction import WriteResult
-from dbt.adapters.deltamerge.delta.write import WriteRequest, write_dataframe
+from dbt.adapters.deltamerge.delta import (
+    Snapshot,
+    WriteRequest,
+    WriteResult,
+    after_commit,
+    auto_compact,
+    auto_compact_enabled,
+    has_delta_log,
+    load_snapshot,
+    table_path_of,
+    write_dataframe,
+)
 from dbt.adapters.deltamerge.errors import ModelWriteError
 from dbt.adapters.deltamerge.merge.check import check_before_creating
 from dbt.adapters.deltamerge.merge.dry_run import DryRun
@@ -145,12 +150,12 @@ def _maintained(spark: SparkSession, result: WriteResult, spec: ModelSpec) -> Sn
     if wanted and tuple(c.lower() for c in latest.snapshot.clustering or ()) != tuple(
         c.lower() for c in wanted
     ):
-        from dbt.adapters.deltamerge.delta.redefine import recluster  # loaded by the runs that need it
+        from dbt.adapters.deltamerge.delta import recluster
 
         reclustered = recluster(latest.snapshot, wanted, spec.model)  # the config's new clustering columns
         latest = reclustered if reclustered.version is not None else latest
     if spec.write.optimize_after_run or spec.write.zorder or wanted:
-        from dbt.adapters.deltamerge.delta.optimize import OptimizeOptions, optimize
+        from dbt.adapters.deltamerge.delta import OptimizeOptions, optimize
 
         snapshot = latest.snapshot
         options = OptimizeOptions.for_table(
@@ -174,7 +179,7 @@ def _bring_to_contract(
     spark: SparkSession, table: ModelTable, spec: ModelSpec, contract: ModelContract
 ) -> None:
     """Commit the constraint changes the contract asks of the existing table (nothing if none)."""
-    from dbt.adapters.deltamerge.delta.redefine import redefine
+    from dbt.adapters.deltamerge.delta import redefine
     from dbt.adapters.deltamerge.model.contract import contract_change
 
     snapshot = _existing(table, spec)
@@ -240,11 +245,13 @@ def locate(
     identifier: str,
     bound: str | None,
     incremental: bool,
+    txn: tuple[str, int],
     catalog: Mapping[str, str] | None = None,
     schema_location: Callable[[str], str] | None = None,
 ) -> ModelTable:
     """The model's table: its location (``location_root``, its catalog binding, or the schema's folder).
 
+    ``txn``: the write's ``txn`` (``model/txn.py``).
     ``catalog``: the catalog entry's properties the run read (its re-binding does not read them again).
     ``schema_location``: a schema's folder (the caller's lookup; else the catalog's, a round trip).
     A run killed after its commit but before re-binding leaves the table without its catalog
@@ -261,9 +268,7 @@ def locate(
     )
     path = table_path_of(location)
     exists = bound is not None or (incremental and has_delta_log(path))
-    return ModelTable(
-        schema, identifier, path, exists, bound is not None, run_txn(schema, identifier), catalog
-    )
+    return ModelTable(schema, identifier, path, exists, bound is not None, txn, catalog)
 
 
 def _apply_changes(
@@ -366,30 +371,6 @@ def _existing(table: ModelTable, spec: ModelSpec) -> Snapshot:
     if snapshot is None:
         raise ModelWriteError(f"Model '{spec.model}': no Delta table at {table.path} to merge into")
     return snapshot
-
-
-_WRITES: Dict[str, Any] = {"invocation": None, "counts": {}}
-_WRITES_LOCK = threading.Lock()
-
-
-def run_txn(schema: str, identifier: str) -> tuple[str, int]:
-    """The ``txn`` of a write: one appId per dbt invocation and model, the write's number as version.
-
-    A retried commit of the same write is recognised by exactly this pair; another
-    invocation of the same model is another writer (Delta's conflict rules decide), and
-    microbatch writes of one invocation count up. Tables keep these entries for
-    ``delta.setTransactionRetentionDuration`` (``delta.definition.with_transaction_retention``).
-    """
-    from dbt_common.invocation import get_invocation_id
-
-    invocation = get_invocation_id()
-    app_id = f"dbt-deltamerge:{invocation}:{schema}.{identifier}"
-    with _WRITES_LOCK:
-        if _WRITES["invocation"] != invocation:
-            _WRITES.update(invocation=invocation, counts={})
-        counts: Dict[str, int] = _WRITES["counts"]
-        count = counts[app_id] = counts.get(app_id, -1) + 1
-    return app_id, count
 
 
 def only_columns_of(df: DataFrame, schema: T.StructType) -> DataFrame:

@@ -20,7 +20,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from dbt.adapters.deltamerge.common.sql import quote_identifier
-from dbt.adapters.deltamerge.delta.snapshot import AddFile, Snapshot
+from dbt.adapters.deltamerge.delta import AddFile, Snapshot
 from dbt.adapters.deltamerge.skipping.predicates import Node, may_satisfy
 from dbt.adapters.deltamerge.skipping.stats import KeyRange, may_match
 

@@ -21,7 +21,7 @@ import sqlglot.errors
 from pyspark.sql import SparkSession
 from sqlglot import exp
 
-from dbt.adapters.deltamerge.delta.snapshot import AddFile
+from dbt.adapters.deltamerge.delta import AddFile
 from dbt.adapters.deltamerge.skipping.stats import comparable, typed_partition_value
 
 _FLIPPED = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "=": "=", "<=>": "<=>"}

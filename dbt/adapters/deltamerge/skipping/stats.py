@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from dbt.adapters.deltamerge.delta.snapshot import AddFile
+from dbt.adapters.deltamerge.delta import AddFile
 
 _COMPARABLE = (int, float, str, decimal.Decimal, dt.date)
 

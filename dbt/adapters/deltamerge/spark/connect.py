@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import atexit
 import socket
-import threading
 from typing import Any
 from urllib.parse import urlsplit
 
 from dbt.adapters.events.logging import AdapterLogger
 from dbt_common.exceptions import DbtRuntimeError
+
+from dbt.adapters.deltamerge.spark.process import PROCESS
 
 logger = AdapterLogger("DeltaMerge")
 
@@ -37,21 +38,14 @@ CONNECT_SETTINGS = {
     "spark.sql.pyspark.jvmStacktrace.enabled": "false",
 }
 
-_SESSIONS: dict[str, Any] = {}
-# Sessions other processes use too (a local server's): never released by this one.
-_SHARED: set[int] = set()
-# Settings this process set on each session (by id): a connection opened later (dbt opens one
-# per model) sets only what differs, so the common case costs no round trip.
-_APPLIED: dict[int, dict[str, str]] = {}
-_LOCK = threading.Lock()
 
 
 def close_sessions() -> None:
     """End this process's Connect sessions (their server-side state is released)."""
-    with _LOCK:
-        sessions = [s for s in _SESSIONS.values() if id(s) not in _SHARED]
-        _SESSIONS.clear()
-        _APPLIED.clear()
+    with PROCESS.connect_lock:
+        sessions = [s for s in PROCESS.connect_sessions.values() if id(s) not in PROCESS.shared_sessions]
+        PROCESS.connect_sessions.clear()
+        PROCESS.applied_settings.clear()
     for session in sessions:
         try:
             session.stop()
@@ -61,7 +55,7 @@ def close_sessions() -> None:
 
 def has_sessions() -> bool:
     """Whether this process opened a Spark Connect session (it cannot then start an embedded one)."""
-    return bool(_SESSIONS)
+    return bool(PROCESS.connect_sessions)
 
 
 def check_url(url: str | None) -> tuple[str, int]:
@@ -100,15 +94,15 @@ def connect_session(
         DbtRuntimeError: the server cannot be reached (within seconds, naming ``url``), or
             runs another Spark minor version than this client (naming both).
     """
-    with _LOCK:
-        session = _SESSIONS.get(url)
+    with PROCESS.connect_lock:
+        session = PROCESS.connect_sessions.get(url)
         if session is None:
             session = _open(url, overrides, preset or {})
-            if not _SESSIONS:
+            if not PROCESS.connect_sessions:
                 atexit.register(close_sessions)
-            _SESSIONS[url] = session
+            PROCESS.connect_sessions[url] = session
             if shared:
-                _SHARED.add(id(session))
+                PROCESS.shared_sessions.add(id(session))
         apply_settings(session, overrides)
         return session
 
@@ -140,7 +134,8 @@ def _open(url: str, overrides: dict[str, str], preset: dict[str, str]) -> Any:
         server_version = session.version
     check_versions(client=pyspark.__version__, server=server_version, url=url)
     # A server's Hadoop settings are its spark.hadoop.* ones; a session sets them unprefixed.
-    _APPLIED[id(session)] = {key.removeprefix("spark.hadoop."): value for key, value in preset.items()}
+    unprefixed = {key.removeprefix("spark.hadoop."): value for key, value in preset.items()}
+    PROCESS.applied_settings[id(session)] = unprefixed
     apply_settings(session, {**CONNECT_SETTINGS, **overrides})
     return session
 
@@ -171,7 +166,7 @@ def apply_settings(session: Any, settings: dict[str, str]) -> None:
     """
     from pyspark.errors import PySparkException
 
-    applied = _APPLIED.setdefault(id(session), {})
+    applied = PROCESS.applied_settings.setdefault(id(session), {})
     for key, value in settings.items():
         if applied.get(key) == value:
             continue

@@ -19,6 +19,7 @@ from dbt.adapters.deltamerge.spark.conf import session_conf
 from dbt.adapters.deltamerge.spark.java import java_problem, java_version_problem
 from dbt.adapters.deltamerge.spark.logs import java_option
 from dbt.adapters.deltamerge.spark.metastore import in_use_message, metastore_holder
+from dbt.adapters.deltamerge.spark.process import PROCESS
 
 logger = AdapterLogger("DeltaMerge")
 
@@ -36,7 +37,7 @@ def start_session(warehouse: str, overrides: dict[str, str]) -> Any:
     # models on worker threads.
     if connect.has_sessions():
         raise DbtRuntimeError(ONE_KIND_MESSAGE)
-    active = _EMBEDDED["session"]
+    active = PROCESS.embedded
     if active is not None:
         running = active.conf.get("spark.sql.warehouse.dir", "") or ""
         if os.path.abspath(running.removeprefix("file:")) != warehouse:
@@ -75,13 +76,10 @@ def start_session(warehouse: str, overrides: dict[str, str]) -> Any:
         if problem is not None:
             raise DbtRuntimeError(problem) from error
         raise
-    _EMBEDDED["session"] = session
+    PROCESS.embedded = session
     # Exiting with the JVM still up aborts the process (exit 134) after dbt finished.
     atexit.register(_stop)
     return session
-
-
-_EMBEDDED: dict[str, Any] = {"session": None}
 
 
 ONE_KIND_MESSAGE = (
@@ -92,10 +90,10 @@ ONE_KIND_MESSAGE = (
 
 def running() -> bool:
     """Whether this process started its embedded session (it cannot then open a Spark Connect one)."""
-    return _EMBEDDED["session"] is not None
+    return PROCESS.embedded is not None
 
 
 def _stop() -> None:
-    session, _EMBEDDED["session"] = _EMBEDDED["session"], None
+    session, PROCESS.embedded = PROCESS.embedded, None
     if session is not None:
         session.stop()

@@ -1,4 +1,17 @@
-"""The dbt process around the Spark client: Python's cyclic collector kept off what lives until exit.
+"""The dbt process around the Spark client: its state in one object, and Python's cyclic collector
+kept off what lives until exit.
+
+``PROCESS`` (``ProcessState``) is everything this package keeps for the life of the process. It is
+global because what it holds belongs to the process, not to one dbt invocation: dbt instantiates
+adapters and connection managers itself (once per invocation; dbt's Python API may invoke dbt many
+times in one process), while a JVM with its metastore can start once per process, Spark Connect
+sessions and their server-side state outlive a connection, a lease on a warm server's clients file
+must be held until exit, and a server started in the background is waited for by a later
+connection. One place, so a reader (and a test) sees all of it: nothing else in the package keeps
+module-level state across connections (the Delta ``txn`` counter lives on the adapter instance; the
+statements' catalog knowledge, ``statements/fresh.CATALOG_READS``, is forgotten at each command).
+
+The collector:
 
 A small ``dbt run`` on the warm server spends most of its time in Python, and much of that in
 the cyclic garbage collector: dbt, pyspark's Spark Connect client, pandas, pyarrow and grpc
@@ -19,8 +32,35 @@ from __future__ import annotations
 
 import atexit
 import gc
+import threading
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from typing import IO, Any
 
-_FROZEN: set[str] = set()
+
+@dataclass
+class ProcessState:
+    """What the process keeps across dbt's connections and invocations (see the module's docstring)."""
+
+    # The embedded SparkSession (``method: session``), once started: one per process (spark/embedded.py).
+    embedded: Any = None
+    # Spark Connect sessions by URL; those other processes share (a warm server's) are never released
+    # here; the settings set on each session (by id), so a later connection sets only what differs.
+    connect_sessions: dict[str, Any] = field(default_factory=dict)
+    shared_sessions: set[int] = field(default_factory=set)
+    applied_settings: dict[int, dict[str, str]] = field(default_factory=dict)
+    connect_lock: threading.Lock = field(default_factory=threading.Lock)
+    # A shared lock on the clients file of each warm server's warehouse used (held until exit), and
+    # the servers being found or started in the background, by warehouse (spark/warm.py).
+    leases: dict[str, IO[bytes]] = field(default_factory=dict)
+    prepared: dict[str, Future[Any]] = field(default_factory=dict)
+    # The points at which the collector froze what was alive (below), and whether the process was
+    # prepared for dbt (``connections.prepare_process``).
+    frozen: set[str] = field(default_factory=set)
+    prepared_for_dbt: bool = False
+
+
+PROCESS = ProcessState()
 
 
 def freeze_imports(point: str) -> bool:
@@ -31,11 +71,11 @@ def freeze_imports(point: str) -> bool:
     >>> freeze_imports("doctest"), freeze_imports("doctest")
     (True, False)
     """
-    if point in _FROZEN:
+    if point in PROCESS.frozen:
         return False
-    if not _FROZEN:
+    if not PROCESS.frozen:
         # Registered once, at the first point: it runs after every exit handler registered later.
         atexit.register(gc.freeze)
-    _FROZEN.add(point)
+    PROCESS.frozen.add(point)
     gc.freeze()
     return True

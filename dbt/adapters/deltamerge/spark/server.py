@@ -39,6 +39,10 @@ CLIENTS_FILE = ".deltamerge-server.clients"
 # Held while a server starts: concurrent first commands start one server.
 START_LOCK = ".deltamerge-server.lock"
 START_TIMEOUT_SECONDS = 120.0
+# The warm-up process's program (``python -m``): the model layer's round over ``spark/warmup.py``.
+# A process this layer starts, not a module it imports (it imports nothing above it); the module
+# imports ``spark/warmup.py``, and a unit test checks the name is that module.
+WARMUP_MAIN = "dbt.adapters.deltamerge.model.warmup"
 LOG_KEEP_BYTES = 10 * 2**20
 
 

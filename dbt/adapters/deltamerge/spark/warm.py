@@ -28,16 +28,13 @@ from typing import IO
 
 from dbt.adapters.deltamerge.spark import server
 from dbt.adapters.deltamerge.spark.metastore import in_use_message, metastore_holder
+from dbt.adapters.deltamerge.spark.process import PROCESS
 
 DEFAULT_IDLE_MINUTES = 30.0
 # Warm-up rounds a started server runs between commands (``spark/warmup.py``): ~45 s of its
 # idle time, after which a small merge's model time is what ~80 commands gave it otherwise.
 DEFAULT_WARMUP_ROUNDS = 40
 
-# This process's shared lock on the clients file of each warehouse it uses (held until exit).
-_LEASES: dict[str, IO[bytes]] = {}
-# Servers being found or started in the background (``prepare``), by warehouse.
-_PREPARED: dict[str, Future[server.ServerState]] = {}
 
 
 def prepare(
@@ -51,7 +48,7 @@ def prepare(
 
     ``ensure_server`` waits for it (a thread sleeping on a process start costs dbt nothing).
     """
-    if warehouse in _PREPARED:
+    if warehouse in PROCESS.prepared:
         return
     future: Future[server.ServerState] = Future()
 
@@ -61,7 +58,7 @@ def prepare(
         except BaseException as error:  # handed to the connection that waits for it
             future.set_exception(error)
 
-    _PREPARED[warehouse] = future
+    PROCESS.prepared[warehouse] = future
     threading.Thread(target=work, name="deltamerge-server-start", daemon=True).start()
 
 
@@ -74,7 +71,7 @@ def prepared_server(
 ) -> server.ServerState:
     """The server ``prepare`` found or started, else ``ensure_server``'s (a server that stopped
     since, for its idle time, is looked for again)."""
-    future = _PREPARED.get(warehouse)
+    future = PROCESS.prepared.get(warehouse)
     if future is not None:
         state = future.result()
         if server.is_serving(state):
@@ -154,11 +151,11 @@ def _usable(warehouse: str, lease: IO[bytes], say: Callable[[str], None]) -> ser
 def _lease(warehouse: str) -> IO[bytes]:
     """This process's shared lock on the warehouse's clients file, taken once (waits while an
     idle server is stopping: the command then starts a new one)."""
-    lease = _LEASES.get(warehouse)
+    lease = PROCESS.leases.get(warehouse)
     if lease is None:
         lease = open(os.path.join(warehouse, server.CLIENTS_FILE), "a+b")  # noqa: SIM115 - held until exit
         fcntl.flock(lease, fcntl.LOCK_SH)
-        _LEASES[warehouse] = lease
+        PROCESS.leases[warehouse] = lease
     return lease
 
 
@@ -175,6 +172,6 @@ def _only_user(lease: IO[bytes]) -> bool:
 
 def release(warehouse: str) -> None:
     """Drop this process's lease on ``warehouse``'s server (tests; a process's exit does it too)."""
-    lease = _LEASES.pop(warehouse, None)
+    lease = PROCESS.leases.pop(warehouse, None)
     if lease is not None:
         lease.close()

@@ -8,8 +8,10 @@ this process (its imports then take no CPU from the command that started the ser
 profile's ``server_warmup_rounds`` (default ``warm.DEFAULT_WARMUP_ROUNDS``) rounds of what a dbt
 command runs, through this package's engine and on the server session the warehouse's commands
 share (generated code is compiled per session, ``server.session_url``): the rounds are
-``model/warmup.py``'s, on a scratch table of schema ``WARMUP_SCHEMA`` under
-``<warehouse>/.deltamerge-warmup``; at the end the schema and the folder are dropped.
+``model/warmup.py``'s (that module is the warm-up process's ``__main__``: it hands its round to
+``main`` here, so the model layer imports this one, never the other way), on a scratch table of
+schema ``WARMUP_SCHEMA`` under ``<warehouse>/.deltamerge-warmup``; at the end the schema and the
+folder are dropped.
 
 It only uses idle time: a round starts while no dbt command holds the warehouse's clients lock,
 and a command arriving during a round interrupts the round's write (its Spark operations are
@@ -23,23 +25,20 @@ interruption (said in the server's log).
 
 from __future__ import annotations
 
-import importlib
 import json
 import os
 import shutil
-import sys
 import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any
 
 from dbt.adapters.deltamerge.spark.daemon import clients_busy, write_state
 
-# The round, in the model layer (``model/warmup.py``): named here, not imported, since this
-# layer imports nothing above it.
-ROUND = "dbt.adapters.deltamerge.model.warmup:run_round"
+# A round: ``run_round(spark, schema, number, interruptible)`` (``model/warmup.run_round``).
+Round = Callable[[Any, str, int, Callable[[], AbstractContextManager[object]]], None]
 MAX_FAILURES = 3
 POLL_SECONDS = 0.1
 WARMUP_SCHEMA = "deltamerge_warmup"
@@ -68,8 +67,9 @@ def progress(warehouse: str, server_pid: int) -> str:
     return f"warming up ({found['done']} of {found['rounds']} rounds, between commands)"
 
 
-def warm_up(spec: dict[str, Any], server_pid: int, url: str) -> str:
-    """Run the warm-up rounds against the server at ``url`` (a session URL); how it ended."""
+def warm_up(spec: dict[str, Any], server_pid: int, url: str, run_round: Round) -> str:
+    """Run ``run_round`` the spec's number of times against the server at ``url`` (a session URL);
+    how it ended."""
     from dbt.adapters.deltamerge.spark import connect
 
     warehouse, clients, rounds = spec["warehouse"], spec["clients_file"], int(spec["warmup_rounds"])
@@ -82,8 +82,6 @@ def warm_up(spec: dict[str, Any], server_pid: int, url: str) -> str:
     started = time.monotonic()
     spark = connect.connect_session(url, settings, preset=spec["state"].get("conf", {}), shared=True)
     scratch = os.path.join(warehouse, SCRATCH_DIR)
-    module, name = ROUND.split(":")
-    run_round = getattr(importlib.import_module(module), name)
     failures, done = 0, 0
     try:
         _drop_scratch(spark, scratch)
@@ -166,8 +164,9 @@ def _ended(
     return f"{state} after {ran}: {why}" if why else f"done: {ran}"
 
 
-def main(argv: list[str]) -> int:
-    """``python -m dbt.adapters.deltamerge.spark.warmup <spec.json>``: started by the supervisor."""
+def main(argv: list[str], run_round: Round) -> int:
+    """The warm-up process (``python -m dbt.adapters.deltamerge.model.warmup <spec.json>``, started
+    by the supervisor): ``run_round``'s rounds between commands."""
     from dbt.adapters.deltamerge.spark import server
     from dbt.adapters.deltamerge.spark.logs import quiet_python_loggers
 
@@ -181,7 +180,7 @@ def main(argv: list[str]) -> int:
     quiet_python_loggers()  # a round's expected errors (a table not there yet) are not news
     started = time.monotonic()
     try:
-        ended = warm_up(spec, state["pid"], url)
+        ended = warm_up(spec, state["pid"], url, run_round)
     except Exception as error:  # the server stopped, or Spark failed: said in the server's log
         ended = f"stopped: {_first_line(error)}"
     _log(spec, f"warm-up {ended} ({time.monotonic() - started:.0f} s since the server listened)")
@@ -195,7 +194,3 @@ def _first_line(error: Exception) -> str:
 def _log(spec: dict[str, Any], message: str) -> None:
     with open(spec["log"], "a") as log:
         log.write(f"{time.strftime('%Y-%m-%d %H:%M:%S')} deltamerge-server: {message}\n")
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))

@@ -13,14 +13,17 @@ from collections.abc import Sequence
 from pyspark.sql import SparkSession
 from pyspark.sql import types as T
 
-from dbt.adapters.deltamerge.delta.column_values import CURRENT_DEFAULT
-from dbt.adapters.deltamerge.delta.constraints import CONSTRAINT_PREFIX, GENERATION_EXPRESSION
-from dbt.adapters.deltamerge.delta.errors import DeltaError
-from dbt.adapters.deltamerge.delta.identity import metadata as identity_metadata
-from dbt.adapters.deltamerge.delta.redefine import redefine
-from dbt.adapters.deltamerge.delta.schema import find_field
-from dbt.adapters.deltamerge.delta.snapshot import Snapshot
-from dbt.adapters.deltamerge.delta.transaction import WriteResult
+from dbt.adapters.deltamerge.delta import (
+    CONSTRAINT_PREFIX,
+    CURRENT_DEFAULT,
+    GENERATION_EXPRESSION,
+    DeltaError,
+    Snapshot,
+    WriteResult,
+    find_field,
+    redefine,
+)
+from dbt.adapters.deltamerge.delta import metadata as identity_metadata
 from dbt.adapters.deltamerge.statements.parse_ddl import ColumnDefinition
 
 

@@ -23,16 +23,23 @@ from pyspark.sql import types as T
 
 from dbt.adapters.deltamerge import binding
 from dbt.adapters.deltamerge.common.sql import quote_identifier
-from dbt.adapters.deltamerge.delta.commit import CommitInfo
-from dbt.adapters.deltamerge.delta.definition import definition_actions, with_schema
-from dbt.adapters.deltamerge.delta.errors import DeltaError
-from dbt.adapters.deltamerge.delta.mapping import mapping_mode
-from dbt.adapters.deltamerge.delta.paths import table_path_of
-from dbt.adapters.deltamerge.delta.read import read_files
-from dbt.adapters.deltamerge.delta.schema import find_field, schema_to_json
-from dbt.adapters.deltamerge.delta.snapshot import Snapshot, load_snapshot
-from dbt.adapters.deltamerge.delta.transaction import WriteResult, commit_files
-from dbt.adapters.deltamerge.delta.write import WriteRequest, write_dataframe
+from dbt.adapters.deltamerge.delta import (
+    CommitInfo,
+    DeltaError,
+    Snapshot,
+    WriteRequest,
+    WriteResult,
+    commit_files,
+    definition_actions,
+    find_field,
+    load_snapshot,
+    mapping_mode,
+    read_files,
+    schema_to_json,
+    table_path_of,
+    with_schema,
+    write_dataframe,
+)
 from dbt.adapters.deltamerge.statements.column_ddl import column_metadata, constraint_properties
 from dbt.adapters.deltamerge.statements.dml import update_rows
 from dbt.adapters.deltamerge.statements.parse_ddl import ColumnDefinition, CreateTableStatement

@@ -21,21 +21,28 @@ from pyspark.sql import Column, SparkSession
 from pyspark.sql import functions as F
 
 from dbt.adapters.deltamerge.common.sql import quote_identifier
-from dbt.adapters.deltamerge.delta.align import store_assigned
-from dbt.adapters.deltamerge.delta.column_values import regenerated
-from dbt.adapters.deltamerge.delta.conflicts import ReadSet
-from dbt.adapters.deltamerge.delta.errors import DeltaError
-from dbt.adapters.deltamerge.delta.files import CHANGE_TYPE, ChangeFile, WrittenFile
-from dbt.adapters.deltamerge.delta.identity import Identity
-from dbt.adapters.deltamerge.delta.metrics import dml_metrics
-from dbt.adapters.deltamerge.delta.paths import local_path, table_path_of
-from dbt.adapters.deltamerge.delta.protocol import change_data_feed_enabled
-from dbt.adapters.deltamerge.delta.read import read_files
-from dbt.adapters.deltamerge.delta.row_deletion import writes_deletion_vectors
-from dbt.adapters.deltamerge.delta.schema import find_field
-from dbt.adapters.deltamerge.delta.snapshot import AddFile, Snapshot
-from dbt.adapters.deltamerge.delta.transaction import WriteResult
-from dbt.adapters.deltamerge.delta.write import write_files, write_files_and_changes
+from dbt.adapters.deltamerge.delta import (
+    CHANGE_TYPE,
+    AddFile,
+    ChangeFile,
+    DeltaError,
+    Identity,
+    ReadSet,
+    Snapshot,
+    WriteResult,
+    WrittenFile,
+    change_data_feed_enabled,
+    dml_metrics,
+    find_field,
+    local_path,
+    read_files,
+    regenerated,
+    store_assigned,
+    table_path_of,
+    write_files,
+    write_files_and_changes,
+    writes_deletion_vectors,
+)
 from dbt.adapters.deltamerge.statements.dml_parts import (
     aliased,
     columns,

@@ -12,18 +12,21 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from dbt.adapters.deltamerge.common.sql import quote_identifier
-from dbt.adapters.deltamerge.delta.commit import CommitInfo
-from dbt.adapters.deltamerge.delta.conflicts import ReadSet
-from dbt.adapters.deltamerge.delta.files import ChangeFile, WrittenFile
-from dbt.adapters.deltamerge.delta.metrics import execution_time
-from dbt.adapters.deltamerge.delta.row_ids import (
+from dbt.adapters.deltamerge.delta import (
     STABLE_COLUMNS,
     STABLE_ROW_COMMIT_VERSION,
     STABLE_ROW_ID,
+    AddFile,
+    ChangeFile,
+    CommitInfo,
+    ReadSet,
+    Snapshot,
+    WriteResult,
+    WrittenFile,
+    commit_files,
+    execution_time,
     materialized_columns,
 )
-from dbt.adapters.deltamerge.delta.snapshot import AddFile, Snapshot
-from dbt.adapters.deltamerge.delta.transaction import WriteResult, commit_files
 from dbt.adapters.deltamerge.skipping.files import partition_types
 from dbt.adapters.deltamerge.skipping.predicates import may_satisfy, target_predicate
 

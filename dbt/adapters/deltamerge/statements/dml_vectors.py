@@ -16,16 +16,24 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from dbt.adapters.deltamerge.common.sql import quote_identifier
-from dbt.adapters.deltamerge.delta.align import store_assigned
-from dbt.adapters.deltamerge.delta.column_values import regenerated
-from dbt.adapters.deltamerge.delta.files import CHANGE_TYPE, ChangeFile, WrittenFile
-from dbt.adapters.deltamerge.delta.metrics import dml_metrics
-from dbt.adapters.deltamerge.delta.protocol import change_data_feed_enabled
-from dbt.adapters.deltamerge.delta.read import FILE_URI, ROW_INDEX, read_files
-from dbt.adapters.deltamerge.delta.row_deletion import collect_positions, mark_deleted
-from dbt.adapters.deltamerge.delta.snapshot import Snapshot
-from dbt.adapters.deltamerge.delta.transaction import WriteResult
-from dbt.adapters.deltamerge.delta.write import write_files, write_files_and_changes
+from dbt.adapters.deltamerge.delta import (
+    CHANGE_TYPE,
+    FILE_URI,
+    ROW_INDEX,
+    ChangeFile,
+    Snapshot,
+    WriteResult,
+    WrittenFile,
+    change_data_feed_enabled,
+    collect_positions,
+    dml_metrics,
+    mark_deleted,
+    read_files,
+    regenerated,
+    store_assigned,
+    write_files,
+    write_files_and_changes,
+)
 from dbt.adapters.deltamerge.statements.dml_parts import (
     aliased,
     columns,

@@ -21,9 +21,7 @@ from pyspark.sql import SparkSession
 
 from dbt.adapters.deltamerge import binding
 from dbt.adapters.deltamerge.common.sql import quote_identifier, string_literal
-from dbt.adapters.deltamerge.delta.commit import latest_version
-from dbt.adapters.deltamerge.delta.errors import DeltaError
-from dbt.adapters.deltamerge.delta.snapshot import load_snapshot
+from dbt.adapters.deltamerge.delta import DeltaError, latest_version, load_snapshot
 from dbt.adapters.deltamerge.statements.reads import Name, read_names
 
 # Views nested deeper than this are not followed further (a view over itself is an error of Spark's).

@@ -20,13 +20,19 @@ from urllib.parse import unquote
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
 
-from dbt.adapters.deltamerge.delta import storage
-from dbt.adapters.deltamerge.delta.commit import CommitInfo, log_dir, read_commit
-from dbt.adapters.deltamerge.delta.errors import DeltaError
-from dbt.adapters.deltamerge.delta.log_replay import log_state
-from dbt.adapters.deltamerge.delta.paths import local_path
-from dbt.adapters.deltamerge.delta.snapshot import Snapshot, load_snapshot
-from dbt.adapters.deltamerge.delta.transaction import WriteResult, commit_files
+from dbt.adapters.deltamerge.delta import (
+    CommitInfo,
+    DeltaError,
+    Snapshot,
+    WriteResult,
+    commit_files,
+    load_snapshot,
+    local_path,
+    log_dir,
+    log_state,
+    read_commit,
+    storage,
+)
 from dbt.adapters.deltamerge.statements.parse_history import AsOf
 
 

@@ -12,12 +12,15 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from dbt.adapters.deltamerge.common.sql import quote_identifier
-from dbt.adapters.deltamerge.delta.align import store_assigned
-from dbt.adapters.deltamerge.delta.column_values import computed_columns
-from dbt.adapters.deltamerge.delta.errors import DeltaError
-from dbt.adapters.deltamerge.delta.snapshot import Snapshot
-from dbt.adapters.deltamerge.delta.transaction import WriteResult
-from dbt.adapters.deltamerge.delta.write import WriteRequest, write_dataframe
+from dbt.adapters.deltamerge.delta import (
+    DeltaError,
+    Snapshot,
+    WriteRequest,
+    WriteResult,
+    computed_columns,
+    store_assigned,
+    write_dataframe,
+)
 from dbt.adapters.deltamerge.statements.parse import InsertStatement
 
 

@@ -19,17 +19,26 @@ from dataclasses import replace
 
 from pyspark.sql import SparkSession
 
-from dbt.adapters.deltamerge.delta.commit import CommitInfo
-from dbt.adapters.deltamerge.delta.errors import DeltaError, UnsupportedTableFeature
-from dbt.adapters.deltamerge.delta.features import check_writable, configuration_problems
-from dbt.adapters.deltamerge.delta.metrics import execution_time, optimize_metrics
-from dbt.adapters.deltamerge.delta.optimize import OptimizeOptions, optimize, zorder_problems
-from dbt.adapters.deltamerge.delta.read import read_files
-from dbt.adapters.deltamerge.delta.redefine import redefine
-from dbt.adapters.deltamerge.delta.snapshot import AddFile, Snapshot
-from dbt.adapters.deltamerge.delta.transaction import WriteResult, commit_files
-from dbt.adapters.deltamerge.delta.write import write_files
-from dbt.adapters.deltamerge.delta.zorder import ZOrderError
+from dbt.adapters.deltamerge.delta import (
+    AddFile,
+    CommitInfo,
+    DeltaError,
+    OptimizeOptions,
+    Snapshot,
+    UnsupportedTableFeature,
+    WriteResult,
+    ZOrderError,
+    check_writable,
+    commit_files,
+    configuration_problems,
+    execution_time,
+    optimize,
+    optimize_metrics,
+    read_files,
+    redefine,
+    write_files,
+    zorder_problems,
+)
 from dbt.adapters.deltamerge.statements.dml_parts import columns, layout, row_ids, skipped
 from dbt.adapters.deltamerge.statements.parse_maintenance import (
     OptimizeStatement,

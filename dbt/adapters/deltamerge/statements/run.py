@@ -19,14 +19,17 @@ from dataclasses import dataclass
 from pyspark.sql import SparkSession
 
 from dbt.adapters.deltamerge import binding
-from dbt.adapters.deltamerge.delta.auto_optimize import auto_compact
-from dbt.adapters.deltamerge.delta.errors import DeltaError
-from dbt.adapters.deltamerge.delta.ledger import after_commit
-from dbt.adapters.deltamerge.delta.metrics import rows_affected
-from dbt.adapters.deltamerge.delta.paths import table_path_of
-from dbt.adapters.deltamerge.delta.redefine import recluster
-from dbt.adapters.deltamerge.delta.snapshot import Snapshot, load_snapshot
-from dbt.adapters.deltamerge.delta.transaction import WriteResult
+from dbt.adapters.deltamerge.delta import (
+    DeltaError,
+    Snapshot,
+    WriteResult,
+    after_commit,
+    auto_compact,
+    load_snapshot,
+    recluster,
+    rows_affected,
+    table_path_of,
+)
 from dbt.adapters.deltamerge.merge.pipeline import merge_into
 from dbt.adapters.deltamerge.merge.resolve import evolved_by_merge
 from dbt.adapters.deltamerge.merge.spec import MergeSpec

@@ -17,9 +17,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 from dbt.adapters.deltamerge import binding
 from dbt.adapters.deltamerge.common.sql import quote_identifier
-from dbt.adapters.deltamerge.delta.errors import DeltaError
-from dbt.adapters.deltamerge.delta.ledger import after_commit
-from dbt.adapters.deltamerge.delta.snapshot import load_snapshot
+from dbt.adapters.deltamerge.delta import DeltaError, after_commit, load_snapshot
 from dbt.adapters.deltamerge.statements.history import (
     detail_frame,
     history_frame,

@@ -16,19 +16,23 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from dbt.adapters.deltamerge.common.sql import qualified, quote_identifier
-from dbt.adapters.deltamerge.delta.align import aligned_columns
-from dbt.adapters.deltamerge.delta.constraints import Constraints, enforced
-from dbt.adapters.deltamerge.delta.files import ChangeFile, WrittenFile
-from dbt.adapters.deltamerge.delta.identity import (
+from dbt.adapters.deltamerge.delta import (
+    ROW_INDEX,
+    STABLE_ROW_COMMIT_VERSION,
+    STABLE_ROW_ID,
+    AddFile,
+    ChangeFile,
+    Constraints,
+    VectorUpdate,
+    WrittenFile,
+    aligned_columns,
+    enforced,
     identity_columns,
     identity_value_column,
     with_identity_values,
+    write_files,
+    write_files_and_changes,
 )
-from dbt.adapters.deltamerge.delta.read import ROW_INDEX
-from dbt.adapters.deltamerge.delta.row_deletion import VectorUpdate
-from dbt.adapters.deltamerge.delta.row_ids import STABLE_ROW_COMMIT_VERSION, STABLE_ROW_ID
-from dbt.adapters.deltamerge.delta.snapshot import AddFile
-from dbt.adapters.deltamerge.delta.write import write_files, write_files_and_changes
 from dbt.adapters.deltamerge.merge.counts import MergeCounts
 from dbt.adapters.deltamerge.merge.execute.actions import counted_actions, output_expressions
 from dbt.adapters.deltamerge.merge.execute.change_rows import output_with_changes

@@ -15,9 +15,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from dbt.adapters.deltamerge.common.sql import qualified, quote_identifier
-from dbt.adapters.deltamerge.delta.errors import DeltaError
-from dbt.adapters.deltamerge.delta.paths import local_path, table_path_of
-from dbt.adapters.deltamerge.delta.snapshot import AddFile
+from dbt.adapters.deltamerge.delta import AddFile, DeltaError, local_path, table_path_of
 from dbt.adapters.deltamerge.merge.execute.actions import matched_action_expression
 from dbt.adapters.deltamerge.merge.execute.frames import (
     COPY,

@@ -1,0 +1,68 @@
+"""Catalog binding: ``<schema>.<identifier>`` in Spark's catalog reads one Delta version.
+
+Spark without Delta's jars cannot read a Delta table, so each bound version gets a folder of hard
+links to exactly its live files (``links``) and an external ``USING parquet`` entry with the Delta
+schema over it (``entry``); files with deletion vectors are linked as they are and the entry is a
+view leaving their deleted rows out (``view``); a file of a table that maps column names is a copy
+of its live rows (``copies``). With Delta's jars: ``USING delta``. Callers import this face.
+"""
+
+from __future__ import annotations
+
+from dbt.adapters.deltamerge.binding.entry import (
+    LOCATION_PROPERTY,
+    ROOT_PROPERTY,
+    VERSION_PROPERTY,
+    Binding,
+    bind,
+    binding,
+    delta_jars_available,
+    interrupted_binding,
+    listed,
+    rebinding_marker,
+    refresh,
+    registered_root,
+    table_name,
+)
+from dbt.adapters.deltamerge.binding.links import (
+    BINDINGS_DIR,
+    KEEP_BINDINGS,
+    bindings_root,
+    link_version,
+    prune_bindings,
+)
+from dbt.adapters.deltamerge.binding.view import (
+    FILES_OF_PROPERTY,
+    FILES_PROPERTY,
+    can_mask,
+    files_identifier,
+    has_masks,
+    view_statement,
+)
+
+__all__ = [
+    "BINDINGS_DIR",
+    "FILES_OF_PROPERTY",
+    "FILES_PROPERTY",
+    "KEEP_BINDINGS",
+    "LOCATION_PROPERTY",
+    "ROOT_PROPERTY",
+    "VERSION_PROPERTY",
+    "Binding",
+    "bind",
+    "binding",
+    "bindings_root",
+    "can_mask",
+    "delta_jars_available",
+    "files_identifier",
+    "has_masks",
+    "interrupted_binding",
+    "link_version",
+    "listed",
+    "prune_bindings",
+    "rebinding_marker",
+    "refresh",
+    "registered_root",
+    "table_name",
+    "view_statement",
+]

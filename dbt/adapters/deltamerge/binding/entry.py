@@ -1,0 +1,296 @@
+"""Catalog binding, the entry: ``<schema>.<identifier>`` in Spark's catalog reads one Delta version.
+
+Spark without Delta's jars cannot read a Delta table. Each bound version gets a folder of hard
+links to exactly its live files (Spark's partition folders) and an external ``USING parquet``
+entry with the Delta schema over it; files with deletion vectors are linked as they are and the
+entry is a view leaving their deleted rows out (``view``); a file of a table that maps
+column names is a copy of its live rows (``copies``). With Delta's jars: ``USING delta``.
+The binding root is ``<table>/_deltamerge_catalog/`` for our tables, and for a table registered
+by its location ``<warehouse>/_deltamerge_catalog/<hash of its path>/`` (nothing written into it;
+the table's own where hard links cannot reach); the entry records it (``deltamerge.bindings``).
+Binders of one root take turns (a lock file in it): one that waited binds only a newer version.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from collections.abc import Mapping
+from typing import NamedTuple
+
+from pyspark.errors import AnalysisException
+from pyspark.sql import SparkSession
+from pyspark.sql import types as T
+
+from dbt.adapters.deltamerge.binding import view as binding_view
+from dbt.adapters.deltamerge.binding.links import (
+    BINDINGS_DIR,
+    KEEP_BINDINGS,
+    bindings_root,
+    link_version,
+    prune_bindings,
+)
+from dbt.adapters.deltamerge.common.sql import column_definitions, quote_identifier, string_literal
+from dbt.adapters.deltamerge.delta import (
+    Snapshot,
+    crash_point,
+    schema_from_json,
+    storage,
+    table_path_of,
+)
+from dbt.adapters.deltamerge.spark.metastore import recover_partitions
+
+LOCATION_PROPERTY = "deltamerge.location"
+VERSION_PROPERTY = "deltamerge.version"
+ROOT_PROPERTY = "deltamerge.bindings"
+# The embedded (Derby) metastore's column sizes: longer descriptions stay whole in the Delta
+# log and are cut in the catalog copy only.
+COLUMN_COMMENT_LIMIT = 256
+TABLE_COMMENT_LIMIT = 4000
+
+
+def table_name(schema: str, identifier: str) -> str:
+    """``schema.identifier`` quoted."""
+    return f"{quote_identifier(schema)}.{quote_identifier(identifier)}"
+
+
+def delta_jars_available(spark: SparkSession) -> bool:
+    """Whether this session has Delta's Spark extension loaded."""
+    return "DeltaSparkSessionExtension" in (spark.conf.get("spark.sql.extensions", "") or "")
+
+
+class Binding(NamedTuple):
+    """This adapter's catalog entry of a Delta table, as ``SHOW TBLPROPERTIES`` gives it."""
+
+    table_path: str
+    version: int | None  # the Delta version the entry reads
+    properties: Mapping[str, str]  # all of them: ``bind`` keeps the entry's root and files table
+
+
+def binding(spark: SparkSession, schema: str, identifier: str) -> Binding | None:
+    """The catalog entry of ``schema.identifier``, or None if there is none or it is not ours."""
+    # One round trip (it counts on a Spark Connect server): a missing table is Spark's error.
+    props = _properties(spark, schema, identifier)
+    location = props.get(LOCATION_PROPERTY)
+    if location is None:
+        return None
+    version = props.get(VERSION_PROPERTY)
+    return Binding(location, int(version) if version is not None and version.isdigit() else None, props)
+
+
+def listed(information: str) -> Binding | None:
+    r"""The catalog entry a ``SHOW TABLE EXTENDED`` text describes (dbt's relation cache keeps it),
+    or None when the entry is not ours; raises ``ValueError`` when the text does not tell.
+
+    Spark lists the properties sorted, as ``[k=v, k=v]``, and ours (``deltamerge.*``) next to each
+    other. The version must be digits and, for a table (not a view), its folder's: a text that
+    does not pass is read again by ``binding``.
+
+    >>> text = "Table: t\nTable Properties: [deltamerge.location=/w/s.db/t, deltamerge.version=7]\n"
+    >>> found = listed(text + "Location: file:/w/s.db/t/_deltamerge_catalog/v00000000000000000007\n")
+    >>> found.table_path, found.version
+    ('/w/s.db/t', 7)
+    >>> listed("Table: t\nTable Properties: [owner=x]\nLocation: file:/w/t\n") is None
+    True
+    """
+    lines = dict(line.split(": ", 1) for line in information.splitlines() if ": " in line)
+    if "Table" not in lines:
+        raise ValueError("not a SHOW TABLE EXTENDED text")
+    listing = lines.get("Table Properties", "[]")
+    if not listing.startswith("[") or not listing.endswith("]"):
+        raise ValueError(f"table properties listed as {listing!r}")
+    keys = list(re.finditer(r"(?:^|, )(deltamerge\.[a-z_]+)=", listing[1:-1]))
+    props = {
+        m.group(1): listing[1:-1][m.end() : keys[i + 1].start() if i + 1 < len(keys) else None]
+        for i, m in enumerate(keys)
+    }
+    if LOCATION_PROPERTY not in props:
+        return None
+    version = props.get(VERSION_PROPERTY, "")
+    folder = os.path.basename(lines.get("Location", ""))
+    if not version.isdigit() or ("Location" in lines and folder != f"v{int(version):020d}"):
+        raise ValueError(f"version {version!r} bound at {folder!r}")
+    return Binding(props[LOCATION_PROPERTY], int(version), props)
+
+
+def _is_missing(error: AnalysisException) -> bool:
+    return error.getCondition() in ("TABLE_OR_VIEW_NOT_FOUND", "SCHEMA_NOT_FOUND")
+
+
+def refresh(
+    spark: SparkSession, *, schema: str, identifier: str, table_path: str, version: int | None
+) -> bool:
+    """Re-bind when other writers committed after ``version``; True if it was (new properties)."""
+    from dbt.adapters.deltamerge.delta import latest_version, load_snapshot
+
+    if latest_version(table_path) == version:
+        return False
+    snapshot = load_snapshot(table_path)
+    if snapshot is None:
+        return False
+    bind(spark, schema=schema, identifier=identifier, snapshot=snapshot)
+    return True
+
+
+def bind(
+    spark: SparkSession,
+    *,
+    schema: str,
+    identifier: str,
+    snapshot: Snapshot,
+    registering: bool = False,
+    current: Mapping[str, str] | None = None,
+) -> None:
+    """Point ``schema.identifier`` at ``snapshot``'s version, replacing an earlier binding.
+
+    ``registering``: an existing table is brought in by its location (links under the warehouse).
+    ``current``: the entry's properties as the caller read them (empty: dbt's cache lists no such
+    entry), not read again. Reader features no read here implements are refused first; a version
+    whose files carry deletion vectors is bound as a view (``view``).
+    """
+    snapshot.check_readable()
+    crash_point("before_catalog_bind")
+    name = table_name(schema, identifier)
+    if current is None or registering:
+        current = {} if registering else _properties(spark, schema, identifier)
+    root = registered_root(spark, snapshot.table_path) if registering else _root(current, snapshot.table_path)
+    # Links first: the entry is missing only for the statements that replace it.
+    folder = None if delta_jars_available(spark) else link_version(spark, snapshot, root)
+    if folder is not None and not folder.startswith(root + os.sep):
+        root = bindings_root(snapshot.table_path)  # the warehouse is on another file system
+    masked = folder is not None and binding_view.has_masks(folder)
+    files = binding_view.files_identifier(identifier)
+    props = (
+        f"TBLPROPERTIES ('{LOCATION_PROPERTY}' = {string_literal(snapshot.table_path)}, "
+        f"'{VERSION_PROPERTY}' = '{snapshot.version}'"
+        + (
+            f", '{ROOT_PROPERTY}' = {string_literal(root)}"
+            if root != bindings_root(snapshot.table_path)
+            else ""
+        )
+        + (f", '{binding_view.FILES_PROPERTY}' = {string_literal(files)}" if masked else "")
+        + ")"
+    )
+    marker = rebinding_marker(snapshot.table_path, root)
+    storage.make_dirs(os.path.dirname(marker))
+    with storage.exclusive_lock(os.path.join(os.path.dirname(marker), ".binding.lock")) as waited:
+        if waited and _bound_since(spark, schema, identifier, snapshot):
+            return  # another process bound this version, or a newer one, while this one waited
+        storage.delete_file(marker, missing_ok=True)  # left by an interrupted bind
+        storage.write_durably(marker, f"{schema}.{identifier}".encode())
+        spark.sql(f"DROP TABLE IF EXISTS {name}")  # a table or a view
+        crash_point("mid_catalog_bind")
+        if masked or current.get(binding_view.FILES_PROPERTY):
+            spark.sql(f"DROP TABLE IF EXISTS {table_name(schema, files)}")
+        if folder is None:
+            location = string_literal(snapshot.table_path)
+            spark.sql(f"CREATE TABLE {name} USING delta LOCATION {location} {props}")
+            storage.delete_file(marker, missing_ok=True)
+            return
+        description = snapshot.metadata.description
+        comment = f"COMMENT {string_literal(description[:TABLE_COMMENT_LIMIT])}" if description else ""
+        columns = _catalog_schema(schema_from_json(snapshot.metadata.schema_string))
+        if masked:
+            files_of = f"{schema}.{identifier}"
+            files_props = f"TBLPROPERTIES ('{binding_view.FILES_OF_PROPERTY}' = {string_literal(files_of)})"
+            _create_files_table(spark, table_name(schema, files), snapshot, columns, folder, "", files_props)
+            spark.sql(
+                binding_view.view_statement(name, table_name(schema, files), folder, columns, comment, props)
+            )
+        else:
+            _create_files_table(spark, name, snapshot, columns, folder, comment, props)
+        storage.delete_file(marker, missing_ok=True)
+    prune_bindings(root, keep=KEEP_BINDINGS)
+
+
+def _bound_since(spark: SparkSession, schema: str, identifier: str, snapshot: Snapshot) -> bool:
+    props = _properties(spark, schema, identifier)
+    version = props.get(VERSION_PROPERTY, "")
+    same = props.get(LOCATION_PROPERTY) == snapshot.table_path
+    return same and version.isdigit() and int(version) >= snapshot.version
+
+
+def _create_files_table(
+    spark: SparkSession,
+    name: str,
+    snapshot: Snapshot,
+    schema: T.StructType,
+    folder: str,
+    comment: str,
+    props: str,
+) -> None:
+    """``CREATE TABLE name`` over a version folder, typed by ``schema``, partitions registered."""
+    columns = column_definitions(schema)
+    partitioned = (
+        f"PARTITIONED BY ({', '.join(quote_identifier(c) for c in snapshot.partition_columns)})"
+        if snapshot.partition_columns
+        else ""
+    )
+    spark.sql(
+        f"CREATE TABLE {name} ({columns}) USING parquet {partitioned} "
+        f"LOCATION {string_literal(folder)} {comment} {props}"
+    )
+    if snapshot.partition_columns:
+        recover_partitions(spark, name, len({frozenset(f.partition_values.items()) for f in snapshot.files}))
+
+
+def registered_root(spark: SparkSession, table_path: str) -> str:
+    """The binding root under the warehouse of a table registered by its location."""
+    warehouse = table_path_of(spark.conf.get("spark.sql.warehouse.dir") or "spark-warehouse")
+    digest = hashlib.sha256(os.path.normpath(table_path).encode()).hexdigest()[:24]
+    return os.path.join(warehouse, BINDINGS_DIR, digest)
+
+
+def _properties(spark: SparkSession, schema: str, identifier: str) -> dict[str, str]:
+    """The catalog entry's table properties; none when there is no entry."""
+    try:
+        rows = spark.sql(f"SHOW TBLPROPERTIES {table_name(schema, identifier)}").collect()
+    except AnalysisException as error:
+        if _is_missing(error):
+            return {}
+        raise
+    return {str(r[0]): str(r[1]) for r in rows}
+
+
+def _root(current: Mapping[str, str], table_path: str) -> str:
+    """Where a table's link folders go: kept from its current entry (``current``, its properties),
+    else inside the table (``bindings_root``)."""
+    if current.get(LOCATION_PROPERTY) == table_path and current.get(ROOT_PROPERTY):
+        return current[ROOT_PROPERTY]
+    return bindings_root(table_path)
+
+
+def rebinding_marker(table_path: str, root: str | None = None) -> str:
+    """The file that exists while ``bind`` replaces a catalog entry (its name inside).
+
+    A process killed between dropping and re-creating the entry leaves it: the next statement
+    on that name binds the table again, where a table the user dropped stays dropped.
+    """
+    return os.path.join(root or bindings_root(table_path), ".rebinding")
+
+
+def interrupted_binding(table_path: str, schema: str, identifier: str) -> bool:
+    """Whether a re-binding of ``schema.identifier`` to ``table_path`` was interrupted."""
+    try:
+        named = storage.read_bytes(rebinding_marker(table_path)).decode()
+    except storage.StorageError:
+        return False
+    return named.lower() == f"{schema}.{identifier}".lower()
+
+
+def _catalog_schema(schema: T.StructType) -> T.StructType:
+    """``schema`` with column comments cut to what the metastore stores."""
+    return T.StructType(
+        [
+            T.StructField(
+                f.name,
+                f.dataType,
+                f.nullable,
+                {**f.metadata, "comment": f.metadata["comment"][:COLUMN_COMMENT_LIMIT]}
+                if isinstance(f.metadata.get("comment"), str)
+                else f.metadata,
+            )
+            for f in schema.fields
+        ]
+    )

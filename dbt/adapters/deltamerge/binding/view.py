@@ -1,0 +1,135 @@
+"""A bound version whose files carry deletion vectors: a view that leaves the deleted rows out.
+
+Spark's parquet reader cannot skip the rows a deletion vector deletes. Copying each such file's
+live rows at every binding would undo merge-on-read (a merge that marks rows in every file would
+copy the whole table after each run). Instead the version's folder links the data files as they
+are, and beside them, in ``MASKS_DIR`` (Spark's listing skips names starting with ``_``), one
+parquet file lists every 64-row block holding a deleted row: the file's name in the folder, the
+block (``row_index >> 6``) and a mask with bit ``row_index & 63`` set per deleted row. The catalog
+entry is then a view: the files table (the version folder as a ``USING parquet`` table, named
+``<identifier>__deltamerge_files``) left-joined with the masks on file name and block (a
+broadcast join; no row is hashed by more than a short name and a long), keeping the rows whose bit
+is clear, in the Delta schema's column order. Its properties are the binding's, so dbt and our
+statements find the Delta table behind it as behind a bound table.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+from pyroaring import FrozenBitMap64
+from pyspark.sql import types as T
+
+from dbt.adapters.deltamerge.common.sql import quote_identifier, string_literal
+from dbt.adapters.deltamerge.delta import block_masks, storage
+
+MASKS_DIR = "_masks"
+FILES_SUFFIX = "__deltamerge_files"
+# On the view: the files table's identifier. On the files table: the view it serves.
+FILES_PROPERTY = "deltamerge.files"
+FILES_OF_PROPERTY = "deltamerge.files_of"
+_FILE, _BLOCK, _MASK = "file", "block", "mask"
+# Names Spark reports in ``_metadata.file_name`` exactly as they are in the folder.
+_PLAIN_NAME = re.compile(r"[A-Za-z0-9._-]+\Z")
+
+
+def files_identifier(identifier: str) -> str:
+    """The files table behind the view bound as ``identifier``."""
+    return identifier + FILES_SUFFIX
+
+
+def can_mask(schema: T.StructType) -> bool:
+    """Whether a view can drop deleted rows of a table of ``schema`` (a column named ``_metadata``
+    hides the file metadata the view reads: that table's files are copied instead).
+
+    >>> can_mask(T.StructType([T.StructField("id", T.LongType())]))
+    True
+    >>> can_mask(T.StructType([T.StructField("_METADATA", T.LongType())]))
+    False
+    """
+    return all(f.name.lower() != "_metadata" for f in schema.fields)
+
+
+def link_name(basename: str, used: set[str], *, plain: bool) -> str:
+    """A file's name in a version folder, unique in the whole folder (the masks key files by name
+    alone, across partition folders); ``plain``: one Spark reports unescaped, for a masked file.
+
+    >>> used = {"p.parquet"}
+    >>> link_name("q.parquet", used, plain=True), link_name("p.parquet", used, plain=False)
+    ('q.parquet', '1-p.parquet')
+    >>> link_name("a b.parquet", used, plain=True), link_name("a b.parquet", used, plain=False)
+    ('masked.parquet', 'a b.parquet')
+    """
+    candidate = basename if not plain or _PLAIN_NAME.match(basename) else "masked.parquet"
+    name, n = candidate, 0
+    while name in used:
+        n += 1
+        name = f"{n}-{candidate}"
+    used.add(name)
+    return name
+
+
+def write_masks(folder: str, vectors: Sequence[tuple[str, FrozenBitMap64]]) -> None:
+    """Write ``MASKS_DIR`` of a version folder: the blocks and masks of each (link name, deleted rows)."""
+    names: list[np.ndarray] = []
+    blocks: list[np.ndarray] = []
+    masks: list[np.ndarray] = []
+    for name, deleted in vectors:
+        block, mask = block_masks(deleted)
+        names.append(np.full(len(block), name, dtype=object))
+        blocks.append(block.view(np.int64))
+        masks.append(mask.view(np.int64))
+    table = pa.table(
+        {
+            _FILE: pa.array(np.concatenate(names) if names else [], pa.string()),
+            _BLOCK: pa.array(np.concatenate(blocks) if blocks else [], pa.int64()),
+            _MASK: pa.array(np.concatenate(masks) if masks else [], pa.int64()),
+        }
+    )
+    sink = pa.BufferOutputStream()
+    pq.write_table(table, sink)
+    storage.make_dirs(os.path.join(folder, MASKS_DIR))
+    storage.write_durably(os.path.join(folder, MASKS_DIR, "masks.parquet"), sink.getvalue().to_pybytes())
+
+
+def has_masks(folder: str) -> bool:
+    """Whether a version folder's files need the view (some file has deleted rows)."""
+    return storage.is_dir(os.path.join(folder, MASKS_DIR))
+
+
+def view_statement(
+    name: str, files_name: str, folder: str, schema: T.StructType, comment: str, properties: str
+) -> str:
+    r"""``CREATE VIEW name`` over the files table, leaving out the rows the masks delete.
+
+    >>> statement = view_statement("`s`.`v`", "`s`.`f`", "/t/v1", T.StructType([
+    ...     T.StructField("id", T.LongType(), metadata={"comment": "key"})]), "", "TBLPROPERTIES ()")
+    >>> print(statement.replace(" LEFT", "\nLEFT").replace(" AND", "\nAND").replace(" WHERE", "\nWHERE"))
+    CREATE VIEW `s`.`v` (`id` COMMENT 'key')  TBLPROPERTIES () AS SELECT d.`id` FROM `s`.`f` d
+    LEFT JOIN parquet.`/t/v1/_masks` m ON m.file = d._metadata.file_name
+    AND m.block = shiftright(d._metadata.row_index, 6)
+    WHERE m.mask IS NULL OR (shiftrightunsigned(m.mask, CAST(d._metadata.row_index & 63 AS INT)) & 1) = 0
+    """
+    columns = ", ".join(
+        quote_identifier(f.name)
+        + (
+            f" COMMENT {string_literal(f.metadata['comment'])}"
+            if isinstance(f.metadata.get("comment"), str)
+            else ""
+        )
+        for f in schema.fields
+    )
+    selected = ", ".join(f"d.{quote_identifier(f.name)}" for f in schema.fields)
+    masks = quote_identifier(os.path.join(folder, MASKS_DIR))
+    return (
+        f"CREATE VIEW {name} ({columns}) {comment} {properties} AS SELECT {selected} FROM {files_name} d "
+        f"LEFT JOIN parquet.{masks} m ON m.{_FILE} = d._metadata.file_name "
+        f"AND m.{_BLOCK} = shiftright(d._metadata.row_index, 6) "
+        f"WHERE m.{_MASK} IS NULL "
+        f"OR (shiftrightunsigned(m.{_MASK}, CAST(d._metadata.row_index & 63 AS INT)) & 1) = 0"
+    )

@@ -1,0 +1,192 @@
+"""Writing a Spark DataFrame as new data files of a Delta table.
+
+Spark writes parquet into a staging folder inside the table (hidden by its ``_`` prefix,
+so no Delta or Hive reader lists it); each file is then renamed to its final place
+under its partition folder and described by an ``add`` action with statistics from its
+footer. Files become part of the table only when a commit references them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import uuid
+from collections.abc import Mapping
+from urllib.parse import unquote
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from dbt.adapters.deltamerge.common.sql import quote_identifier
+from dbt.adapters.deltamerge.delta import storage
+from dbt.adapters.deltamerge.delta.faults import crash_point
+from dbt.adapters.deltamerge.delta.log.mapping import field_id, physical_name, physical_type
+from dbt.adapters.deltamerge.delta.log.stats import file_stats, stats_to_json
+from dbt.adapters.deltamerge.delta.paths import encode_add_path, parse_partition_folder
+from dbt.adapters.deltamerge.delta.txn.actions import ChangeFile, WrittenFile
+
+STAGING_DIR = "_deltamerge_staging"
+CHANGE_DATA_DIR = "_change_data"
+CHANGE_TYPE = "_change_type"
+_CDC_PARTITION = "__is_cdc"
+OPTIMIZE_WRITE = "delta.autoOptimize.optimizeWrite"
+
+
+def optimized(df: DataFrame, partition_columns: list[str], configuration: Mapping[str, str]) -> DataFrame:
+    """``df`` as an optimized write (``delta.autoOptimize.optimizeWrite``) writes it: rebalanced by
+    the partition columns into Spark's adaptive partitions (a few right-sized files per partition,
+    not one per task); unchanged when the table does not ask for it."""
+    if str(configuration.get(OPTIMIZE_WRITE, "false")).lower() != "true":
+        return df
+    # Columns, not names: a hint's text parameter is parsed (a name with a space would not parse).
+    return df.hint("rebalance", *[F.col(quote_identifier(c)) for c in partition_columns])
+
+
+def write_data_and_changes(
+    df: DataFrame,
+    table_path: str,
+    *,
+    partition_columns: list[str],
+    num_indexed_cols: int,
+    unindexed: frozenset[str] = frozenset(),
+) -> tuple[list[WrittenFile], list[ChangeFile]]:
+    """Write rows with a ``_change_type`` column in one Spark job, as Delta's writer does.
+
+    Rows whose ``_change_type`` is null are the table's new data; the others are change
+    rows (``insert``, ``update_preimage``, ``update_postimage``, ``delete``), written
+    under ``_change_data/`` in the same partition layout.
+    """
+    flagged = df.withColumn(_CDC_PARTITION, F.col(CHANGE_TYPE).isNotNull())
+    staging = os.path.join(table_path, STAGING_DIR, uuid.uuid4().hex)
+    writer = flagged.write.mode("error").option("compression", "snappy")
+    try:
+        crash_point("before_data_files")
+        writer.partitionBy(_CDC_PARTITION, *partition_columns).parquet(staging)
+        crash_point("after_staging")
+        skip = {*partition_columns, CHANGE_TYPE, _CDC_PARTITION, *unindexed}
+        data_schema = T.StructType([f for f in df.schema.fields if f.name not in skip])
+        data: list[WrittenFile] = []
+        changes: list[ChangeFile] = []
+        for relative in _staged_files(staging):
+            flag, _, rest = relative.partition(os.sep)
+            if flag == f"{_CDC_PARTITION}=true":
+                changes.append(_place_change(staging, table_path, relative, rest, partition_columns))
+            else:
+                placed = _place(
+                    staging, table_path, rest, partition_columns, data_schema, num_indexed_cols, relative
+                )
+                data.append(placed)
+        return _without_empty(table_path, data), changes
+    finally:
+        storage.delete_tree(staging)
+        _remove_if_empty(os.path.join(table_path, STAGING_DIR))
+
+
+def _place_change(
+    staging: str, table_path: str, relative: str, rest: str, partition_columns: list[str]
+) -> ChangeFile:
+    destination = os.path.join(CHANGE_DATA_DIR, rest)
+    final = os.path.join(table_path, destination)
+    storage.make_dirs(os.path.dirname(final))
+    storage.rename(os.path.join(staging, relative), final)
+    folder = os.path.dirname(rest)
+    values = parse_partition_folder(folder, partition_columns) if partition_columns else {}
+    return ChangeFile(encode_add_path(destination), storage.size_and_mtime(final)[0], values)
+
+
+def _without_empty(table_path: str, placed: list[WrittenFile]) -> list[WrittenFile]:
+    # Spark writes one empty file for an empty result; the log needs none.
+    for empty in (f for f in placed if f.num_records == 0):
+        storage.delete_file(os.path.join(table_path, unquote(empty.path)))
+    return [f for f in placed if f.num_records > 0]
+
+
+def write_data_files(
+    df: DataFrame,
+    table_path: str,
+    *,
+    partition_columns: list[str],
+    num_indexed_cols: int,
+    unindexed: frozenset[str] = frozenset(),
+) -> list[WrittenFile]:
+    """Write ``df`` (already in table column order and types) as parquet files of the table
+    (``unindexed``: columns not in the schema, such as materialized row ids: no statistics)."""
+    staging = os.path.join(table_path, STAGING_DIR, uuid.uuid4().hex)
+    writer = df.write.mode("error").option("compression", "snappy")
+    if partition_columns:
+        writer = writer.partitionBy(*partition_columns)
+    try:
+        crash_point("before_data_files")
+        writer.parquet(staging)
+        crash_point("after_staging")
+        skip = {*partition_columns, *unindexed}
+        data_schema = T.StructType([f for f in df.schema.fields if f.name not in skip])
+        placed = [
+            _place(staging, table_path, rel, partition_columns, data_schema, num_indexed_cols)
+            for rel in _staged_files(staging)
+        ]
+        return _without_empty(table_path, placed)
+    finally:
+        storage.delete_tree(staging)
+        _remove_if_empty(os.path.join(table_path, STAGING_DIR))
+
+
+def _staged_files(root: str) -> list[str]:
+    """The parquet files Spark wrote under ``root`` (relative paths, sorted)."""
+    if not storage.is_dir(root):
+        # Spark creates the folder of every write it finishes, even of an empty result: a
+        # missing one means Spark's storage is not this process's at this path.
+        raise storage.StorageError(
+            f"Spark wrote the data files to {root}, which this dbt process cannot see: the dbt process "
+            "and Spark must share the table's storage at the same paths. Nothing was committed."
+        )
+    found = []
+    for folder, dirs, names in storage.walk(root):
+        dirs.sort()
+        for name in sorted(names):
+            if name.endswith(".parquet") and not name.startswith((".", "_")):
+                found.append(os.path.relpath(os.path.join(folder, name), root))
+    return found
+
+
+def _place(
+    staging: str,
+    table_path: str,
+    relative: str,
+    partition_columns: list[str],
+    data_schema: T.StructType,
+    num_indexed_cols: int,
+    staged: str | None = None,
+) -> WrittenFile:
+    """Move a staged file to ``relative`` in the table and describe it (``staged``: its staging path)."""
+    final = os.path.join(table_path, relative)
+    storage.make_dirs(os.path.dirname(final))
+    storage.rename(os.path.join(staging, staged or relative), final)
+    crash_point("mid_placement")
+    stats = file_stats(final, data_schema, num_indexed_cols)
+    folder = os.path.dirname(relative)
+    values = parse_partition_folder(folder, partition_columns) if partition_columns else {}
+    return WrittenFile(
+        path=encode_add_path(relative),
+        size=storage.size_and_mtime(final)[0],
+        partition_values=values,
+        stats=stats_to_json(stats),
+        num_records=int(stats["numRecords"]),
+    )
+
+
+def _remove_if_empty(folder: str) -> None:
+    with contextlib.suppress(storage.StorageError):
+        storage.remove_empty_dir(folder)
+
+
+def physical_columns(schema: T.StructType) -> list[Column]:
+    """The table's columns (logical names, in order) as the data files hold them: physical names,
+    nested fields renamed too, each with its column id as the parquet field id."""
+    return [
+        F.col(quote_identifier(f.name))
+        .cast(physical_type(f.dataType, ids=True))
+        .alias(physical_name(f), metadata=field_id(f))
+        for f in schema.fields
+    ]

@@ -1,0 +1,302 @@
+"""A snapshot of one Delta table version, read with ``deltalake`` (delta-rs).
+
+delta-rs replays the log and checkpoints, including versions written by other engines,
+so every writer here starts from the same state any Delta reader sees.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+from urllib.parse import unquote
+
+import pyarrow as pa
+from deltalake import DeltaTable
+from deltalake.exceptions import DeltaError as DeltaLakeError
+from pyroaring import FrozenBitMap64
+from pyspark.sql import types as T
+
+from dbt.adapters.deltamerge.delta import storage
+from dbt.adapters.deltamerge.delta.errors import DeltaError, NotADeltaTable, UnsupportedTableFeature
+from dbt.adapters.deltamerge.delta.log import deletion_vectors
+from dbt.adapters.deltamerge.delta.log.clustering import clustering_columns
+from dbt.adapters.deltamerge.delta.log.features import (
+    KNOWN_FEATURES,
+    check_readable,
+    check_writable,
+    reader_problems,
+)
+from dbt.adapters.deltamerge.delta.log.mapping import logical_stats, mapping_mode
+from dbt.adapters.deltamerge.delta.log.protocol import Protocol, TableMetadata
+from dbt.adapters.deltamerge.delta.log.replay import log_state
+from dbt.adapters.deltamerge.delta.log.schema import schema_from_json
+
+
+@dataclass(frozen=True)
+class AddFile:
+    """A live data file of a snapshot, as its ``add`` action recorded it."""
+
+    path: str
+    size: int
+    partition_values: dict[str, str | None]
+    num_records: int | None = None
+    min_values: dict[str, Any] = field(default_factory=dict)
+    max_values: dict[str, Any] = field(default_factory=dict)
+    null_counts: dict[str, Any] = field(default_factory=dict)
+    # Row indexes (0-based positions in the file) its deletion vector deletes: not live rows.
+    deleted_rows: FrozenBitMap64 = field(default_factory=FrozenBitMap64)
+    # The log's deletion vector descriptor (part of the logical file's identity), and the row
+    # tracking fields of its ``add`` (``log_replay``): every ``remove`` of the file repeats them.
+    deletion_vector: dict[str, Any] | None = None
+    base_row_id: int | None = None
+    default_row_commit_version: int | None = None
+    # The ``add`` action as the log records it, where the log was replayed here (``log_replay``):
+    # a deletion vector written for the file is a new ``add`` of the same file (``row_deletion``).
+    logged: Mapping[str, Any] | None = None
+
+    @property
+    def live_records(self) -> int | None:
+        """Rows of the file a reader returns: its records less those its deletion vector deletes."""
+        return None if self.num_records is None else self.num_records - len(self.deleted_rows)
+
+    def remove_action(self, timestamp: int) -> dict[str, object]:
+        """The ``remove`` action that logically deletes this file (with its deletion vector, if any:
+        a remove without it would name another logical file and leave this one live)."""
+        remove: dict[str, object] = {
+            "path": self.path,
+            "deletionTimestamp": timestamp,
+            "dataChange": True,
+            "extendedFileMetadata": True,
+            "partitionValues": self.partition_values,
+            "size": self.size,
+        }
+        if self.deletion_vector is not None:
+            remove["deletionVector"] = self.deletion_vector
+        if self.base_row_id is not None:
+            remove["baseRowId"] = self.base_row_id
+        if self.default_row_commit_version is not None:
+            remove["defaultRowCommitVersion"] = self.default_row_commit_version
+        return {"remove": remove}
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """One version of a Delta table: protocol, metadata and live files."""
+
+    table_path: str
+    version: int
+    protocol: Protocol
+    metadata: TableMetadata
+    files: tuple[AddFile, ...]
+    # Live metadata domains by name (``domainMetadata`` actions), for tables that support them.
+    domains: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+
+    @property
+    def schema(self) -> T.StructType:
+        """The table schema as Spark types."""
+        return schema_from_json(self.metadata.schema_string)
+
+    @property
+    def partition_columns(self) -> list[str]:
+        """Partition columns in table order."""
+        return list(self.metadata.partition_columns)
+
+    @property
+    def clustering(self) -> tuple[str, ...] | None:
+        """The clustering columns (logical names) of a clustered table; None when it is not one."""
+        return clustering_columns(self.domains, self.schema, self.protocol.writer_features)
+
+    @property
+    def size_bytes(self) -> int:
+        """Total bytes of live files."""
+        return sum(f.size for f in self.files)
+
+    def check_readable(self) -> None:
+        """Raise ``UnsupportedTableFeature`` unless every read path reads this version's rows right.
+
+        Asked by every read of data files (the catalog binding, ``read.read_files``, the change
+        feed) before it reads: a reader must implement every feature in ``readerFeatures``.
+        Deletion vectors are read (``AddFile.deleted_rows``); ``change_feed`` alone refuses them.
+        """
+        problems = reader_problems(self.protocol, self.metadata.configuration, self.metadata.schema_string)
+        check_readable(problems, table=self.table_path)
+
+    @property
+    def deleted_files(self) -> int:
+        """How many live files carry a deletion vector that deletes rows."""
+        return sum(1 for f in self.files if f.deleted_rows)
+
+    def check_writable(self) -> None:
+        """Raise ``UnsupportedTableFeature`` unless this writer may write the table (before any file)."""
+        check_writable(
+            self.protocol, self.metadata.configuration, self.metadata.schema_string, table=self.table_path
+        )
+
+
+def has_delta_log(table_path: str) -> bool:
+    """Whether ``table_path`` holds a Delta table (a non-empty ``_delta_log``)."""
+    log = os.path.join(table_path, "_delta_log")
+    return any(n.endswith(".json") or n.endswith(".checkpoint.parquet") for n in storage.list_names(log))
+
+
+def visible_entries(table_path: str) -> list[str]:
+    """Entries of a folder that a table would be written over (hidden ones excluded)."""
+    return sorted(n for n in storage.list_names(table_path) if not n.startswith((".", "_")))
+
+
+def load_snapshot(table_path: str, version: int | None = None) -> Snapshot | None:
+    """The snapshot at ``version`` (latest if None); None when no Delta table exists there.
+
+    Raises:
+        NotADeltaTable: the location holds files but no Delta log.
+    """
+    if not has_delta_log(table_path):
+        entries = visible_entries(table_path)
+        if entries:
+            shown = ", ".join(entries[:5]) + (" ..." if len(entries) > 5 else "")
+            raise NotADeltaTable(
+                f"{table_path} holds files but no _delta_log ({len(entries)} entries: {shown}). "
+                "Refusing to write a Delta table over them; nothing was deleted. Move them away, "
+                "choose another location, or convert them with the convert_to_delta operation."
+            )
+        return None
+    try:
+        table = DeltaTable(table_path, version=version)
+    except DeltaLakeError as error:
+        raise _unreadable(table_path, error) from error
+    return _snapshot_of(table, table_path)
+
+
+def _unreadable(table_path: str, error: Exception) -> DeltaError:
+    """Why deltalake refused a log: the features its protocol lists that no reader here knows, if any."""
+    protocol = _newest_protocol(table_path)
+    if protocol is not None:
+        unknown = reader_problems(protocol, {})
+        unknown += [
+            f"writer feature '{name}'"
+            for name in sorted(set(protocol.writer_features or ()) - KNOWN_FEATURES)
+            if name not in (protocol.reader_features or ())
+        ]
+        if unknown:
+            return UnsupportedTableFeature(
+                f"Delta table at {table_path} uses features dbt-deltamerge does not know: "
+                + "; ".join(unknown)
+                + ". Nothing was read or written."
+            )
+    return DeltaError(f"The Delta log at {table_path} cannot be read: {error}")
+
+
+def _newest_protocol(table_path: str) -> Protocol | None:
+    """The newest ``protocol`` action in the log's commit files (newest first), if any."""
+    log = os.path.join(table_path, "_delta_log")
+    commits = [n for n in storage.list_names(log) if n.endswith(".json") and n[:20].isdigit()]
+    for name in sorted(commits, reverse=True):
+        for line in storage.read_bytes(os.path.join(log, name)).decode("utf-8").splitlines():
+            action = json.loads(line) if line.strip() else {}
+            if "protocol" in action:
+                return Protocol.from_action(action["protocol"])
+    return None
+
+
+def _snapshot_of(table: DeltaTable, table_path: str) -> Snapshot:
+    proto = table.protocol()
+    meta = table.metadata()
+    protocol = Protocol(
+        proto.min_reader_version,
+        proto.min_writer_version,
+        tuple(proto.reader_features) if proto.reader_features is not None else None,
+        tuple(proto.writer_features) if proto.writer_features is not None else None,
+    )
+    metadata = TableMetadata(
+        id=str(meta.id),
+        schema_string=table.schema().to_json(),
+        partition_columns=tuple(meta.partition_columns),
+        configuration=dict(meta.configuration),
+        created_time=meta.created_time,
+        name=meta.name,
+        description=meta.description,
+    )
+    files = _files_of(table)
+    if mapping_mode(metadata.configuration) != "none":
+        files = tuple(_logical(f, schema_from_json(metadata.schema_string)) for f in files)
+    if not set(protocol.writer_features or ()) & _LOGGED_DETAILS:
+        return Snapshot(table_path, table.version(), protocol, metadata, files)
+    state = log_state(table_path, table.version())
+    detailed = tuple(_with_log_details(f, state.adds, table_path) for f in files)
+    domains = {name: dict(action) for name, action in state.domains.items()}
+    return Snapshot(table_path, table.version(), protocol, metadata, detailed, domains)
+
+
+def _logical(file: AddFile, schema: T.StructType) -> AddFile:
+    """``file`` with statistics by the schema's names (deltalake hands them by physical name)."""
+    return replace(
+        file,
+        min_values=logical_stats(file.min_values, schema),
+        max_values=logical_stats(file.max_values, schema),
+        null_counts=logical_stats(file.null_counts, schema),
+    )
+
+
+# Writer features whose writers need what only the log records of each file, or its domains.
+_LOGGED_DETAILS = {"deletionVectors", "rowTracking", "domainMetadata"}
+
+
+def _with_log_details(file: AddFile, adds: Mapping[str, Mapping[str, Any]], table_path: str) -> AddFile:
+    """``file`` with its deletion vector (descriptor, rows) and row tracking fields from the log's ``add``."""
+    add = adds.get(unquote(file.path))
+    if add is None:
+        raise DeltaError(f"Delta table at {table_path}: the log replay lost live file {file.path}")
+    vector = add.get("deletionVector")
+    return replace(
+        file,
+        deleted_rows=deletion_vectors.load(table_path, vector, file.path) if vector else FrozenBitMap64(),
+        deletion_vector=dict(vector) if vector is not None else None,
+        base_row_id=add.get("baseRowId"),
+        default_row_commit_version=add.get("defaultRowCommitVersion"),
+        logged=dict(add),
+    )
+
+
+def partition_value_text(value: Any) -> str | None:
+    """A partition value as the Delta log serializes it (delta-rs hands them back typed).
+
+    >>> partition_value_text(dt.date(2026, 1, 2)), partition_value_text(True), partition_value_text(None)
+    ('2026-01-02', 'true', None)
+    """
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, dt.datetime):
+        if value.tzinfo is not None:
+            value = value.astimezone(dt.timezone.utc).replace(tzinfo=None)
+        return value.isoformat(sep=" ", timespec="microseconds")
+    if isinstance(value, dt.date):
+        return value.isoformat()
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    return str(value)
+
+
+def _files_of(table: DeltaTable) -> tuple[AddFile, ...]:
+    actions = pa.table(table.get_add_actions(flatten=False))
+    names = set(actions.column_names)
+    rows = actions.to_pylist()
+    return tuple(
+        AddFile(
+            path=row["path"],
+            size=row["size_bytes"],
+            partition_values={k: partition_value_text(v) for k, v in (row["partition"] or {}).items()}
+            if "partition" in names
+            else {},
+            num_records=row.get("num_records"),
+            min_values=row.get("min") or {},
+            max_values=row.get("max") or {},
+            null_counts=row.get("null_count") or {},
+        )
+        for row in rows
+    )

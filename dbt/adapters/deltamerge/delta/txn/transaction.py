@@ -1,0 +1,231 @@
+"""One commit path for every write: files written, then committed now (``commit_files``) or prepared.
+
+``commit_files`` commits the removes, adds and change files of a write with its leading actions
+(a new ``metaData``, ``protocol``), checks conflicts against concurrent writers by the write's
+read set, checkpoints when due, and returns a ``WriteResult``. A ``PendingCommit`` is a commit
+prepared but not made yet: its files are written, its actions kept as plain data. CDC apply
+prepares its state table's commit before the table's own commit and records it
+(``cdc/state.py``), so that a run killed between the two can be completed by the next one.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from dbt.adapters.deltamerge.delta.log.features import check_removable
+from dbt.adapters.deltamerge.delta.log.identity import advanced_schema
+from dbt.adapters.deltamerge.delta.log.mapping import mapping_mode, physical_names
+from dbt.adapters.deltamerge.delta.log.protocol import Protocol
+from dbt.adapters.deltamerge.delta.log.schema import schema_from_json, schema_to_json
+from dbt.adapters.deltamerge.delta.log.snapshot import AddFile, Snapshot, load_snapshot
+from dbt.adapters.deltamerge.delta.log.stats import stats_to_json
+from dbt.adapters.deltamerge.delta.paths import local_path
+from dbt.adapters.deltamerge.delta.txn.actions import ChangeFile, WrittenFile, add_actions
+from dbt.adapters.deltamerge.delta.txn.commit import (
+    DEFAULT_CHECKPOINT_INTERVAL,
+    CommitInfo,
+    clean_expired_logs,
+    commit,
+    maybe_checkpoint,
+    now_ms,
+)
+from dbt.adapters.deltamerge.delta.txn.conflicts import ReadSet
+from dbt.adapters.deltamerge.delta.txn.stamps import CommitStamps
+
+
+@dataclass(frozen=True)
+class PendingCommit:
+    """The actions (but ``commitInfo`` and ``txn``) of a commit at ``read_version + 1`` or later."""
+
+    table_path: str
+    read_version: int
+    operation: str
+    actions: list[dict[str, Any]] = field(default_factory=list)
+    parameters: dict[str, Any] = field(default_factory=dict)
+    metrics: dict[str, int] = field(default_factory=dict)
+
+    @classmethod
+    def of_files(
+        cls,
+        *,
+        table_path: str,
+        read_version: int,
+        operation: str,
+        leading: Sequence[dict[str, object]],
+        written: list[WrittenFile],
+        removed: Sequence[AddFile],
+        changes: Sequence[ChangeFile] = (),
+        parameters: dict[str, Any] | None = None,
+        metrics: dict[str, int] | None = None,
+    ) -> PendingCommit:
+        """The commit that removes ``removed`` and adds ``written`` and ``changes``."""
+        stamp = now_ms()
+        actions = [
+            *leading,
+            *[f.remove_action(stamp) for f in removed],
+            *add_actions(written),
+            *[c.cdc_action() for c in changes],
+        ]
+        # Round-trip through JSON: the record on disk and the commit must be the same data.
+        plain = [json.loads(stats_to_json(a)) for a in actions]
+        return cls(table_path, read_version, operation, plain, dict(parameters or {}), dict(metrics or {}))
+
+    def written_paths(self) -> list[str]:
+        """The files this commit would add (data and change data), as local paths."""
+        return [
+            local_path(self.table_path, str(a[kind]["path"]))
+            for a in self.actions
+            for kind in ("add", "cdc")
+            if kind in a
+        ]
+
+    def removed_paths(self) -> list[str]:
+        """The table-relative paths of the files this commit removes."""
+        return [str(a["remove"]["path"]) for a in self.actions if "remove" in a]
+
+    def to_json(self) -> dict[str, Any]:
+        """Plain data for a JSON record."""
+        return {
+            "table_path": self.table_path,
+            "read_version": self.read_version,
+            "operation": self.operation,
+            "actions": self.actions,
+            "parameters": self.parameters,
+            "metrics": self.metrics,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> PendingCommit:
+        """The commit ``to_json`` described."""
+        return cls(
+            str(data["table_path"]),
+            int(data["read_version"]),
+            str(data["operation"]),
+            list(data["actions"]),
+            dict(data["parameters"]),
+            {str(k): int(v) for k, v in data["metrics"].items()},
+        )
+
+
+@dataclass(frozen=True)
+class WriteResult:
+    """The committed version (None if nothing was committed) and Delta's metrics."""
+
+    version: int | None
+    operation: str
+    metrics: dict[str, int]
+    snapshot: Snapshot
+
+
+def commit_files(
+    table_path: str,
+    current: Snapshot | None,
+    info: CommitInfo,
+    leading: list[dict[str, object]],
+    written: list[WrittenFile],
+    removed: list[AddFile],
+    configuration: Mapping[str, str],
+    changes: Sequence[ChangeFile] = (),
+    read: ReadSet | None = None,
+    readded: Sequence[dict[str, Any]] = (),
+    data_change: bool = True,
+) -> WriteResult:
+    """Commit removes of ``removed``, adds of ``written`` and ``changes`` (after ``leading`` actions);
+    ``readded``: ``add`` actions of removed files again, with new deletion vectors (``row_deletion``);
+    ``data_change=False``: the adds and removes rearrange rows without changing them (REORG, OPTIMIZE).
+    """
+    stamp = now_ms()
+    leading = _with_identity_marks(table_path, current, leading, written)
+    if any("metaData" in a for a in leading) and info.is_blind_append:
+        info = replace(info, is_blind_append=False)
+    protocol, properties, domains = _effective(current, leading)
+    if removed and data_change:
+        check_removable(properties, table=table_path)  # rearranging rows is no change of them
+    actions = [
+        *leading,
+        *[_stored(f.remove_action(stamp), current) for f in removed],
+        *add_actions(written),
+        *readded,
+        *[c.cdc_action() for c in changes],
+    ]
+    if not data_change:
+        actions = [_no_data_change(a) for a in actions]
+    if read is None and current is not None and not info.is_blind_append:
+        # Without a narrower read set, a rewrite read the whole table (Delta's `true` read predicate).
+        read = ReadSet(
+            files_read=frozenset(f.path for f in current.files), removed=frozenset(f.path for f in removed)
+        )
+    if read is not None and current is not None and mapping_mode(current.metadata.configuration) != "none":
+        read = replace(read, mapped_schema=current.schema)
+    version = commit(
+        table_path,
+        read_version=current.version if current else -1,
+        actions=actions,
+        info=info,
+        read=read,
+        stamps=CommitStamps.for_table(protocol, properties, domains),
+    )
+    interval = int(configuration.get("delta.checkpointInterval", DEFAULT_CHECKPOINT_INTERVAL))
+    if maybe_checkpoint(table_path, version, interval):
+        clean_expired_logs(table_path, configuration)
+    snapshot = load_snapshot(table_path, version)
+    assert snapshot is not None
+    return WriteResult(version, info.operation, dict(info.operation_metrics), snapshot)
+
+
+def _effective(
+    current: Snapshot | None, leading: Sequence[dict[str, Any]]
+) -> tuple[Protocol | None, Mapping[str, str], Mapping[str, Mapping[str, Any]]]:
+    """The protocol, properties and domains the table has once ``leading`` actions are committed."""
+    protocol = current.protocol if current else None
+    properties: Mapping[str, str] = current.metadata.configuration if current else {}
+    for action in leading:
+        if "protocol" in action:
+            protocol = Protocol.from_action(action["protocol"])
+        if "metaData" in action:
+            properties = dict(action["metaData"].get("configuration") or {})
+    return protocol, properties, current.domains if current else {}
+
+
+def _with_identity_marks(
+    table_path: str, current: Snapshot | None, leading: list[dict[str, Any]], written: list[WrittenFile]
+) -> list[dict[str, Any]]:
+    """``leading`` with the ``metaData`` recording the identity marks ``written`` advance (``identity``)."""
+    metadata = next((a["metaData"] for a in leading if "metaData" in a), None)
+    if metadata is None and current is None:
+        return leading
+    schema_string = metadata["schemaString"] if metadata is not None else current.metadata.schema_string  # type: ignore[union-attr]
+    if "delta.identity." not in schema_string or not written:
+        return leading  # no identity column (the common case): no schema parsed on the commit path
+    schema = schema_from_json(schema_string)
+    paths = [local_path(table_path, f.path) for f in written]
+    advanced = advanced_schema(schema, paths, physical_names(schema))
+    if advanced is None:
+        return leading
+    if metadata is not None:
+        changed = {**metadata, "schemaString": schema_to_json(advanced)}
+        return [{"metaData": changed} if "metaData" in a else a for a in leading]
+    assert current is not None
+    new = replace(current.metadata, schema_string=schema_to_json(advanced))
+    return [*leading, new.to_action()]
+
+
+def _no_data_change(action: dict[str, Any]) -> dict[str, Any]:
+    for kind in ("add", "remove"):
+        if kind in action:
+            return {kind: {**action[kind], "dataChange": False}}
+    return action
+
+
+def _stored(remove: dict[str, Any], current: Snapshot | None) -> dict[str, Any]:
+    """A ``remove`` as the log keeps it: with column mapping, partition values by physical name
+    (deltalake hands them back by logical name)."""
+    if current is None or mapping_mode(current.metadata.configuration) == "none":
+        return remove
+    names = physical_names(current.schema)
+    body = remove["remove"]
+    values = {names.get(k, k): v for k, v in body["partitionValues"].items()}
+    return {"remove": {**body, "partitionValues": values}}
