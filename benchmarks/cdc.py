@@ -33,7 +33,7 @@ from benchmarks.connect import replace_section
 from benchmarks.measure import fresh_copy
 from dbt.adapters.deltamerge.cdc.apply import apply_changes
 from dbt.adapters.deltamerge.cdc.spec import CdcSpec
-from dbt.adapters.deltamerge.delta import WriteRequest, load_snapshot
+from dbt.adapters.deltamerge.delta import TableLocation, WriteRequest, load_snapshot
 from dbt.adapters.deltamerge.merge.pipeline import merge_into
 from dbt.adapters.deltamerge.merge.spec import MergeSpec
 from dbt.adapters.deltamerge.spark.embedded import start_session
@@ -165,7 +165,7 @@ def _load(spark: SparkSession, path: str, *, rows: int, files: int) -> None:
         source,
         spec,
         table=None,
-        create=WriteRequest(table_path=path, mode="create_or_replace"),
+        create=WriteRequest(location=TableLocation.of(path), mode="create_or_replace"),
         txn=("bench-load", 0),
     )
 
@@ -180,7 +180,7 @@ def _apply(spark: SparkSession, kind: str, table: str, batch: DataFrame) -> tupl
             batch,
             CdcSpec.from_config("bench", CDC),
             table=snapshot,
-            create=WriteRequest(table_path=table, mode="create_or_replace"),
+            create=WriteRequest(location=TableLocation.of(table), mode="create_or_replace"),
             txn=(f"bench-{time.time_ns()}", 0),
         )
     else:

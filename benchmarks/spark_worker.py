@@ -21,7 +21,12 @@ from pyspark.sql import functions as F
 
 from benchmarks import data
 from benchmarks.workloads import SOURCE, TARGET, workloads
-from dbt.adapters.deltamerge.delta import WriteRequest, load_snapshot, read_files, write_dataframe
+from dbt.adapters.deltamerge.delta import (
+    WriteRequest,
+    load_snapshot,
+    read_files,
+    write_dataframe,
+)
 from dbt.adapters.deltamerge.merge.pipeline import merge_into
 from dbt.adapters.deltamerge.merge.spec import MergeSpec
 from dbt.adapters.deltamerge.spark.connect import connect_session

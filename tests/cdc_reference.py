@@ -1,4 +1,4 @@
-"""A pure reference of CDC apply's SCD type 1 semantics (CONTRACT §6), for the tests.
+"""A pure reference of CDC apply's SCD type 1 semantics (docs/configuration.md, "CDC apply"), for the tests.
 
 Events are dicts with ``id``, ``seq``, ``op`` ('U' upsert, 'D' delete, 'T' truncate) and
 value columns. ``Scd1`` keeps what the contract says the adapter remembers: per key the

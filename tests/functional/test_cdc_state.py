@@ -16,7 +16,7 @@ from deltalake import DeltaTable
 from dbt.adapters.deltamerge.cdc import state as st
 from dbt.adapters.deltamerge.cdc.apply import apply_changes
 from dbt.adapters.deltamerge.cdc.spec import CdcSpec
-from dbt.adapters.deltamerge.delta import WriteRequest, load_snapshot
+from dbt.adapters.deltamerge.delta import TableLocation, WriteRequest, load_snapshot
 from tests.cdc_reference import Scd1
 
 SPEC = CdcSpec.from_config(
@@ -39,7 +39,7 @@ def apply(spark, path: str, events: list[tuple], run: int) -> None:
         spark.createDataFrame(events, SCHEMA),
         SPEC,
         table=load_snapshot(path),
-        create=WriteRequest(table_path=path, mode="create_or_replace"),
+        create=WriteRequest(location=TableLocation.of(path), mode="create_or_replace"),
         txn=(f"state-test-{run}", 0),
     )
 
@@ -126,7 +126,7 @@ def test_source_columns_named_like_the_folds_counts(spark, tmp_path):
                 spark.createDataFrame(batch, schema),
                 spec,
                 table=load_snapshot(path),
-                create=WriteRequest(table_path=path, mode="create_or_replace"),
+                create=WriteRequest(location=TableLocation.of(path), mode="create_or_replace"),
                 txn=(f"named-{ignore_nulls}-{run}", 0),
             )
         late_kept = False if ignore_nulls else None  # ignoring nulls: ts 6 is the latest non-null

@@ -33,8 +33,7 @@ connect_only = pytest.mark.skipif(
 
 
 def _worker(path: str, operations: list[tuple[str, list[int], str]], barrier, out, url: str | None) -> None:
-    import dbt.adapters.deltamerge.delta.txn.commit as commit_module
-    from dbt.adapters.deltamerge.delta import ConcurrentModification, load_snapshot
+    from dbt.adapters.deltamerge.delta import ConcurrentModification, load_snapshot, storage
     from dbt.adapters.deltamerge.merge.pipeline import merge_into
     from dbt.adapters.deltamerge.merge.spec import MergeSpec
     from dbt.adapters.deltamerge.spark.embedded import start_session
@@ -45,7 +44,7 @@ def _worker(path: str, operations: list[tuple[str, list[int], str]], barrier, ou
         spark = connect_session(url, {"spark.sql.shuffle.partitions": "1"})
     else:
         spark = start_session(tempfile.mkdtemp(prefix="worker"), dict(SESSION))
-    original = commit_module.put_if_absent
+    original = storage.put_if_absent
     waited = {"done": barrier is None}
 
     def racing_put(target: str, data: bytes) -> bool:
@@ -54,7 +53,7 @@ def _worker(path: str, operations: list[tuple[str, list[int], str]], barrier, ou
             barrier.wait(timeout=300)
         return original(target, data)
 
-    commit_module.put_if_absent = racing_put  # type: ignore[assignment]
+    storage.put_if_absent = racing_put  # type: ignore[assignment]  # the commit's put-if-absent
     results = []
     for kind, keys, value in operations:
         rows = spark.createDataFrame([(k, value) for k in keys], "id int, v string")

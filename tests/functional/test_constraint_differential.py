@@ -22,7 +22,12 @@ import pytest
 from deltalake import DeltaTable, Field, QueryBuilder, Schema, write_deltalake
 from pyspark.sql import types as T
 
-from dbt.adapters.deltamerge.delta import WriteRequest, load_snapshot, read_files, write_dataframe
+from dbt.adapters.deltamerge.delta import (
+    WriteRequest,
+    load_snapshot,
+    read_files,
+    write_dataframe,
+)
 from dbt.adapters.deltamerge.merge.pipeline import merge_into
 from dbt.adapters.deltamerge.merge.spec import MergeSpec
 from dbt.adapters.deltamerge.statements.dml import delete_rows, update_rows

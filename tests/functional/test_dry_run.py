@@ -72,7 +72,7 @@ class TestDryRun:
         preview = responses["merged"]
         assert preview["dry_run"] is True and "delta_version" not in preview  # none was written
         plan = preview["plan"]
-        assert plan["executor"] == "classic" and plan["read_version"] == before[merged][0]
+        assert plan["executor"] == "classic_rewrite" and plan["read_version"] == before[merged][0]
         assert plan["files_before_skipping"] == 5  # 4 files and the post-hook's row
         # The hook's row (id -1) lies outside the source's keys (5..1000) and BY SOURCE's ids >= 90.
         assert plan["files_after_skipping"] == 4

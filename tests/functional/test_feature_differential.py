@@ -19,7 +19,12 @@ import pyarrow as pa
 import pytest
 from deltalake import DeltaTable, QueryBuilder, write_deltalake
 
-from dbt.adapters.deltamerge.delta import WriteRequest, load_snapshot, read_files, write_dataframe
+from dbt.adapters.deltamerge.delta import (
+    WriteRequest,
+    load_snapshot,
+    read_files,
+    write_dataframe,
+)
 from dbt.adapters.deltamerge.statements.ddl import add_columns
 from dbt.adapters.deltamerge.statements.dml import delete_rows, update_rows
 from dbt.adapters.deltamerge.statements.parse_ddl import ColumnDefinition

@@ -18,6 +18,7 @@ from deltalake import DeltaTable
 from dbt.adapters.deltamerge.delta import (
     ConcurrentDeleteDelete,
     ConcurrentDeleteRead,
+    TableLocation,
     WriteRequest,
     load_snapshot,
     write_dataframe,
@@ -318,7 +319,9 @@ def test_cdc_apply_turns_vectors_on_and_marks_rows(spark, tmp_path, scd):
                 spark.createDataFrame(events, "id INT, op STRING, ts INT, v STRING"),
                 spec,
                 table=load_snapshot(path),
-                create=WriteRequest(table_path=path, mode="create_or_replace", properties=properties),
+                create=WriteRequest(
+                    location=TableLocation.of(path), mode="create_or_replace", properties=properties
+                ),
                 txn=(f"cdc-dv-{choice}", run),
                 deletion_vectors=choice == "on" and run == 1,
             )

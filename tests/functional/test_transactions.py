@@ -20,7 +20,9 @@ import dbt.adapters.deltamerge.delta.txn.commit as commit_module
 from dbt.adapters.deltamerge.delta import (
     DEFAULT_TXN_RETENTION,
     TXN_RETENTION_PROPERTY,
+    CommitActions,
     CommitInfo,
+    CommitOptions,
     ConcurrentTransaction,
     ReadSet,
     WriteRequest,
@@ -124,7 +126,7 @@ def test_txn_entries_expire_so_checkpoints_stay_bounded(spark, tmp_path, monkeyp
         current = load_snapshot(path)
         assert current is not None
         info = CommitInfo("WRITE", is_blind_append=True, txn=(f"inv-{run}:s.m", 0))
-        commit_files(path, current, info, [], [], [], current.metadata.configuration)
+        commit_files(current, CommitActions(), CommitOptions(info))
     monkeypatch.undo()
     assert latest_version(path) == 240
     checkpoint = glob.glob(f"{path}/_delta_log/{240:020d}.checkpoint.parquet")

@@ -14,6 +14,7 @@ from contextlib import AbstractContextManager, contextmanager
 from dbt_common.exceptions import DbtRuntimeError
 
 from dbt.adapters.deltamerge.common.config_values import SpecError
+from dbt.adapters.deltamerge.common.errors import EngineError
 
 
 class ConfigError(DbtRuntimeError):
@@ -39,7 +40,7 @@ def named_errors(subject: str) -> Iterator[None]:
     """Turn engine and Spark errors into dbt errors that start with ``subject``."""
     from pyspark.errors import PySparkException
 
-    from dbt.adapters.deltamerge.delta import DeltaError, describe, ledger
+    from dbt.adapters.deltamerge.delta import describe, ledger
 
     try:
         with ledger() as done:
@@ -52,7 +53,7 @@ def named_errors(subject: str) -> Iterator[None]:
         text = str(exc)
         if done.committed:  # whatever failed, after a commit: say what landed
             raise ModelWriteError(f"{subject}: {describe(done)}\n{_first_lines(text)}") from exc
-        if isinstance(exc, DeltaError):
+        if isinstance(exc, EngineError):
             raise ModelWriteError(f"{subject}: {exc}") from exc
         if not isinstance(exc, PySparkException) and not _unconverted_java_error(exc):
             raise

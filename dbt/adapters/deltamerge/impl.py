@@ -9,7 +9,6 @@ and returns an ``AdapterResponse`` carrying Delta's metrics.
 from __future__ import annotations
 
 import dataclasses
-import threading
 from dataclasses import dataclass
 from typing import Any, Dict, Iterable, Optional, cast
 
@@ -62,9 +61,6 @@ class DeltaMergeAdapter(SparkAdapter):
 
     def __init__(self, config: Any, mp_context: Any) -> None:
         super().__init__(config, mp_context)
-        # Schemas' folders, looked up once per dbt command (dbt makes an adapter per command).
-        self._schema_locations: dict[str, str] = {}
-        self._schema_locations_lock = threading.Lock()
         # The Delta txn of each write this command makes (idempotent commit retries depend on it).
         self._write_numbers = WriteNumbers()
         CATALOG_READS.forget()  # a new command (dbt's programmatic runner reuses the process)
@@ -185,7 +181,7 @@ class DeltaMergeAdapter(SparkAdapter):
             if isinstance(done, NotWritten):
                 return not_written_response(done.reason)
             if not isinstance(done, DryRun):  # bound by the write: its version looked up at the next read
-                CATALOG_READS.bound(table.schema, table.identifier, table.path, None)
+                CATALOG_READS.bound(table.schema, table.identifier, table.location.path, None)
             return dry_run_response(done) if isinstance(done, DryRun) else write_response(done)
 
     def _model_table(
@@ -212,17 +208,8 @@ class DeltaMergeAdapter(SparkAdapter):
             incremental=incremental,
             txn=self._write_numbers.next(get_invocation_id(), schema, identifier),
             catalog=catalog,
-            schema_location=lambda name: self._schema_location(spark, name),
+            schema_folder=lambda name: CATALOG_READS.schema_folder(spark, name),
         )
-
-    def _schema_location(self, spark: SparkSession, schema: str) -> str:
-        """The folder of ``schema`` where a new table goes, read from the catalog once per command:
-        models that start together wait for the one round trip instead of each making its own."""
-        with self._schema_locations_lock:
-            key = schema.lower()
-            if key not in self._schema_locations:
-                self._schema_locations[key] = str(spark.catalog.getDatabase(schema).locationUri)
-            return self._schema_locations[key]
 
     def _binding(self, spark: SparkSession, relation: BaseRelation) -> tuple[binding.Binding | None, bool]:
         """The relation's catalog entry as dbt's relation cache lists it (``show table extended``
@@ -256,7 +243,7 @@ class DeltaMergeAdapter(SparkAdapter):
             table = self._model_table(spark, relation, spec, incremental=False)
             done = write_model(spark, df, table=table, spec=spec, materialization="seed", full_refresh=True)
             assert isinstance(done, WriteResult)  # only a dry run writes nothing
-            CATALOG_READS.bound(table.schema, table.identifier, table.path, None)
+            CATALOG_READS.bound(table.schema, table.identifier, table.location.path, None)
             return write_response(done)
 
     @available

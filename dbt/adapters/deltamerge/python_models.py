@@ -15,12 +15,12 @@ from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 
-from dbt.adapters.deltamerge.delta import DeltaError
+from dbt.adapters.deltamerge.common.errors import EngineError
 from dbt.adapters.deltamerge.statements.fresh import CATALOG_READS
 from dbt.adapters.deltamerge.statements.reads import read_names
 
 
-class PythonModelError(DeltaError):
+class PythonModelError(EngineError):
     """A Python model did not give a DataFrame to write."""
 
 

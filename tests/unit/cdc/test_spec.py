@@ -1,4 +1,4 @@
-"""CdcSpec.from_config: CDC apply's config checks (contract §6), without Spark."""
+"""CdcSpec.from_config: CDC apply's config checks (docs/configuration.md, "CDC apply"), without Spark."""
 
 from __future__ import annotations
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from pyspark.sql import types as T
 
+from dbt.adapters.deltamerge.delta.location import TableLocation
 from dbt.adapters.deltamerge.delta.log.protocol import Protocol, TableMetadata
 from dbt.adapters.deltamerge.delta.log.schema import schema_to_json
 from dbt.adapters.deltamerge.delta.log.snapshot import AddFile, Snapshot
@@ -28,7 +29,7 @@ FILES = (
 
 def _snapshot(files: tuple[AddFile, ...] = FILES, configuration: dict[str, str] | None = None) -> Snapshot:
     metadata = TableMetadata("t", schema_to_json(SCHEMA), ("p",), configuration or {})
-    return Snapshot("/tmp/t", 3, Protocol(), metadata, files)
+    return Snapshot(TableLocation("/tmp/t"), 3, Protocol(), metadata, files)
 
 
 def _predicate(condition: str | None) -> skipping.TargetPredicate | None:
@@ -66,7 +67,7 @@ def _plan(
 
 def test_an_upsert_reads_only_files_whose_key_range_meets_the_source_and_says_why():
     plan = _plan({"unique_key": "id"}, 12, 15)
-    assert plan.executor == "classic"
+    assert plan.executor == "classic_rewrite" and not plan.marks_deleted
     assert [f.path for f in plan.candidates] == ["b.parquet"]
     assert plan.skipped_by() == {skipping.SKIPPED_KEY_RANGE: 2}
     assert [d.reason for d in plan.decisions if d.kept] == [skipping.KEPT_MAY_MATCH]
@@ -155,3 +156,21 @@ def test_only_a_small_insert_only_merge_counts_its_rows_before_writing():
     assert not _plan({"unique_key": "id"}, rows=4).counts_before_writing
     empty = _plan(insert_only, rows=4, snapshot=_snapshot(files=()))
     assert empty.executor == "insert_into_empty" and not empty.counts_before_writing
+
+
+def test_the_plan_names_every_route_a_merge_runs_by():
+    # Merge-on-read (deletion vectors on): one join of a broadcast source, unless a NOT MATCHED BY
+    # SOURCE clause needs the target rows no source row matches; `deletion_vectors: false` rewrites.
+    vectors = {"delta.enableDeletionVectors": "true"}
+    dv_table = _snapshot(configuration=vectors)
+    dv_table = Snapshot(dv_table.location, 3, Protocol(3, 7, ("deletionVectors",), ("deletionVectors",)),
+                        dv_table.metadata, FILES)
+    upsert = {"unique_key": "id"}
+    assert _plan(upsert, snapshot=dv_table).executor == "one_join"
+    assert _plan(upsert, rows=50_000_000, snapshot=dv_table).executor == "classic_mark_deleted"
+    by_source = {"unique_key": "id", "when_not_matched_by_source": [{"action": "delete"}]}
+    assert _plan(by_source, snapshot=dv_table).executor == "classic_mark_deleted"
+    copy_on_write = _plan({**upsert, "deletion_vectors": False}, snapshot=dv_table)
+    assert copy_on_write.executor == "classic_rewrite" and not copy_on_write.marks_deleted
+    assert _plan(upsert, snapshot=dv_table).marks_deleted
+    assert _plan(upsert).executor == "classic_rewrite"

@@ -200,3 +200,41 @@ def test_aliases_must_be_plain_and_distinct():
     assert problems({"unique_key": "id", "source_alias": "x", "target_alias": "X"}) == [
         "source_alias and target_alias must differ (both are 'x')"
     ]
+
+
+def test_the_engine_s_door_builds_the_clause_set_the_user_s_door_parses():
+    # CDC apply's merge, once through a model's config and once typed: the same value.
+    config = {
+        "unique_key": ["id"],
+        "when_matched": [
+            {"condition": "s.op = 'delete'", "action": "delete"},
+            {"action": "update", "set": {"v": "s.v"}},
+        ],
+        "when_not_matched": [{"condition": "s.op = 'upsert'", "action": "insert", "values": {"id": "s.id"}}],
+        "update_only_if_changed": True,
+        "deletion_vectors": False,
+    }
+    typed = MergeSpec.of(
+        "m",
+        unique_key=["id"],
+        matched=[
+            MergeClause("matched", "delete", condition="s.op = 'delete'"),
+            MergeClause("matched", "update", assignments=(Assignment("v", "s.v"),)),
+        ],
+        not_matched=[
+            MergeClause(
+                "not_matched", "insert", condition="s.op = 'upsert'", assignments=(Assignment("id", "s.id"),)
+            )
+        ],
+        update_only_if_changed=True,
+        copy_on_write=True,
+    )
+    assert typed == MergeSpec.from_config("m", config)
+
+
+def test_a_broken_engine_merge_is_a_bug_said_as_such_not_the_user_s_config():
+    said = r"the merge built for m has no WHEN clause; no unique key .* \(a bug\)"
+    with pytest.raises(AssertionError, match=said):
+        MergeSpec.of("m")
+    with pytest.raises(AssertionError, match="a not_matched clause among the matched ones"):
+        MergeSpec.of("m", unique_key=["id"], matched=[MergeClause("not_matched", "insert")])

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from dbt.adapters.deltamerge.common.config_values import SpecError
+from dbt.adapters.deltamerge.delta.location import TableLocation
 from dbt.adapters.deltamerge.model.keys import KEYS, key_problems
 from dbt.adapters.deltamerge.model.spec import ModelSpec, WriteSpec, plan_write
 from tests.config_samples import ACCEPTED, SAMPLES, accepted_values, wrong_values
@@ -48,8 +49,9 @@ def test_write_spec_collects_every_problem_and_names_the_model():
 )
 def test_plan_write_modes(strategy, exists, full_refresh, mode):
     spec = WriteSpec.from_config("m", {"incremental_strategy": strategy})
+    where = TableLocation.of("/t")
     request = plan_write(
-        spec, materialization="incremental", table_path="/t", exists=exists, full_refresh=full_refresh
+        spec, materialization="incremental", location=where, exists=exists, full_refresh=full_refresh
     )
     assert request.mode == mode
 
@@ -59,7 +61,7 @@ def test_microbatch_replaces_its_window():
     request = plan_write(
         spec,
         materialization="incremental",
-        table_path="/t",
+        location=TableLocation.of("/t"),
         exists=True,
         full_refresh=False,
         batch=("2026-01-01 00:00:00", "2026-01-02 00:00:00"),

@@ -22,6 +22,7 @@ from dbt.adapters.deltamerge.binding.entry import (
     rebinding_marker,
     refresh,
     registered_root,
+    schema_folder,
     table_name,
 )
 from dbt.adapters.deltamerge.binding.links import (
@@ -63,6 +64,7 @@ __all__ = [
     "rebinding_marker",
     "refresh",
     "registered_root",
+    "schema_folder",
     "table_name",
     "view_statement",
 ]

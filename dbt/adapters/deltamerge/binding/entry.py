@@ -235,6 +235,12 @@ def _create_files_table(
         recover_partitions(spark, name, len({frozenset(f.partition_values.items()) for f in snapshot.files}))
 
 
+def schema_folder(spark: SparkSession, schema: str) -> str:
+    """The folder of ``schema`` where Spark places its managed tables (a catalog round trip;
+    callers in a dbt command go through ``statements/fresh.CATALOG_READS.schema_folder``)."""
+    return str(spark.catalog.getDatabase(schema).locationUri)
+
+
 def registered_root(spark: SparkSession, table_path: str) -> str:
     """The binding root under the warehouse of a table registered by its location."""
     warehouse = table_path_of(spark.conf.get("spark.sql.warehouse.dir") or "spark-warehouse")

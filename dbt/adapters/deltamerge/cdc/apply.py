@@ -10,7 +10,6 @@ the state's commit. See ``state.py`` for why the record makes the pair crash-saf
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -31,8 +30,10 @@ from dbt.adapters.deltamerge.cdc.scd2 import apply_scd2
 from dbt.adapters.deltamerge.cdc.spec import CdcSpec
 from dbt.adapters.deltamerge.common.sql import qualified, quote_identifier
 from dbt.adapters.deltamerge.delta import (
+    NO_CHANGE,
     AddFile,
     Snapshot,
+    TableChange,
     WriteRequest,
     WriteResult,
     after_commit,
@@ -41,6 +42,7 @@ from dbt.adapters.deltamerge.delta import (
     read_files,
     write_dataframe,
 )
+from dbt.adapters.deltamerge.merge.clauses import Assignment, MergeClause
 from dbt.adapters.deltamerge.merge.pipeline import merge_into
 from dbt.adapters.deltamerge.merge.source import fits_in_broadcast
 from dbt.adapters.deltamerge.merge.spec import DEFAULT_SOURCE_ALIAS as S
@@ -61,20 +63,17 @@ def apply_changes(
     table: Snapshot | None,
     create: WriteRequest,
     txn: tuple[str, int],
-    schema: T.StructType | None = None,
-    change_data_feed: bool = False,
+    change: TableChange = NO_CHANGE,
     full_refresh: bool = False,
-    deletion_vectors: bool = False,
 ) -> WriteResult:
     """Apply the events of ``source`` to the table at ``table``.
 
     With no table, or ``full_refresh``, the table is (re)created with ``create`` from the
-    events alone, with the same semantics; otherwise the events are merged in. ``schema`` is
-    the table schema the merge leaves (the model's ``on_schema_change``), None to keep it;
-    ``change_data_feed`` switches the feed on with the merge, ``deletion_vectors`` deletion vectors
-    (the merge then marks the rows it removes: merge-on-read).
+    events alone, with the same semantics; otherwise the events are merged in, with ``change``
+    (the model's): its ``schema`` the table schema the merge leaves (``on_schema_change``), the
+    change data feed or deletion vectors switched on (the merge then marks the rows it removes).
     """
-    table_path = create.table_path
+    table_path = create.location.path
     stored = spec.stored_columns(source.columns)
     if spec.scd_type == 2:
         return apply_scd2(
@@ -85,8 +84,7 @@ def apply_changes(
             table=None if full_refresh else table,
             create=create,
             txn=txn,
-            change_data_feed=change_data_feed,
-            deletion_vectors=deletion_vectors,
+            change=change,
         )
     if table is not None:
         st.recover(table_path)
@@ -105,18 +103,10 @@ def apply_changes(
             rows = rows_by_key_range(upserts, spec, request, folded.state_row_count)
             result = write_dataframe(spark, rows, request)
         else:
-            columns = table.schema if schema is None else schema
-            main = _merge_spec(spec, stored, columns, evolve=schema is not None)
+            columns = table.schema if change.schema is None else change.schema
+            main = _merge_spec(spec, stored, columns, evolve=change.schema is not None)
             result = merge_into(
-                spark,
-                folded.changes,
-                table,
-                main,
-                schema=schema,
-                change_data_feed=change_data_feed,
-                txn=txn,
-                extra_metrics=folded.counts,
-                deletion_vectors=deletion_vectors,
+                spark, folded.changes, table, main, change=change, txn=txn, extra_metrics=folded.counts
             )
     except BaseException:
         if record is not None and committed_version_of(table_path, *txn) is None:
@@ -215,23 +205,20 @@ def _merge_spec(spec: CdcSpec, stored: tuple[str, ...], target: T.StructType, *,
             return new
         return f"CASE WHEN {qualified(S, RESET)} THEN {new} ELSE coalesce({new}, {qualified(T_, column)}) END"
 
-    matched: list[dict[str, Any]] = [{"condition": f"{op} = 'delete'", "action": "delete"}]
+    matched = [MergeClause("matched", "delete", condition=f"{op} = 'delete'")]
     if values:
-        matched.append({"action": "update", "set": {c: assigned(c) for c in values}})
-    config = {
-        "unique_key": list(spec.keys),
-        "when_matched": matched,
-        "when_not_matched": [
-            {
-                "condition": f"{op} = 'upsert'",
-                "action": "insert",
-                "values": {c: qualified(S, c) for c in columns},
-            }
-        ],
-        "update_only_if_changed": True,
-        "deletion_vectors": False if spec.copy_on_write else None,
-    }
-    return MergeSpec.from_config(spec.model, config)
+        sets = tuple(Assignment(c, assigned(c)) for c in values)
+        matched.append(MergeClause("matched", "update", assignments=sets))
+    inserted = tuple(Assignment(c, qualified(S, c)) for c in columns)
+    upsert = MergeClause("not_matched", "insert", condition=f"{op} = 'upsert'", assignments=inserted)
+    return MergeSpec.of(
+        spec.model,
+        unique_key=spec.keys,
+        matched=matched,
+        not_matched=[upsert],
+        update_only_if_changed=True,
+        copy_on_write=spec.copy_on_write,
+    )
 
 
 def _state_schema(spec: CdcSpec, source: DataFrame) -> T.StructType:

@@ -1,8 +1,8 @@
 """SCD type 2: the keys a run touches get their history replayed with the run's events.
 
-Per contract §6, the stored versions of the run's keys stand for events (each version for
-the upsert that opened it at ``__START_AT``; each ``__END_AT`` no version starts at for a
-delete) and are replayed, in sequence order, together with the run's events (a run's event
+As ``docs/configuration.md`` ("CDC apply") says, the stored versions of the run's keys stand for
+events (each version for the upsert that opened it at ``__START_AT``; each ``__END_AT`` no version
+starts at for a delete) and are replayed, in sequence order, together with the run's events (a run's event
 at a sequence the history already has is already applied). The replay is window functions
 over the keys, no Python on executors: a delete ends a segment; within a segment an upsert
 opens a version when a tracked column differs from the previous upsert's; a version ends at
@@ -14,6 +14,7 @@ rewritten, versions the replay no longer has are deleted (``apply_scd2``).
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from pyspark.sql import Column, DataFrame, SparkSession, Window
@@ -35,13 +36,16 @@ from dbt.adapters.deltamerge.cdc.scd1 import OP
 from dbt.adapters.deltamerge.cdc.spec import END_AT, START_AT, CdcSpec
 from dbt.adapters.deltamerge.common.sql import qualified, quote_identifier
 from dbt.adapters.deltamerge.delta import (
+    NO_CHANGE,
     Snapshot,
+    TableChange,
     WriteRequest,
     WriteResult,
     cdc_event_metrics,
     read_files,
     write_dataframe,
 )
+from dbt.adapters.deltamerge.merge.clauses import Assignment, MergeClause
 from dbt.adapters.deltamerge.merge.pipeline import merge_into
 from dbt.adapters.deltamerge.merge.source import checkpoint_with_aggregates, fits_in_broadcast
 from dbt.adapters.deltamerge.merge.spec import DEFAULT_SOURCE_ALIAS as S
@@ -202,8 +206,7 @@ def apply_scd2(
     table: Snapshot | None,
     create: WriteRequest,
     txn: tuple[str, int],
-    change_data_feed: bool,
-    deletion_vectors: bool = False,
+    change: TableChange = NO_CHANGE,
 ) -> WriteResult:
     """SCD 2: replay the run's keys' history with its events, then merge (or create) the versions."""
     events = framed_events(source, spec, key_profile_aggregates(spec.keys), count_clashes=True)
@@ -225,33 +228,25 @@ def apply_scd2(
         rows = replayed.changes.where(F.col(OP) == "upsert").select(*map(quote_identifier, columns))
         return write_dataframe(spark, rows_by_key_range(rows, spec, request, events.received), request)
     values = [c for c in stored if c.lower() not in {k.lower() for k in spec.keys}]
-    config = {
-        "unique_key": [*spec.keys, START_AT],
-        "when_matched": [
-            {"condition": f"{qualified(S, OP)} = 'delete'", "action": "delete"},
-            {"action": "update", "set": {c: qualified(S, c) for c in (*values, END_AT)}},
+    upsert = f"{qualified(S, OP)} = 'upsert'"
+    main = MergeSpec.of(
+        spec.model,
+        unique_key=[*spec.keys, START_AT],
+        matched=[
+            MergeClause("matched", "delete", condition=f"{qualified(S, OP)} = 'delete'"),
+            MergeClause("matched", "update", assignments=_assigned([*values, END_AT])),
         ],
-        "when_not_matched": [
-            {
-                "condition": f"{qualified(S, OP)} = 'upsert'",
-                "action": "insert",
-                "values": {c: qualified(S, c) for c in columns},
-            }
-        ],
-        "update_only_if_changed": True,
-        "deletion_vectors": False if spec.copy_on_write else None,
-    }
-    main = MergeSpec.from_config(spec.model, config)
-    return merge_into(
-        spark,
-        replayed.changes,
-        table,
-        main,
-        change_data_feed=change_data_feed,
-        txn=txn,
-        extra_metrics=replayed.counts,
-        deletion_vectors=deletion_vectors,
+        not_matched=[MergeClause("not_matched", "insert", condition=upsert, assignments=_assigned(columns))],
+        update_only_if_changed=True,
+        copy_on_write=spec.copy_on_write,
     )
+    counts = replayed.counts
+    return merge_into(spark, replayed.changes, table, main, change=change, txn=txn, extra_metrics=counts)
+
+
+def _assigned(columns: Sequence[str]) -> tuple[Assignment, ...]:
+    """Each column set from the source's column of the same name."""
+    return tuple(Assignment(c, qualified(S, c)) for c in columns)
 
 
 def _history_schema(spec: CdcSpec, events: T.StructType, stored: tuple[str, ...]) -> T.StructType:

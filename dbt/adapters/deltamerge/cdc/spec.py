@@ -1,8 +1,8 @@
 """A CDC apply model's config -> a validated ``CdcSpec``, with no Spark.
 
-``sequence_by`` turns a ``delta_merge`` model into CDC apply (contract §6). The keys are
-those of Databricks' ``create_auto_cdc_flow``. Every problem is collected and raised as one
-``SpecError`` naming the model and the keys; column checks against the model's result
+``sequence_by`` turns a ``delta_merge`` model into CDC apply (``docs/configuration.md``, "CDC
+apply"). The keys are those of Databricks' ``create_auto_cdc_flow``. Every problem is collected and
+raised as one ``SpecError`` naming the model and the keys; column checks against the model's result
 (``stored_columns``) happen before anything is read or written.
 """
 

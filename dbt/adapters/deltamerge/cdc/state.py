@@ -37,6 +37,7 @@ from dbt.adapters.deltamerge.delta import (
     PendingCommit,
     ReadSet,
     Snapshot,
+    TableLocation,
     WriteRequest,
     align_to_schema,
     commit,
@@ -84,7 +85,8 @@ def load_or_create(spark: SparkSession, path: str, schema: T.StructType) -> Snap
     if snapshot is not None:
         return snapshot
     empty = spark.createDataFrame([], schema)
-    return write_dataframe(spark, empty, WriteRequest(table_path=path, mode="create_or_replace")).snapshot
+    request = WriteRequest(location=TableLocation.of(path), mode="create_or_replace")
+    return write_dataframe(spark, empty, request).snapshot
 
 
 def latest(rows: DataFrame, keys: Sequence[str]) -> DataFrame:

@@ -49,7 +49,7 @@ from dbt.adapters.deltamerge.delta.commands.optimize import (
     plan_bins,
     zorder_problems,
 )
-from dbt.adapters.deltamerge.delta.commands.redefine import recluster, redefine
+from dbt.adapters.deltamerge.delta.commands.redefine import commit_after, commit_before, recluster, redefine
 from dbt.adapters.deltamerge.delta.commands.vacuum import DEFAULT_RETENTION_HOURS, vacuum
 from dbt.adapters.deltamerge.delta.commands.zorder import ZOrderError
 
@@ -97,12 +97,18 @@ from dbt.adapters.deltamerge.delta.errors import (
 )
 from dbt.adapters.deltamerge.delta.faults import CDC_POINTS, POINTS, crash_point
 from dbt.adapters.deltamerge.delta.ledger import after_commit, describe, ledger
+from dbt.adapters.deltamerge.delta.location import TableLocation, place_table
 
 # log/: a version's state, read from the log (no Spark job)
 from dbt.adapters.deltamerge.delta.log.definition import (
     DEFAULT_TXN_RETENTION,
+    NO_CHANGE,
     TXN_RETENTION_PROPERTY,
+    Redefinition,
+    TableChange,
+    changed,
     definition_actions,
+    redefined,
     with_change_data_feed,
     with_deletion_vectors,
     with_schema,
@@ -140,7 +146,7 @@ from dbt.adapters.deltamerge.delta.paths import (
 from dbt.adapters.deltamerge.delta.storage import size_and_mtime
 
 # txn/: the commit path (no Spark job)
-from dbt.adapters.deltamerge.delta.txn.actions import ChangeFile, WrittenFile
+from dbt.adapters.deltamerge.delta.txn.actions import ChangeFile, CommitActions, WrittenFile
 from dbt.adapters.deltamerge.delta.txn.commit import (
     CommitInfo,
     commit,
@@ -171,7 +177,12 @@ from dbt.adapters.deltamerge.delta.txn.metrics import (
     timing_metrics,
     write_metrics,
 )
-from dbt.adapters.deltamerge.delta.txn.transaction import PendingCommit, WriteResult, commit_files
+from dbt.adapters.deltamerge.delta.txn.transaction import (
+    CommitOptions,
+    PendingCommit,
+    WriteResult,
+    commit_files,
+)
 
 __all__ = [
     "ALREADY_DELTA",
@@ -187,6 +198,7 @@ __all__ = [
     "FILE_URI",
     "GENERATION_EXPRESSION",
     "MERGE_WRITTEN_METRICS",
+    "NO_CHANGE",
     "OPTIMIZE_WRITE",
     "POINTS",
     "ROW_INDEX",
@@ -196,7 +208,9 @@ __all__ = [
     "TXN_RETENTION_PROPERTY",
     "AddFile",
     "ChangeFile",
+    "CommitActions",
     "CommitInfo",
+    "CommitOptions",
     "ConcurrentDeleteDelete",
     "ConcurrentDeleteRead",
     "ConcurrentModification",
@@ -210,7 +224,10 @@ __all__ = [
     "OptimizeOptions",
     "PendingCommit",
     "ReadSet",
+    "Redefinition",
     "Snapshot",
+    "TableChange",
+    "TableLocation",
     "UnsupportedTableFeature",
     "VectorUpdate",
     "WriteMode",
@@ -227,10 +244,13 @@ __all__ = [
     "block_masks",
     "cdc_event_metrics",
     "change_data_feed_enabled",
+    "changed",
     "check_winner",
     "check_writable",
     "collect_positions",
     "commit",
+    "commit_after",
+    "commit_before",
     "commit_files",
     "committed_version_of",
     "computed_columns",
@@ -269,12 +289,14 @@ __all__ = [
     "parse_partition_folder",
     "parse_partition_schema",
     "partition_folder",
+    "place_table",
     "plan_bins",
     "read_changes",
     "read_commit",
     "read_files",
     "recluster",
     "redefine",
+    "redefined",
     "referenced_columns",
     "regenerated",
     "rows_affected",

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from dbt.adapters.deltamerge.common.errors import EngineError
 
-class DeltaError(Exception):
+
+class DeltaError(EngineError):
     """Base class: a Delta table operation that was refused or failed."""
 
 

@@ -13,7 +13,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from dbt.adapters.deltamerge.delta import (
+    CommitActions,
     CommitInfo,
+    CommitOptions,
     ReadSet,
     Snapshot,
     VectorUpdate,
@@ -54,28 +56,26 @@ def commit_merge(
         target = with_transaction_retention(target)
         leading = definition_actions(read, target)
     pruning = executed.pruning
-    return commit_files(
-        target.table_path,
-        target,
-        CommitInfo(
-            "MERGE",
-            merge_parameters(plan.spec),
-            dict(metrics),
-            txn=txn,
-            row_ids_kept=materialized_columns(target.metadata.configuration) is not None,
-        ),
-        leading,
-        out.written,
-        executed.removed,
-        target.metadata.configuration,
-        out.changes,
-        ReadSet(
-            files_read=frozenset(f.path for f in plan.candidates),
-            removed=frozenset(f.path for f in executed.removed),
-            reads=lambda added: pruning is None or bool(pruning.keep(added)),
-        ),
+    files = CommitActions(
+        leading=leading,
+        written=out.written,
+        removed=executed.removed,
+        changes=out.changes,
         readded=executed.vectors.readded if executed.vectors else (),
     )
+    info = CommitInfo(
+        "MERGE",
+        merge_parameters(plan.spec),
+        dict(metrics),
+        txn=txn,
+        row_ids_kept=materialized_columns(target.metadata.configuration) is not None,
+    )
+    read_set = ReadSet(
+        files_read=frozenset(f.path for f in plan.candidates),
+        removed=frozenset(f.path for f in executed.removed),
+        reads=lambda added: pruning is None or bool(pruning.keep(added)),
+    )
+    return commit_files(target, files, CommitOptions(info, read=read_set))
 
 
 def executed_metrics(plan: MergePlan, executed: Executed, *, execution_ms: int) -> dict[str, int]:

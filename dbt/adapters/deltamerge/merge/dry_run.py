@@ -33,7 +33,7 @@ def describe(
     """The dry run of ``plan``, whose executor ran with its output sent to Spark's ``noop`` sink."""
     snapshot, candidates, rewritten = plan.snapshot, plan.candidates, executed.removed
     described = {
-        "executor": "classic" if plan.executor == "classic" else "insert_only",
+        "executor": plan.executor,
         "read_version": snapshot.version,
         "files_before_skipping": len(snapshot.files),
         "bytes_before_skipping": snapshot.size_bytes,

@@ -21,15 +21,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from pyspark.sql import DataFrame, Observation, SparkSession
-from pyspark.sql import types as T
 
 from dbt.adapters.deltamerge.delta import (
+    NO_CHANGE,
     Snapshot,
+    TableChange,
     WriteResult,
+    changed,
     definition_actions,
-    with_change_data_feed,
-    with_deletion_vectors,
-    with_schema,
 )
 from dbt.adapters.deltamerge.merge.check import check_expressions
 from dbt.adapters.deltamerge.merge.commit import commit_merge, executed_metrics
@@ -37,7 +36,7 @@ from dbt.adapters.deltamerge.merge.dry_run import DryRun, describe
 from dbt.adapters.deltamerge.merge.execute.classic import mark_touched_rows, rewrite_touched_files
 from dbt.adapters.deltamerge.merge.execute.frames import MergeRun
 from dbt.adapters.deltamerge.merge.execute.insert_only import insert_unmatched
-from dbt.adapters.deltamerge.merge.execute.one_join import joins_once, mark_rows_in_one_join
+from dbt.adapters.deltamerge.merge.execute.one_join import mark_rows_in_one_join
 from dbt.adapters.deltamerge.merge.execute.output import Executed
 from dbt.adapters.deltamerge.merge.execute.touched import find_touched_files
 from dbt.adapters.deltamerge.merge.plan import MergePlan, plan_merge
@@ -63,29 +62,19 @@ def merge_into(
     snapshot: Snapshot,
     spec: MergeSpec,
     *,
-    schema: T.StructType | None = None,
-    change_data_feed: bool = False,
+    change: TableChange = NO_CHANGE,
     txn: tuple[str, int] | None = None,
     extra_metrics: Mapping[str, int] | None = None,
-    deletion_vectors: bool = False,
 ) -> WriteResult:
     """Merge ``source_df`` into the table at ``snapshot`` as one MERGE commit (none if nothing changes).
 
-    ``schema`` is the table schema the merge leaves (schema evolution): the new ``metaData``
-    is part of the merge's commit, and ``*`` actions then take only the columns the source
-    has (an update keeps the others, an insert writes null). ``change_data_feed`` switches the
-    table's change data feed on in the same commit, ``deletion_vectors`` deletion vectors (and this
-    merge already writes them). ``extra_metrics`` join Delta's in the commit (CDC apply's event counts).
+    ``change`` is the table's definition change that rides in the merge's commit (its parts with
+    commits of their own are the caller's): with a new ``schema`` (schema evolution) ``*`` actions
+    take only the columns the source has (an update keeps the others, an insert writes null); the
+    change data feed or deletion vectors switched on (this merge already writes them).
+    ``extra_metrics`` join Delta's in the commit (CDC apply's event counts).
     """
-    prepared = prepare(
-        spark,
-        source_df,
-        snapshot,
-        spec,
-        schema=schema,
-        change_data_feed=change_data_feed,
-        deletion_vectors=deletion_vectors,
-    )
+    prepared = prepare(spark, source_df, snapshot, spec, change=change)
     executed = execute(spark, prepared, dry_run=False)
     metrics = executed_metrics(prepared.plan, executed, execution_ms=_since(prepared.started))
     metrics.update(extra_metrics or {})
@@ -98,24 +87,14 @@ def dry_run_merge(
     snapshot: Snapshot,
     spec: MergeSpec,
     *,
-    schema: T.StructType | None = None,
-    change_data_feed: bool = False,
-    deletion_vectors: bool = False,
+    change: TableChange = NO_CHANGE,
 ) -> DryRun:
     """What ``merge_into`` would do: both phases run with the output computed and discarded.
 
     Spark's ``noop`` sink computes every output row (a failing cast still fails), so the plan,
     row counts and touched files are the real run's; no file is written, nothing is committed.
     """
-    prepared = prepare(
-        spark,
-        source_df,
-        snapshot,
-        spec,
-        schema=schema,
-        change_data_feed=change_data_feed,
-        deletion_vectors=deletion_vectors,
-    )
+    prepared = prepare(spark, source_df, snapshot, spec, change=change)
     executed = execute(spark, prepared, dry_run=True)
     metrics = executed_metrics(prepared.plan, executed, execution_ms=_since(prepared.started))
     changes_definition = bool(definition_actions(prepared.read, prepared.plan.snapshot))
@@ -128,19 +107,14 @@ def prepare(
     snapshot: Snapshot,
     spec: MergeSpec,
     *,
-    schema: T.StructType | None,
-    change_data_feed: bool,
-    deletion_vectors: bool = False,
+    change: TableChange,
 ) -> Prepared:
-    """Plan a merge: features checked, definition changes applied, clauses resolved, source profiled."""
+    """Plan a merge: features checked, the definition change applied, clauses resolved, source profiled."""
     started = time.monotonic()
     snapshot.check_writable()
-    target = with_schema(snapshot, schema) if schema is not None else snapshot
-    if change_data_feed:
-        target = with_change_data_feed(target)
-    if deletion_vectors:
-        target = with_deletion_vectors(target)
-    merge = resolve(spec, target=target.schema, source=source_df.schema, lenient_star=schema is not None)
+    target = changed(snapshot, change)
+    lenient = change.schema is not None
+    merge = resolve(spec, target=target.schema, source=source_df.schema, lenient_star=lenient)
     check_expressions(spark, spec, target.schema, source_df)
     if spec.is_insert_only and not target.files:
         # Into a table without files the source is profiled while it is written (one pass).
@@ -165,13 +139,13 @@ def execute(spark: SparkSession, prepared: Prepared, *, dry_run: bool) -> Execut
     if plan.executor == "insert_only":
         out = insert_unmatched(run, dry_run=dry_run)
         return Executed([], out, 0, _since(started), plan.source_rows, plan.pruning)
-    if joins_once(run):
+    if plan.executor == "one_join":
         out, vectors, scan_ms = mark_rows_in_one_join(run, dry_run=dry_run)
         rewrite_ms = _since(started) - scan_ms
         return Executed(vectors.removed, out, scan_ms, rewrite_ms, plan.source_rows, plan.pruning, vectors)
     phase1 = find_touched_files(run)
     scan_ms, started = _since(started), time.monotonic()
-    if plan.marks_deleted:
+    if plan.executor == "classic_mark_deleted":
         out, vectors = mark_touched_rows(run, phase1, dry_run=dry_run)
         rewrite_ms = _since(started)
         return Executed(vectors.removed, out, scan_ms, rewrite_ms, plan.source_rows, plan.pruning, vectors)

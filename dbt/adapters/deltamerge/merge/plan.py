@@ -2,7 +2,8 @@
 
 ``plan_merge`` takes the clause set resolved against the schemas, the table's snapshot, the
 source's profile (row count, key ranges) and the prepared data skipping, and returns a
-frozen ``MergePlan``: which executor runs (as Delta's ``MergeIntoCommandBase`` picks it),
+frozen ``MergePlan``: which executor runs (``ExecutorKind``: Delta's ``MergeIntoCommandBase``
+picks insert-only or classic; merge-on-read adds ours),
 every file with the reason it is read or skipped, the join condition and whether the
 source is broadcast, how the multiple-match rule is checked, whether change data is
 written, and the output columns. Executors run a plan on the source frame; the commit's
@@ -17,6 +18,8 @@ from dataclasses import dataclass
 from typing import Literal
 
 from pyspark.sql import types as T
+from sqlglot.dialects.spark import Spark
+from sqlglot.tokens import TokenType
 
 from dbt.adapters.deltamerge.delta import AddFile, Snapshot, change_data_feed_enabled, writes_deletion_vectors
 from dbt.adapters.deltamerge.merge.pruning import FilePruning, skips_by_key_range
@@ -27,7 +30,16 @@ from dbt.adapters.deltamerge.skipping.files import FileDecision
 
 # Up to this many source rows, an insert-only merge materializes its new rows before writing.
 COUNT_FIRST_ROWS = 10_000
-ExecutorKind = Literal["insert_into_empty", "insert_only", "classic"]
+# Every route a merge runs by (``pipeline.execute`` runs exactly these; the dry run reports them):
+# - insert_into_empty: inserts only, into a table without files (the source profiled as written);
+# - insert_only: Delta's insert-only executor (unmatched source rows appended, one anti-join);
+# - one_join: merge-on-read in one join (``execute/one_join.py``: the source, or the columns its
+#   conditions name, is broadcast; no NOT MATCHED BY SOURCE clause);
+# - classic_mark_deleted: Delta's classic two phases, the removed rows marked in deletion vectors;
+# - classic_rewrite: Delta's classic two phases, the touched files rewritten (copy-on-write).
+ExecutorKind = Literal[
+    "insert_into_empty", "insert_only", "one_join", "classic_mark_deleted", "classic_rewrite"
+]
 # How Delta's rule "a target row matched by several source rows is an error" is checked:
 # not at all (inserts only), by the keys the source repeats (ON is the unique key's and no
 # WHEN MATCHED clause joins each row anyway), or by grouping the key join by target row.
@@ -67,10 +79,9 @@ class MergePlan:
 
     @property
     def marks_deleted(self) -> bool:
-        """Merge-on-read: the classic executor marks the target rows it removes in deletion vectors
-        and writes only updated and inserted rows (``delta.row_deletion``); else it rewrites files."""
-        classic = self.executor == "classic" and not self.spec.copy_on_write
-        return classic and writes_deletion_vectors(self.snapshot)
+        """Merge-on-read: the executor marks the target rows it removes in deletion vectors and writes
+        only updated and inserted rows (``delta.row_deletion``); the others rewrite files or insert."""
+        return self.executor in ("one_join", "classic_mark_deleted")
 
     def skipped_by(self) -> dict[str, int]:
         """How many files each skipping rule ruled out."""
@@ -95,14 +106,21 @@ def plan_merge(
     ``pruning`` is None only for an insert-only merge into a table without files (then the
     source is profiled while it is written, and nothing is skipped).
     """
-    if spec.is_insert_only and not snapshot.files:
-        executor: ExecutorKind = "insert_into_empty"
-    else:
-        executor = "insert_only" if spec.is_insert_only else "classic"
     decisions = tuple(pruning.decide(f) for f in snapshot.files) if pruning is not None else ()
     joining = spec
     if pruning is not None and pruning.ranges is not None and not any(r.has_nulls for r in pruning.ranges):
         joining = spec.without_null_safe_keys()
+    broadcast = fits_in_broadcast(source_schema, source_rows)
+    marks = not spec.copy_on_write and writes_deletion_vectors(snapshot)
+    executor: ExecutorKind
+    if spec.is_insert_only:
+        executor = "insert_only" if snapshot.files else "insert_into_empty"
+    elif marks and not spec.not_matched_by_source and (
+        broadcast or fits_in_broadcast(narrow_schema(merge, joining.on_condition, source_schema), source_rows)
+    ):
+        executor = "one_join"
+    else:
+        executor = "classic_mark_deleted" if marks else "classic_rewrite"
     return MergePlan(
         spec=spec,
         merge=merge,
@@ -111,12 +129,12 @@ def plan_merge(
         decisions=decisions,
         source_rows=source_rows,
         join_condition=joining.on_condition,
-        broadcast_source=fits_in_broadcast(source_schema, source_rows),
+        broadcast_source=broadcast,
         counts_before_writing=executor == "insert_only"
         and source_rows <= COUNT_FIRST_ROWS
         and any(d.kept for d in decisions),
         multiple_match_check=_multiple_match_check(spec),
-        change_data=executor == "classic" and change_data_feed_enabled(snapshot.metadata.configuration),
+        change_data=not spec.is_insert_only and change_data_feed_enabled(snapshot.metadata.configuration),
         output_columns=merge.target_columns,
         pruning=pruning,
     )
@@ -136,3 +154,31 @@ def _multiple_match_check(spec: MergeSpec) -> MultipleMatchCheck:
     if spec.matched or not skips_by_key_range(spec):
         return "per_target_row"
     return "repeated_source_keys"
+
+
+def narrow_schema(merge: ResolvedMerge, join_condition: str, source: T.StructType) -> T.StructType:
+    """The source columns whose names the ON condition or a clause condition mention (a superset
+    of those the join and the choice of clause read): what a merge in one join broadcasts of a
+    source too big to broadcast whole."""
+    named = condition_names(merge, join_condition)
+    return T.StructType([f for f in source.fields if f.name.lower() in named])
+
+
+def condition_names(merge: ResolvedMerge, join_condition: str) -> set[str]:
+    """Every name (lower case) in the ON condition and the clauses' conditions, whatever qualifies it.
+
+    >>> spec = MergeSpec.from_config("m", {"unique_key": "id", "source_alias": "s"})
+    >>> merge = ResolvedMerge(spec, ("id", "v"), (), (), ())
+    >>> sorted(condition_names(merge, "t.id = s.`Id` AND s.v > 1"))
+    ['id', 's', 't', 'v']
+    """
+    texts = [join_condition]
+    for clause in (*merge.matched, *merge.not_matched, *merge.not_matched_by_source):
+        texts += [clause.condition or "", clause.unchanged or ""]
+    return {
+        token.text.lower()
+        for text in texts
+        if text
+        for token in Spark().tokenize(text)
+        if token.token_type in (TokenType.VAR, TokenType.IDENTIFIER)
+    }

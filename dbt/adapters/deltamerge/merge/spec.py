@@ -1,5 +1,8 @@
 """A model's merge config -> a validated clause set (``MergeSpec``), with no Spark: the merge's parse.
 
+Two doors: ``from_config``, the user's (a model's config, every problem theirs), and ``of``, the
+engine's own (clauses built by code: CDC apply), typed.
+
 The ON condition from ``unique_key`` (null-safe) or ``merge_condition``, the aliases, and the
 WHEN clauses (``clauses``); Delta's rule that a MERGE has at least one WHEN clause. Every
 problem of a model is collected and raised as one ``SpecError`` naming the model.
@@ -7,7 +10,7 @@ problem of a model is collected and raised as one ``SpecError`` naming the model
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -109,12 +112,8 @@ class MergeSpec:
         only_if_changed = flag(config, "update_only_if_changed", problems)
         if problems:
             raise SpecError(model, problems)
-        on = merge_condition or conjunction(
-            [f"{qualified(target, k)} <=> {qualified(source, k)}" for k in unique_key]
-        )
-        return cls(
-            model=model,
-            on_condition=conjunction([on, *predicates]) if predicates else on,
+        return cls.of(
+            model,
             unique_key=unique_key,
             merge_condition=merge_condition,
             incremental_predicates=predicates,
@@ -126,4 +125,68 @@ class MergeSpec:
             schema_evolution=schema_evolution,
             update_only_if_changed=only_if_changed,
             copy_on_write=config.get("deletion_vectors") is False,
+        )
+
+    @classmethod
+    def of(
+        cls,
+        model: str,
+        *,
+        unique_key: Sequence[str] = (),
+        merge_condition: str | None = None,
+        incremental_predicates: Sequence[str] = (),
+        source_alias: str = DEFAULT_SOURCE_ALIAS,
+        target_alias: str = DEFAULT_TARGET_ALIAS,
+        matched: Sequence[MergeClause] = (),
+        not_matched: Sequence[MergeClause] = (),
+        not_matched_by_source: Sequence[MergeClause] = (),
+        schema_evolution: bool = False,
+        update_only_if_changed: bool = False,
+        copy_on_write: bool = False,
+    ) -> MergeSpec:
+        """A clause set built by code: the engine's own door (CDC apply; ``from_config`` ends here).
+
+        The user's config goes through ``from_config``, which words every problem as theirs; a
+        merge the engine builds breaks an invariant only by a bug of the engine, said as such (an
+        ``AssertionError``), never as a model's invalid config.
+
+        >>> insert = MergeClause("not_matched", "insert")
+        >>> MergeSpec.of("m", unique_key=["id"], not_matched=[insert]).on_condition
+        '(`DBT_INTERNAL_DEST`.`id` <=> `DBT_INTERNAL_SOURCE`.`id`)'
+        """
+        clauses = (tuple(matched), tuple(not_matched), tuple(not_matched_by_source))
+        kinds = ("matched", "not_matched", "not_matched_by_source")
+        misplaced = [
+            f"a {c.kind} clause among the {k} ones"
+            for k, kind_clauses in zip(kinds, clauses, strict=True)
+            for c in kind_clauses
+            if c.kind != k
+        ]
+        broken = [
+            "no WHEN clause" if not any(clauses) else "",
+            "no unique key and no merge condition" if not unique_key and merge_condition is None else "",
+            "one alias for the source and the target" if source_alias.lower() == target_alias.lower() else "",
+            *misplaced,
+        ]
+        if any(broken):
+            said = "; ".join(b for b in broken if b)
+            raise AssertionError(f"the merge built for {model} has {said} (a bug)")
+        on = merge_condition or conjunction(
+            [f"{qualified(target_alias, k)} <=> {qualified(source_alias, k)}" for k in unique_key]
+        )
+        predicates = tuple(incremental_predicates)
+        return cls(
+            model=model,
+            on_condition=conjunction([on, *predicates]) if predicates else on,
+            unique_key=tuple(unique_key),
+            merge_condition=merge_condition,
+            incremental_predicates=predicates,
+            source_alias=source_alias,
+            target_alias=target_alias,
+            matched=clauses[0],
+            not_matched=clauses[1],
+            not_matched_by_source=clauses[2],
+            schema_evolution=schema_evolution,
+            update_only_if_changed=update_only_if_changed,
+            copy_on_write=copy_on_write,
         )

@@ -10,7 +10,6 @@ wrong kind fails naming the key, wherever the key would be used), then the table
 from __future__ import annotations
 
 import datetime as dt
-import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
@@ -22,6 +21,7 @@ from dbt.adapters.deltamerge.delta import (
     AUTO_COMPACT,
     CDF_PROPERTY,
     OPTIMIZE_WRITE,
+    TableLocation,
     WriteMode,
     WriteRequest,
     change_data_feed_enabled,
@@ -193,28 +193,11 @@ def _property_value(key: str, value: Any, problems: list[str]) -> str:
     return str(value)
 
 
-def table_location(spec: WriteSpec, *, identifier: str, bound: str | None, schema_location: str) -> str:
-    """Where the model's Delta table lives.
-
-    ``location_root`` wins; otherwise the folder the catalog entry is bound to; otherwise
-    the schema's folder in the warehouse, as Spark places managed tables.
-
-    >>> spec = WriteSpec(model="m", location_root="/data")
-    >>> table_location(spec, identifier="orders", bound=None, schema_location="/w/s.db")
-    '/data/orders'
-    """
-    if spec.location_root:
-        return os.path.join(spec.location_root, identifier)
-    if bound:
-        return bound
-    return os.path.join(schema_location, identifier.lower())
-
-
 def plan_write(
     spec: WriteSpec,
     *,
     materialization: Materialization,
-    table_path: str,
+    location: TableLocation,
     exists: bool,
     full_refresh: bool,
     batch: tuple[str, str] | None = None,
@@ -232,7 +215,7 @@ def plan_write(
         else:  # a merge of an existing table is not a table write
             raise SpecError(spec.model, [f"incremental_strategy {spec.strategy!r} merges: no table write"])
     return WriteRequest(
-        table_path=table_path,
+        location=location,
         mode=mode,
         partition_by=spec.partition_by,
         properties=spec.tblproperties,

@@ -8,9 +8,10 @@ module finds the model's table (``locate``), decides which write the run makes
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal, Optional
+from typing import TYPE_CHECKING, Optional
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -21,29 +22,29 @@ from dbt.adapters.deltamerge.common.config_values import SpecError
 from dbt.adapters.deltamerge.common.sql import quote_identifier
 from dbt.adapters.deltamerge.delta import (
     Snapshot,
+    TableChange,
+    TableLocation,
     WriteRequest,
     WriteResult,
     after_commit,
     auto_compact,
     auto_compact_enabled,
+    commit_after,
+    commit_before,
     has_delta_log,
     load_snapshot,
-    table_path_of,
+    place_table,
     write_dataframe,
 )
 from dbt.adapters.deltamerge.errors import ModelWriteError
 from dbt.adapters.deltamerge.merge.check import check_before_creating
 from dbt.adapters.deltamerge.merge.dry_run import DryRun
 from dbt.adapters.deltamerge.merge.pipeline import dry_run_merge, merge_into
-from dbt.adapters.deltamerge.merge.spec import MergeSpec
-from dbt.adapters.deltamerge.model.schema_change import planned_schema
-from dbt.adapters.deltamerge.model.spec import Materialization, ModelSpec, plan_write, table_location
+from dbt.adapters.deltamerge.model.change import Write, table_change
+from dbt.adapters.deltamerge.model.spec import Materialization, ModelSpec, plan_write
 
 if TYPE_CHECKING:
     from dbt.adapters.deltamerge.model.contract import ModelContract
-
-Write = Literal["cdc_apply", "merge", "table_write"]
-
 
 @dataclass(frozen=True)
 class NotWritten:
@@ -58,7 +59,7 @@ class ModelTable:
 
     schema: str
     identifier: str
-    path: str
+    location: TableLocation
     exists: bool
     bound: bool
     txn: tuple[str, int]
@@ -97,25 +98,50 @@ def write_model(
         _check_maintenance_columns(spec, df)  # before anything is written, not after the commit
     if spec.merge is not None and write == "table_write":  # the run creating a merge model's table
         check_before_creating(spark, spec.merge, df)
+    replaces = _replaces(spec, materialization, write, full_refresh)
+    current = _current(table, spec, write, replaces)
+    stored = _stored_rows(df, spec)
+    change = table_change(spec, write, current, lambda: stored.schema, contract=contract, replaces=replaces)
     if dry_run:
-        return _dry_run(spark, df, table, spec) if write == "merge" else NotWritten(_NOT_PREVIEWED[write])
-    if contract is not None and table.exists and not _replaces(spec, materialization, write, full_refresh):
-        _bring_to_contract(spark, table, spec, contract)
+        if write != "merge" or current is None or spec.merge is None:
+            return NotWritten(_NOT_PREVIEWED[write])
+        return dry_run_merge(spark, df, current, spec.merge, change=change)
+    name = f"{table.schema}.{table.identifier}"
+    if current is not None:
+        current = commit_before(spark, current, change, name)  # a contract's constraints, rows checked
     if write == "cdc_apply":
-        result = _apply_changes(spark, df, table, spec, full_refresh=full_refresh, contract=contract)
+        result = _apply_changes(spark, df, stored, table, spec, current, change, full_refresh, contract)
     elif write == "merge":
-        result = _merge(spark, df, table, spec)
+        assert spec.merge is not None and current is not None
+        result = merge_into(spark, df, current, spec.merge, change=change, txn=table.txn)
     else:
-        result = _table_write(
-            spark, df, table, spec, materialization, full_refresh=full_refresh, batch=batch, contract=contract
-        )
+        write_args = (materialization, current, change, full_refresh, batch, contract)
+        result = _table_write(spark, df, table, spec, *write_args)
     with after_commit("the model's maintenance (auto compaction, clustering, OPTIMIZE)"):
-        latest = _maintained(spark, result, spec) if result.version is not None else result.snapshot
+        latest = _maintained(spark, result, spec, change) if result.version is not None else result.snapshot
     if bind and (result.version is not None or write == "table_write" or not table.bound):
-        name, identifier = table.schema, table.identifier
-        with after_commit(f"binding the new version as {name}.{identifier} in the catalog"):
-            binding.bind(spark, schema=name, identifier=identifier, snapshot=latest, current=table.catalog)
+        with after_commit(f"binding the new version as {name} in the catalog"):
+            schema, identifier, catalog = table.schema, table.identifier, table.catalog
+            binding.bind(spark, schema=schema, identifier=identifier, snapshot=latest, current=catalog)
     return result
+
+
+def _current(table: ModelTable, spec: ModelSpec, write: Write, replaces: bool) -> Snapshot | None:
+    """The table's current version where the run's write works on it (None: no table, or one the
+    run replaces without reading it)."""
+    if not table.exists or (replaces and write == "table_write"):
+        return None
+    snapshot = load_snapshot(table.location)
+    if snapshot is None and write == "merge":
+        raise ModelWriteError(f"Model '{spec.model}': no Delta table at {table.location} to merge into")
+    return snapshot
+
+
+def _stored_rows(df: DataFrame, spec: ModelSpec) -> DataFrame:
+    """The rows the table stores: CDC apply's event columns but its operation and sequence columns."""
+    if spec.cdc is None:
+        return df
+    return df.select(*[quote_identifier(c) for c in spec.cdc.stored_columns(df.columns)])
 
 
 def _check_maintenance_columns(spec: ModelSpec, df: DataFrame) -> None:
@@ -139,22 +165,16 @@ def _check_maintenance_columns(spec: ModelSpec, df: DataFrame) -> None:
         raise SpecError(spec.model, problems)
 
 
-def _maintained(spark: SparkSession, result: WriteResult, spec: ModelSpec) -> Snapshot:
+def _maintained(spark: SparkSession, result: WriteResult, spec: ModelSpec, change: TableChange) -> Snapshot:
     """The table after the maintenance a committed write asks for: auto compaction (the table's or
     the model's ``auto_optimize``), the model's clustering columns (``cluster_by`` changed on an
     existing table), then the model's OPTIMIZE (``optimize_after_run``, ``zorder``, ``cluster_by``:
     a clustered table's OPTIMIZE clusters the files not clustered yet)."""
     compacted = auto_compact(spark, result, enabled=auto_compact_enabled(spec.write.tblproperties))
     latest = compacted if compacted is not None and compacted.version is not None else result
-    wanted = spec.write.cluster_by
-    if wanted and tuple(c.lower() for c in latest.snapshot.clustering or ()) != tuple(
-        c.lower() for c in wanted
-    ):
-        from dbt.adapters.deltamerge.delta import recluster
-
-        reclustered = recluster(latest.snapshot, wanted, spec.model)  # the config's new clustering columns
-        latest = reclustered if reclustered.version is not None else latest
-    if spec.write.optimize_after_run or spec.write.zorder or wanted:
+    reclustered = commit_after(latest.snapshot, change, spec.model)  # the config's new clustering columns
+    latest = reclustered if reclustered is not None and reclustered.version is not None else latest
+    if spec.write.optimize_after_run or spec.write.zorder or change.cluster_by:
         from dbt.adapters.deltamerge.delta import OptimizeOptions, optimize
 
         snapshot = latest.snapshot
@@ -173,36 +193,6 @@ def _replaces(spec: ModelSpec, materialization: Materialization, write: Write, f
     if write == "merge":
         return False
     return materialization != "incremental" or full_refresh
-
-
-def _bring_to_contract(
-    spark: SparkSession, table: ModelTable, spec: ModelSpec, contract: ModelContract
-) -> None:
-    """Commit the constraint changes the contract asks of the existing table (nothing if none)."""
-    from dbt.adapters.deltamerge.delta import redefine
-    from dbt.adapters.deltamerge.model.contract import contract_change
-
-    snapshot = _existing(table, spec)
-    change = contract_change(contract, snapshot.metadata.configuration, snapshot.schema)
-    if not change:
-        return
-    schema = T.StructType(
-        [
-            T.StructField(f.name, f.dataType, change.nullable.get(f.name, f.nullable), f.metadata)
-            for f in snapshot.schema.fields
-        ]
-    )
-    params: dict[str, object] = {"contract": True, "added": change.add, "dropped": list(change.drop)}
-    operation = "ADD CONSTRAINT" if change.add else "DROP CONSTRAINT" if change.drop else "CHANGE COLUMN"
-    redefine(
-        spark,
-        snapshot,
-        f"{table.schema}.{table.identifier}",
-        operation=operation,
-        params=params,
-        configuration=change.properties(snapshot.metadata.configuration),
-        schema=schema,
-    )
 
 
 def _with_contract(
@@ -247,95 +237,58 @@ def locate(
     incremental: bool,
     txn: tuple[str, int],
     catalog: Mapping[str, str] | None = None,
-    schema_location: Callable[[str], str] | None = None,
+    schema_folder: Callable[[str], str] | None = None,
 ) -> ModelTable:
-    """The model's table: its location (``location_root``, its catalog binding, or the schema's folder).
+    """The model's table: its location (``delta.place_table``: ``location_root``, its catalog
+    binding, or the schema's folder).
 
     ``txn``: the write's ``txn`` (``model/txn.py``).
     ``catalog``: the catalog entry's properties the run read (its re-binding does not read them again).
-    ``schema_location``: a schema's folder (the caller's lookup; else the catalog's, a round trip).
+    ``schema_folder``: a schema's folder (the command's lookup; else the catalog's, a round trip),
+    asked only when it decides.
     A run killed after its commit but before re-binding leaves the table without its catalog
     entry: an incremental model continues the Delta table at its location.
     """
-    # The schema's folder only when it decides (one catalog round trip fewer otherwise).
-    needs_schema = not spec.write.location_root and not bound
-    folder_of = schema_location or (lambda name: str(spark.catalog.getDatabase(name).locationUri))
-    location = table_location(
-        spec.write,
-        identifier=identifier,
+    root = spec.write.location_root
+    folder_of = schema_folder or (lambda name: binding.schema_folder(spark, name))
+    location = place_table(
+        identifier,
+        explicit=os.path.join(root, identifier) if root else None,
         bound=bound,
-        schema_location=folder_of(schema) if needs_schema else "",
+        schema_folder=lambda: folder_of(schema),
     )
-    path = table_path_of(location)
-    exists = bound is not None or (incremental and has_delta_log(path))
-    return ModelTable(schema, identifier, path, exists, bound is not None, txn, catalog)
+    exists = bound is not None or (incremental and has_delta_log(location.path))
+    return ModelTable(schema, identifier, location, exists, bound is not None, txn, catalog)
 
 
 def _apply_changes(
     spark: SparkSession,
-    df: DataFrame,
+    events: DataFrame,
+    stored: DataFrame,
     table: ModelTable,
     spec: ModelSpec,
-    *,
+    current: Snapshot | None,
+    change: TableChange,
     full_refresh: bool,
     contract: ModelContract | None,
 ) -> WriteResult:
     from dbt.adapters.deltamerge.cdc.apply import apply_changes  # loaded by CDC models only
 
     assert spec.cdc is not None
-    current = load_snapshot(table.path) if table.exists else None
-    stored_rows = df.select(*[quote_identifier(c) for c in spec.cdc.stored_columns(df.columns)])
-    stored = stored_rows.schema
-    # SCD 1 merges the stored columns (on_schema_change applies); SCD 2 keeps its history's schema.
-    evolves = current is not None and not full_refresh and spec.cdc.scd_type == 1
     create = plan_write(
-        spec.write, materialization="table", table_path=table.path, exists=table.exists, full_refresh=True
+        spec.write, materialization="table", location=table.location, exists=table.exists, full_refresh=True
     )
-    create = _with_contract(create, stored_rows, contract, spec)
+    create = _with_contract(create, stored, contract, spec)
     return apply_changes(
         spark,
-        df,
+        events,
         spec.cdc,
         table=current,
         create=create,
         txn=table.txn,
-        schema=planned_schema(spec.write, None, current, stored) if evolves and current else None,
-        change_data_feed=spec.write.change_data_feed,
+        change=change,
         full_refresh=full_refresh,
-        deletion_vectors=spec.write.deletion_vectors,
     )
-
-
-def _merge(spark: SparkSession, df: DataFrame, table: ModelTable, spec: ModelSpec) -> WriteResult:
-    merge, snapshot, evolved = _merge_inputs(df, table, spec)
-    feed, vectors = spec.write.change_data_feed, spec.write.deletion_vectors
-    return merge_into(
-        spark,
-        df,
-        snapshot,
-        merge,
-        schema=evolved,
-        change_data_feed=feed,
-        txn=table.txn,
-        deletion_vectors=vectors,
-    )
-
-
-def _dry_run(spark: SparkSession, df: DataFrame, table: ModelTable, spec: ModelSpec) -> DryRun:
-    merge, snapshot, evolved = _merge_inputs(df, table, spec)
-    feed, vectors = spec.write.change_data_feed, spec.write.deletion_vectors
-    return dry_run_merge(
-        spark, df, snapshot, merge, schema=evolved, change_data_feed=feed, deletion_vectors=vectors
-    )
-
-
-def _merge_inputs(
-    df: DataFrame, table: ModelTable, spec: ModelSpec
-) -> tuple[MergeSpec, Snapshot, T.StructType | None]:
-    """The clause set, the table's current version, and the schema the merge leaves."""
-    assert spec.merge is not None
-    snapshot = _existing(table, spec)
-    return spec.merge, snapshot, planned_schema(spec.write, spec.merge, snapshot, df.schema)
 
 
 def _table_write(
@@ -344,33 +297,25 @@ def _table_write(
     table: ModelTable,
     spec: ModelSpec,
     materialization: Materialization,
-    *,
+    current: Snapshot | None,
+    change: TableChange,
     full_refresh: bool,
     batch: Optional[tuple[str, str]],
     contract: ModelContract | None,
 ) -> WriteResult:
+    """A table write (``plan_write``: create or replace, append, overwrite partitions, a batch)."""
     request = plan_write(
         spec.write,
         materialization=materialization,
-        table_path=table.path,
+        location=table.location,
         exists=table.exists,
         full_refresh=full_refresh,
         batch=batch,
     )
-    request = _with_contract(dataclasses.replace(request, txn=table.txn), df, contract, spec)
-    current = load_snapshot(request.table_path) if request.mode != "create_or_replace" else None
-    if current is not None:
-        evolved = planned_schema(spec.write, None, current, df.schema)
-        request = dataclasses.replace(request, schema=evolved)
-        df = only_columns_of(df, evolved or current.schema)
+    request = _with_contract(dataclasses.replace(request, txn=table.txn, change=change), df, contract, spec)
+    if request.mode != "create_or_replace" and current is not None:
+        df = only_columns_of(df, change.schema or current.schema)  # ``ignore``: new columns not written
     return write_dataframe(spark, df, request)
-
-
-def _existing(table: ModelTable, spec: ModelSpec) -> Snapshot:
-    snapshot = load_snapshot(table.path)
-    if snapshot is None:
-        raise ModelWriteError(f"Model '{spec.model}': no Delta table at {table.path} to merge into")
-    return snapshot
 
 
 def only_columns_of(df: DataFrame, schema: T.StructType) -> DataFrame:

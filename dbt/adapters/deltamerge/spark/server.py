@@ -191,8 +191,7 @@ def start(
         "state": {k: v for k, v in asdict(state).items() if k not in ("pid", "jvm_pid", "started_at")},
     }
     if warmup_rounds > 0:
-        module = "dbt.adapters.deltamerge.spark.warmup"
-        spec["warmup"] = [interpreter(), "-m", module, os.path.join(warehouse, SPEC_FILE)]
+        spec["warmup"] = [interpreter(), "-m", WARMUP_MAIN, os.path.join(warehouse, SPEC_FILE)]
         spec.update(warmup_rounds=warmup_rounds, warmup_settings=settings)
     spec_file = os.path.join(warehouse, SPEC_FILE)
     Path(spec_file).write_text(json.dumps(spec, indent=2))

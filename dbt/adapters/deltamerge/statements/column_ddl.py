@@ -13,11 +13,11 @@ from collections.abc import Sequence
 from pyspark.sql import SparkSession
 from pyspark.sql import types as T
 
+from dbt.adapters.deltamerge.common.errors import EngineError
 from dbt.adapters.deltamerge.delta import (
     CONSTRAINT_PREFIX,
     CURRENT_DEFAULT,
     GENERATION_EXPRESSION,
-    DeltaError,
     Snapshot,
     WriteResult,
     find_field,
@@ -27,7 +27,7 @@ from dbt.adapters.deltamerge.delta import metadata as identity_metadata
 from dbt.adapters.deltamerge.statements.parse_ddl import ColumnDefinition
 
 
-class ColumnDefinitionError(DeltaError):
+class ColumnDefinitionError(EngineError):
     """A constraint or column definition Delta refuses."""
 
 

@@ -14,7 +14,6 @@ the catalog entry; the log and its history stay).
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
@@ -22,10 +21,12 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
 
 from dbt.adapters.deltamerge import binding
+from dbt.adapters.deltamerge.common.errors import EngineError
 from dbt.adapters.deltamerge.common.sql import quote_identifier
 from dbt.adapters.deltamerge.delta import (
+    CommitActions,
     CommitInfo,
-    DeltaError,
+    CommitOptions,
     Snapshot,
     WriteRequest,
     WriteResult,
@@ -34,18 +35,19 @@ from dbt.adapters.deltamerge.delta import (
     find_field,
     load_snapshot,
     mapping_mode,
+    place_table,
     read_files,
     schema_to_json,
-    table_path_of,
     with_schema,
     write_dataframe,
 )
 from dbt.adapters.deltamerge.statements.column_ddl import column_metadata, constraint_properties
 from dbt.adapters.deltamerge.statements.dml import update_rows
+from dbt.adapters.deltamerge.statements.fresh import CATALOG_READS
 from dbt.adapters.deltamerge.statements.parse_ddl import ColumnDefinition, CreateTableStatement
 
 
-class TableStatementError(DeltaError):
+class TableStatementError(EngineError):
     """A CREATE TABLE or ALTER TABLE cannot be run on a Delta table."""
 
 
@@ -78,8 +80,13 @@ def create_table(
         if statement.if_not_exists and existing is not None:
             return WriteResult(None, "CREATE TABLE", {}, existing)
         raise TableStatementError(f"CREATE TABLE {name}: the table already exists (use CREATE OR REPLACE)")
-    path = _location(spark, statement, schema, identifier, bound[0] if bound else None)
-    current = load_snapshot(path)
+    location = place_table(
+        identifier,
+        explicit=statement.location,
+        bound=bound[0] if bound else None,
+        schema_folder=lambda: CATALOG_READS.schema_folder(spark, schema),
+    )
+    current = load_snapshot(location)
     if current is not None and not (
         statement.replace or statement.query or statement.columns or statement.like
     ):
@@ -90,14 +97,14 @@ def create_table(
     # TABLE removes): a new table there is its next version, history kept for time travel.
     if current is not None and not statement.replace and statement.location:
         raise TableStatementError(
-            f"CREATE TABLE {name}: {path} already holds a Delta table; use CREATE OR REPLACE TABLE "
+            f"CREATE TABLE {name}: {location} already holds a Delta table; use CREATE OR REPLACE TABLE "
             "to write a new version of it, or name the location alone to register it"
         )
     if statement.like:
         like = like or _spark_definition(spark, statement.like)
         rows = spark.createDataFrame([], like.schema)
         request = WriteRequest(
-            table_path=path,
+            location=location,
             mode="create_or_replace",
             partition_by=like.partition_by,
             properties={**like.properties, **dict(statement.properties)},
@@ -106,7 +113,7 @@ def create_table(
         return write_dataframe(spark, rows, request)
     rows = _rows(spark, statement, name)
     request = WriteRequest(
-        table_path=path,
+        location=location,
         mode="create_or_replace",
         partition_by=statement.partition_by,
         properties={**dict(statement.properties), **constraint_properties(statement.checks)},
@@ -161,17 +168,6 @@ def _commented(schema: T.StructType) -> T.StructType:
     )
 
 
-def _location(
-    spark: SparkSession, statement: CreateTableStatement, schema: str, identifier: str, bound: str | None
-) -> str:
-    if statement.location:
-        return table_path_of(statement.location)
-    if bound:
-        return bound
-    folder = spark.catalog.getDatabase(schema).locationUri
-    return os.path.join(table_path_of(folder), identifier.lower())
-
-
 def _rows(spark: SparkSession, statement: CreateTableStatement, name: str) -> DataFrame:
     if statement.query is not None and statement.columns:
         raise TableStatementError(
@@ -220,9 +216,7 @@ def add_columns(
     changed = with_schema(snapshot, T.StructType([*snapshot.schema.fields, *added]))
     leading = definition_actions(snapshot, changed)
     info = CommitInfo("ADD COLUMNS", {"columns": [{"column": f.jsonValue()} for f in added]}, {})
-    result = commit_files(
-        snapshot.table_path, snapshot, info, leading, [], [], snapshot.metadata.configuration
-    )
+    result = commit_files(snapshot, CommitActions(leading=leading), CommitOptions(info))
     defaults = [(c.name, c.default) for c in columns if c.default is not None]
     if not defaults or not snapshot.files:
         return result
@@ -296,4 +290,4 @@ def _commit_schema(
     )
     info = CommitInfo(operation, params, {})
     leading = [metadata.to_action()]
-    return commit_files(snapshot.table_path, snapshot, info, leading, [], [], snapshot.metadata.configuration)
+    return commit_files(snapshot, CommitActions(leading=leading), CommitOptions(info))

@@ -18,7 +18,9 @@ from dbt.adapters.deltamerge.delta import (
     STABLE_ROW_ID,
     AddFile,
     ChangeFile,
+    CommitActions,
     CommitInfo,
+    CommitOptions,
     ReadSet,
     Snapshot,
     WriteResult,
@@ -107,14 +109,7 @@ def commit(
         operation, {"predicate": [condition] if condition else []}, metrics, row_ids_kept=preserved
     )
     return commit_files(
-        snapshot.table_path,
         snapshot,
-        info,
-        [],
-        written,
-        list(removed),
-        snapshot.metadata.configuration,
-        changes,
-        read=read,
-        readded=readded,
+        CommitActions(written=written, removed=list(removed), changes=changes, readded=readded),
+        CommitOptions(info, read=read),
     )

@@ -76,6 +76,17 @@ class CatalogReads:
     def __init__(self) -> None:
         self._lock = threading.RLock()
         self._known: dict[Name, Known] = {}
+        self._folders_lock = threading.Lock()
+        self._folders: dict[str, str] = {}
+
+    def schema_folder(self, spark: SparkSession, schema: str) -> str:
+        """The folder of ``schema`` where its new tables go (``delta.place_table``), read from the
+        catalog once per command: models that start together wait for the one round trip."""
+        with self._folders_lock:
+            key = schema.lower()
+            if key not in self._folders:
+                self._folders[key] = binding.schema_folder(spark, schema)
+            return self._folders[key]
 
     def refresh(self, spark: SparkSession, names: Iterable[Name]) -> None:
         """Bind every entry of ours that ``names`` read (directly or through views) to its latest
@@ -106,14 +117,18 @@ class CatalogReads:
             self._known[(schema.lower(), identifier.lower())] = Bound(schema, identifier, table_path, version)
 
     def forget_definitions(self) -> None:
-        """Forget views and other tables (a statement may have defined them anew)."""
+        """Forget views, other tables and schemas' folders (a statement may have defined them anew)."""
         with self._lock:
             self._known = {k: v for k, v in self._known.items() if isinstance(v, Bound)}
+        with self._folders_lock:
+            self._folders.clear()
 
     def forget(self) -> None:
         """Forget everything (a new dbt command in this process)."""
         with self._lock:
             self._known.clear()
+        with self._folders_lock:
+            self._folders.clear()
 
     def _look_up(self, spark: SparkSession, name: Name) -> Known | None:
         """What ``name`` is in the catalog (one ``SHOW TABLE EXTENDED``); None when it is missing."""

@@ -21,7 +21,9 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
 
 from dbt.adapters.deltamerge.delta import (
+    CommitActions,
     CommitInfo,
+    CommitOptions,
     DeltaError,
     Snapshot,
     WriteResult,
@@ -237,14 +239,9 @@ def restore(current: Snapshot, target: Snapshot, to: AsOf) -> WriteResult:
     parameters: dict[str, Any] = {"version": target.version, "timestamp": to.timestamp}
     info = CommitInfo("RESTORE", operation_parameters=parameters, operation_metrics=metrics)
     return commit_files(
-        current.table_path,
         current,
-        info,
-        leading,
-        [],
-        removed,
-        current.metadata.configuration,
-        readded=readded,
+        CommitActions(leading=leading, removed=removed, readded=readded),
+        CommitOptions(info),
     )
 
 

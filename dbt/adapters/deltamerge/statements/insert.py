@@ -11,9 +11,9 @@ from typing import Literal
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from dbt.adapters.deltamerge.common.errors import EngineError
 from dbt.adapters.deltamerge.common.sql import quote_identifier
 from dbt.adapters.deltamerge.delta import (
-    DeltaError,
     Snapshot,
     WriteRequest,
     WriteResult,
@@ -24,7 +24,7 @@ from dbt.adapters.deltamerge.delta import (
 from dbt.adapters.deltamerge.statements.parse import InsertStatement
 
 
-class InsertError(DeltaError):
+class InsertError(EngineError):
     """An INSERT cannot be written to the Delta table."""
 
 
@@ -98,4 +98,4 @@ def _request(spark: SparkSession, insert: InsertStatement, snapshot: Snapshot) -
                 )
                 or "true"
             )
-    return WriteRequest(table_path=snapshot.table_path, mode=mode, replace_where=predicate)
+    return WriteRequest(location=snapshot.location, mode=mode, replace_where=predicate)

@@ -19,10 +19,12 @@ from dataclasses import replace
 
 from pyspark.sql import SparkSession
 
+from dbt.adapters.deltamerge.common.errors import EngineError
 from dbt.adapters.deltamerge.delta import (
     AddFile,
+    CommitActions,
     CommitInfo,
-    DeltaError,
+    CommitOptions,
     OptimizeOptions,
     Snapshot,
     UnsupportedTableFeature,
@@ -48,7 +50,7 @@ from dbt.adapters.deltamerge.statements.parse_maintenance import (
 )
 
 
-class MaintenanceError(DeltaError):
+class MaintenanceError(EngineError):
     """An OPTIMIZE or REORG Delta refuses (a predicate on data columns): nothing was committed."""
 
 
@@ -104,15 +106,9 @@ def reorg_purge(spark: SparkSession, snapshot: Snapshot, statement: ReorgStateme
     parameters = {"predicate": [statement.condition] if statement.condition else [], "applyPurge": True}
     info = CommitInfo("REORG", parameters, metrics)
     return commit_files(
-        snapshot.table_path,
         snapshot,
-        info,
-        [],
-        written,
-        purged,
-        snapshot.metadata.configuration,
-        read=read,
-        data_change=False,
+        CommitActions(written=written, removed=purged),
+        CommitOptions(info, read=read, data_change=False),
     )
 
 

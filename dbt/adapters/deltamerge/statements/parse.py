@@ -1,16 +1,22 @@
 """Parsing the SQL statements that may write a table (pure Python, sqlglot's Spark dialect).
 
 The cursor needs, before Spark sees a statement, to know whether it writes a table and
-which: an ``INSERT`` gives its target, column list, static partitions, ``BY NAME`` and
-``OVERWRITE`` flags and the exact text of its query (cut from the statement by token
-offsets, so Spark runs the user's query as written); ``UPDATE``, ``DELETE``, ``MERGE``,
-``TRUNCATE`` are parsed by ``parse_dml``, ``CREATE TABLE ... USING delta`` and ``ALTER TABLE ...
-ADD COLUMNS`` (and RENAME / DROP COLUMN) by ``parse_ddl``. Anything else is not a table write.
+which. ``PARSERS`` is the one table of the statement families, tried in order, each answering
+None for a statement not of its family: ``parse_dml`` (``UPDATE``, ``DELETE``, ``MERGE`` with or
+without ``WITH SCHEMA EVOLUTION``, ``TRUNCATE``), ``parse_maintenance`` (``ALTER TABLE ... SET`` /
+``UNSET TBLPROPERTIES``, ``CLUSTER BY``, ``REORG``, ``OPTIMIZE``: recognised from their tokens,
+which sqlglot does not parse), ``parse_ddl`` (``CREATE TABLE ... USING delta``, ``ALTER TABLE``'s
+column and constraint forms through ``parse_alter``) and ``parse_insert`` (an ``INSERT``: its
+target, column list, static partitions, ``BY NAME`` and ``OVERWRITE`` flags and the exact text of
+its query, cut from the statement by token offsets so Spark runs the user's query as written).
+Anything else is not a table write. ``statements/run.RUNNERS`` is the table the other way.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Union
 
 import sqlglot
 import sqlglot.errors
@@ -57,19 +63,19 @@ class RefusedStatement:
     statement: str
 
 
-def parse_write_statement(
-    sql: str,
-) -> (
-    InsertStatement
-    | RefusedStatement
-    | DmlStatement
-    | DdlStatement
-    | SetPropertiesStatement
-    | ReorgStatement
-    | OptimizeStatement
-    | ClusterByStatement
-    | None
-):
+Statement = Union[
+    InsertStatement,
+    RefusedStatement,
+    DmlStatement,
+    DdlStatement,
+    SetPropertiesStatement,
+    ReorgStatement,
+    OptimizeStatement,
+    ClusterByStatement,
+]
+
+
+def parse_write_statement(sql: str) -> Statement | None:
     """The table write ``sql`` is, or None when it writes no table (or does not parse).
 
     >>> parse_write_statement("insert into s.t (a, b) values (1, 'x')")  # doctest: +NORMALIZE_WHITESPACE
@@ -89,9 +95,15 @@ def parse_write_statement(
         tree = sqlglot.parse_one(sql, dialect=SPARK)
     except sqlglot.errors.SqlglotError:
         tree = None  # Spark reports a syntax error itself when it runs the statement.
-    statement = parse_dml(sql, tree) or parse_maintenance(sql, tree) or parse_ddl(sql, tree)
-    if statement is not None or tree is None:
-        return statement
+    for parser in PARSERS:
+        statement = parser(sql, tree)
+        if statement is not None:
+            return statement
+    return None
+
+
+def parse_insert(sql: str, tree: exp.Expr | None) -> InsertStatement | RefusedStatement | None:
+    """The ``INSERT`` ``sql`` is (``tree``: its parse), or None."""
     if isinstance(tree, exp.MultitableInserts) and len(tree.expressions) > 1:
         first = tree.expressions[0].this
         return RefusedStatement(
@@ -112,6 +124,15 @@ def parse_write_statement(
         overwrite=bool(tree.args.get("overwrite")),
         query=_query_text(sql),
     )
+
+
+# The statement families, in the order they are tried (the module's docstring).
+PARSERS: tuple[Callable[[str, exp.Expr | None], Statement | None], ...] = (
+    parse_dml,
+    parse_maintenance,
+    parse_ddl,
+    parse_insert,
+)
 
 
 def _partition_spec(target: exp.Expr) -> tuple[tuple[str, str | None], ...]:

@@ -13,22 +13,25 @@ statement goes to Spark unchanged.
 
 from __future__ import annotations
 
-import os
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
+from typing import Any
 
 from pyspark.sql import SparkSession
 
 from dbt.adapters.deltamerge import binding
+from dbt.adapters.deltamerge.common.errors import EngineError
 from dbt.adapters.deltamerge.delta import (
-    DeltaError,
     Snapshot,
+    TableChange,
     WriteResult,
     after_commit,
     auto_compact,
     load_snapshot,
+    place_table,
     recluster,
     rows_affected,
-    table_path_of,
 )
 from dbt.adapters.deltamerge.merge.pipeline import merge_into
 from dbt.adapters.deltamerge.merge.resolve import evolved_by_merge
@@ -36,10 +39,13 @@ from dbt.adapters.deltamerge.merge.spec import MergeSpec
 from dbt.adapters.deltamerge.statements import dml
 from dbt.adapters.deltamerge.statements.column_ddl import add_constraint, alter_column, drop_constraint
 from dbt.adapters.deltamerge.statements.ddl import add_columns, create_table, drop_columns, rename_column
+from dbt.adapters.deltamerge.statements.fresh import CATALOG_READS
 from dbt.adapters.deltamerge.statements.insert import insert_into
 from dbt.adapters.deltamerge.statements.maintenance import optimize_table, reorg_purge, set_properties
 from dbt.adapters.deltamerge.statements.parse import (
+    InsertStatement,
     RefusedStatement,
+    Statement,
     StatementParseError,
     parse_write_statement,
 )
@@ -68,7 +74,7 @@ from dbt.adapters.deltamerge.statements.parse_maintenance import (
 )
 
 
-class StatementError(DeltaError):
+class StatementError(EngineError):
     """A SQL statement cannot be run on a Delta table."""
 
 
@@ -108,35 +114,10 @@ def run_on_delta(spark: SparkSession, sql: str) -> StatementResult | None:
             f"{parsed.statement} on {name} is not run: write one INSERT INTO ... or INSERT "
             f"OVERWRITE ... per table. The statement was not run: {sql.strip()}"
         )
-    if isinstance(parsed, DeleteStatement):
-        result = dml.delete_rows(spark, snapshot, parsed.condition, alias=parsed.alias)
-    elif isinstance(parsed, UpdateStatement):
-        result = dml.update_rows(spark, snapshot, parsed.assignments, parsed.condition, alias=parsed.alias)
-    elif isinstance(parsed, TruncateStatement):
-        result = dml.truncate(spark, snapshot)
-    elif isinstance(parsed, MergeStatement):
-        result = _merge(spark, parsed, snapshot, name)
-    elif isinstance(parsed, AddColumnsStatement):
-        result = add_columns(spark, snapshot, parsed.columns, name)
-    elif isinstance(parsed, RenameColumnStatement):
-        result = rename_column(snapshot, parsed.old, parsed.new, name)
-    elif isinstance(parsed, (DropColumnsStatement, DropConstraintStatement, AlterColumnStatement)):
-        # Nothing to change (IF EXISTS of a missing one, a column already so): no new version.
-        changed = _definition_change(spark, parsed, snapshot, name)
-        result = changed if changed is not None else WriteResult(None, "ALTER TABLE", {}, snapshot)
-    elif isinstance(parsed, AddConstraintStatement):
-        result = add_constraint(spark, snapshot, parsed.name, parsed.expression, name)
-    elif isinstance(parsed, SetPropertiesStatement):
-        result = set_properties(spark, snapshot, parsed, name)
-    elif isinstance(parsed, ReorgStatement):
-        result = reorg_purge(spark, snapshot, parsed)
-    elif isinstance(parsed, OptimizeStatement):
-        result = optimize_table(spark, snapshot, parsed)
-    elif isinstance(parsed, ClusterByStatement):
-        result = recluster(snapshot, parsed.columns, name)
-    else:
-        result = insert_into(spark, parsed, snapshot, name)
-    return _done(spark, schema, identifier, result)
+    runner = RUNNERS.get(type(parsed))
+    if runner is None:
+        raise AssertionError(f"no runner for {type(parsed).__name__} (a bug)")
+    return _done(spark, schema, identifier, runner(spark, parsed, snapshot, name))
 
 
 def _definition_change(
@@ -144,18 +125,50 @@ def _definition_change(
     parsed: DropColumnsStatement | DropConstraintStatement | AlterColumnStatement,
     snapshot: Snapshot,
     name: str,
-) -> WriteResult | None:
-    """A DROP COLUMNS, DROP CONSTRAINT or ALTER COLUMN; None when it changes nothing."""
+) -> WriteResult:
+    """A DROP COLUMNS, DROP CONSTRAINT or ALTER COLUMN; no new version when it changes nothing (IF
+    EXISTS of a missing one, a column already so)."""
     if isinstance(parsed, DropColumnsStatement):
-        return drop_columns(snapshot, parsed.columns, parsed.if_exists, name)
-    if isinstance(parsed, DropConstraintStatement):
-        return drop_constraint(spark, snapshot, parsed.name, parsed.if_exists, name)
-    return alter_column(
-        spark, snapshot, parsed.column, name, not_null=parsed.not_null, default=parsed.default
-    )
+        changed = drop_columns(snapshot, parsed.columns, parsed.if_exists, name)
+    elif isinstance(parsed, DropConstraintStatement):
+        changed = drop_constraint(spark, snapshot, parsed.name, parsed.if_exists, name)
+    else:
+        changed = alter_column(
+            spark, snapshot, parsed.column, name, not_null=parsed.not_null, default=parsed.default
+        )
+    return changed if changed is not None else WriteResult(None, "ALTER TABLE", {}, snapshot)
 
 
-def _parse(sql: str):  # type: ignore[no-untyped-def]
+# A statement's runner: (spark, the statement, the table's current version, its name) -> the commit.
+Runner = Callable[[SparkSession, Any, Snapshot, str], WriteResult]
+# The one table from a parsed statement's type to what runs it (``statements/parse.PARSERS`` is the
+# other way); CREATE TABLE runs before a table exists (``run_on_delta``).
+RUNNERS: dict[type, Runner] = {
+    DeleteStatement: lambda spark, s, snapshot, _: dml.delete_rows(
+        spark, snapshot, s.condition, alias=s.alias
+    ),
+    UpdateStatement: lambda spark, s, snapshot, _: dml.update_rows(
+        spark, snapshot, s.assignments, s.condition, alias=s.alias
+    ),
+    TruncateStatement: lambda spark, _, snapshot, __: dml.truncate(spark, snapshot),
+    MergeStatement: lambda spark, s, snapshot, name: _merge(spark, s, snapshot, name),
+    AddColumnsStatement: lambda spark, s, snapshot, name: add_columns(spark, snapshot, s.columns, name),
+    RenameColumnStatement: lambda _, s, snapshot, name: rename_column(snapshot, s.old, s.new, name),
+    DropColumnsStatement: lambda spark, s, snapshot, name: _definition_change(spark, s, snapshot, name),
+    DropConstraintStatement: lambda spark, s, snapshot, name: _definition_change(spark, s, snapshot, name),
+    AlterColumnStatement: lambda spark, s, snapshot, name: _definition_change(spark, s, snapshot, name),
+    AddConstraintStatement: lambda spark, s, snapshot, name: add_constraint(
+        spark, snapshot, s.name, s.expression, name
+    ),
+    SetPropertiesStatement: lambda spark, s, snapshot, name: set_properties(spark, snapshot, s, name),
+    ReorgStatement: lambda spark, s, snapshot, _: reorg_purge(spark, snapshot, s),
+    OptimizeStatement: lambda spark, s, snapshot, _: optimize_table(spark, snapshot, s),
+    ClusterByStatement: lambda _, s, snapshot, name: recluster(snapshot, s.columns, name),
+    InsertStatement: lambda spark, s, snapshot, name: insert_into(spark, s, snapshot, name),
+}
+
+
+def _parse(sql: str) -> Statement | None:
     try:
         return parse_write_statement(sql)
     except StatementParseError as error:
@@ -190,19 +203,17 @@ def interrupted_table(spark: SparkSession, schema: str, identifier: str) -> str 
         return None  # a table of another kind (a view, a parquet table): Spark's
     if not spark.catalog.databaseExists(schema):
         return None
-    path = os.path.join(table_path_of(spark.catalog.getDatabase(schema).locationUri), identifier.lower())
+    folder = partial(CATALOG_READS.schema_folder, spark, schema)
+    path = place_table(identifier, explicit=None, bound=None, schema_folder=folder).path
     return path if binding.interrupted_binding(path, schema, identifier) else None
 
 
 def _merge(spark: SparkSession, statement: MergeStatement, snapshot: Snapshot, name: str) -> WriteResult:
     spec = MergeSpec.from_config(f"MERGE INTO {name}", statement.config)
     source = spark.sql(statement.source_query)
-    schema = (
-        evolved_by_merge(spec, snapshot, source.schema, what=f"MERGE INTO {name}")
-        if spec.schema_evolution
-        else None
-    )
-    return merge_into(spark, source, snapshot, spec, schema=schema)
+    what = f"MERGE INTO {name}"
+    evolved = evolved_by_merge(spec, snapshot, source.schema, what=what) if spec.schema_evolution else None
+    return merge_into(spark, source, snapshot, spec, change=TableChange(schema=evolved))
 
 
 def _done(spark: SparkSession, schema: str, identifier: str, result: WriteResult) -> StatementResult:

@@ -16,8 +16,9 @@ import os
 from pyspark.sql import DataFrame, SparkSession
 
 from dbt.adapters.deltamerge import binding
+from dbt.adapters.deltamerge.common.errors import EngineError
 from dbt.adapters.deltamerge.common.sql import quote_identifier
-from dbt.adapters.deltamerge.delta import DeltaError, after_commit, load_snapshot
+from dbt.adapters.deltamerge.delta import after_commit, load_snapshot
 from dbt.adapters.deltamerge.statements.history import (
     detail_frame,
     history_frame,
@@ -37,7 +38,7 @@ TRAVEL_MARK = "__deltamerge_v"
 TRAVEL_DIR = "_travel"
 
 
-class NotADeltaName(DeltaError):
+class NotADeltaName(EngineError):
     """Time travel or history asked of a name that is no Delta table's catalog entry."""
 
 

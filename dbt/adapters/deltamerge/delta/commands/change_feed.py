@@ -137,10 +137,6 @@ def _changed_by_deletion_vectors(actions: list[dict[str, Any]]) -> bool:
     )
 
 
-def _changed(actions: list[dict[str, Any]], kind: str) -> list[str]:
-    return [a[kind]["path"] for a in actions if kind in a and a[kind].get("dataChange", True)]
-
-
 def _read(
     spark: SparkSession, snapshot: Snapshot, base: str, paths: list[str], *, with_change_type: bool
 ) -> DataFrame:

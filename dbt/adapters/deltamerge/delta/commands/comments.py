@@ -16,8 +16,9 @@ from pyspark.sql import types as T
 from dbt.adapters.deltamerge.delta.log.definition import definition_actions
 from dbt.adapters.deltamerge.delta.log.schema import schema_to_json, to_delta_schema
 from dbt.adapters.deltamerge.delta.log.snapshot import Snapshot
+from dbt.adapters.deltamerge.delta.txn.actions import CommitActions
 from dbt.adapters.deltamerge.delta.txn.commit import CommitInfo
-from dbt.adapters.deltamerge.delta.txn.transaction import WriteResult, commit_files
+from dbt.adapters.deltamerge.delta.txn.transaction import CommitOptions, WriteResult, commit_files
 
 
 def with_comments(schema: T.StructType, comments: Mapping[str, str]) -> T.StructType:
@@ -53,11 +54,7 @@ def set_descriptions(
     operation = "SET TBLPROPERTIES" if changed.description != metadata.description else "CHANGE COLUMN"
     info = CommitInfo(operation, {"description": changed.description or ""}, {})
     return commit_files(
-        snapshot.table_path,
         snapshot,
-        info,
-        definition_actions(snapshot, target),
-        [],
-        [],
-        metadata.configuration,
+        CommitActions(leading=definition_actions(snapshot, target)),
+        CommitOptions(info),
     )

@@ -40,10 +40,11 @@ from dbt.adapters.deltamerge.delta.log.clustering import PROVIDER, is_clustered_
 from dbt.adapters.deltamerge.delta.log.row_ids import STABLE_COLUMNS, materialized_columns
 from dbt.adapters.deltamerge.delta.log.snapshot import AddFile, Snapshot
 from dbt.adapters.deltamerge.delta.log.stats import columns_with_stats
+from dbt.adapters.deltamerge.delta.txn.actions import CommitActions
 from dbt.adapters.deltamerge.delta.txn.commit import CommitInfo
 from dbt.adapters.deltamerge.delta.txn.conflicts import ReadSet
 from dbt.adapters.deltamerge.delta.txn.metrics import execution_time, optimize_metrics
-from dbt.adapters.deltamerge.delta.txn.transaction import WriteResult, commit_files
+from dbt.adapters.deltamerge.delta.txn.transaction import CommitOptions, WriteResult, commit_files
 
 TARGET_FILE_SIZE = "delta.targetFileSize"
 OPTIMIZE_MAX_FILE_SIZE = 1024 * 1024 * 1024
@@ -208,15 +209,9 @@ def optimize(
     )
     read = ReadSet(files_read=frozenset(f.path for f in removed), reads=lambda _added: False)
     return commit_files(
-        snapshot.table_path,
         snapshot,
-        info,
-        [],
-        written,
-        removed,
-        snapshot.metadata.configuration,
-        read=read,
-        data_change=False,
+        CommitActions(written=written, removed=removed),
+        CommitOptions(info, read=read, data_change=False),
     )
 
 

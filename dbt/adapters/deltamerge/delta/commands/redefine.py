@@ -5,7 +5,8 @@ A CHECK constraint the definition adds is counted against every live row, and ea
 makes NOT NULL against its nulls, in one Spark job; any failing row refuses the change with
 Delta's text (``DELTA_NEW_CHECK_CONSTRAINT_VIOLATION``, ``DELTA_NEW_NOT_NULL_VIOLATION``) and
 nothing is committed. The commit carries the protocol the definition needs. ``recluster``: ALTER
-TABLE ... CLUSTER BY's new clustering columns.
+TABLE ... CLUSTER BY's new clustering columns. ``commit_before`` and ``commit_after`` commit the
+parts of a write's ``TableChange`` that need a commit of their own.
 """
 
 from __future__ import annotations
@@ -21,12 +22,13 @@ from dbt.adapters.deltamerge.delta.data.constraints import check_constraints, re
 from dbt.adapters.deltamerge.delta.data.read import read_files
 from dbt.adapters.deltamerge.delta.errors import DeltaError
 from dbt.adapters.deltamerge.delta.log.clustering import FEATURES, clustering_action, clustering_problems
-from dbt.adapters.deltamerge.delta.log.definition import definition_actions, with_metadata
+from dbt.adapters.deltamerge.delta.log.definition import TableChange, definition_actions, with_metadata
 from dbt.adapters.deltamerge.delta.log.protocol import upgraded
 from dbt.adapters.deltamerge.delta.log.schema import schema_to_json
 from dbt.adapters.deltamerge.delta.log.snapshot import Snapshot
+from dbt.adapters.deltamerge.delta.txn.actions import CommitActions
 from dbt.adapters.deltamerge.delta.txn.commit import CommitInfo
-from dbt.adapters.deltamerge.delta.txn.transaction import WriteResult, commit_files
+from dbt.adapters.deltamerge.delta.txn.transaction import CommitOptions, WriteResult, commit_files
 
 
 class ConstraintViolation(DeltaError):
@@ -87,7 +89,7 @@ def redefine(
         metadata = replace(metadata, schema_string=schema_to_json(schema))
     leading = definition_actions(snapshot, with_metadata(snapshot, metadata))
     info = CommitInfo(operation, params, {})
-    return commit_files(snapshot.table_path, snapshot, info, leading, [], [], metadata.configuration)
+    return commit_files(snapshot, CommitActions(leading=leading), CommitOptions(info))
 
 
 def recluster(snapshot: Snapshot, columns: Sequence[str], name: str) -> WriteResult:
@@ -112,4 +114,31 @@ def recluster(snapshot: Snapshot, columns: Sequence[str], name: str) -> WriteRes
     leading.append(clustering_action(resolved, snapshot.schema))
     parameters = {"oldClusteringColumns": ",".join(before or ()), "newClusteringColumns": ",".join(resolved)}
     info = CommitInfo("CLUSTER BY", parameters, {})
-    return commit_files(snapshot.table_path, snapshot, info, leading, [], [], snapshot.metadata.configuration)
+    return commit_files(snapshot, CommitActions(leading=leading), CommitOptions(info))
+
+
+def commit_before(spark: SparkSession, snapshot: Snapshot, change: TableChange, table: str) -> Snapshot:
+    """Commit the part of ``change`` that goes before the write (a contract's constraints, the live
+    rows checked first); the version the write then works on (``snapshot`` when there is none)."""
+    if change.before is None:
+        return snapshot
+    before = change.before
+    return redefine(
+        spark,
+        snapshot,
+        table,
+        operation=before.operation,
+        params=dict(before.params),
+        configuration=before.configuration,
+        schema=before.schema,
+    ).snapshot
+
+
+def commit_after(snapshot: Snapshot, change: TableChange, table: str) -> WriteResult | None:
+    """Commit the clustering columns ``change`` asks for after the write, where the table's differ
+    (``recluster``: the next OPTIMIZE clusters by them); None when they are the table's."""
+    wanted = change.cluster_by
+    have = tuple(c.lower() for c in snapshot.clustering or ())
+    if not wanted or have == tuple(c.lower() for c in wanted):
+        return None
+    return recluster(snapshot, wanted, table)

@@ -13,7 +13,7 @@ descriptor) and added again with the new one, its statistics marked ``tightBound
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 from urllib.parse import unquote
@@ -142,19 +142,3 @@ def _readded(snapshot: Snapshot, file: AddFile, descriptor: dict[str, Any]) -> d
         if key in add:
             add[key] = dict(add[key] or {})
     return {"add": {**add, "dataChange": True, "stats": json.dumps(stats), "deletionVector": descriptor}}
-
-
-def vector_metrics_zero(prefix: str = "") -> dict[str, int]:
-    """The deletion vector counts of a write that wrote none."""
-    return VectorUpdate().metrics(prefix)
-
-
-def files_metrics(update: VectorUpdate, written: Sequence[Any]) -> dict[str, int]:
-    """Files and bytes removed and added by a merge-on-read DML command (Delta's ``numRemovedFiles``:
-    files removed whole; a file that got a vector stays)."""
-    return {
-        "numRemovedFiles": len(update.fully_removed),
-        "numRemovedBytes": sum(f.size for f in update.fully_removed),
-        "numAddedFiles": len(written),
-        "numAddedBytes": sum(f.size for f in written),
-    }

@@ -32,14 +32,16 @@ from dbt.adapters.deltamerge.delta.data.files import (
 )
 from dbt.adapters.deltamerge.delta.data.read import read_files
 from dbt.adapters.deltamerge.delta.errors import DeltaError, DeltaSchemaError
+from dbt.adapters.deltamerge.delta.location import TableLocation
 from dbt.adapters.deltamerge.delta.log.clustering import definition_clustering
 from dbt.adapters.deltamerge.delta.log.definition import (
     DEFAULT_TXN_RETENTION,
+    NO_CHANGE,
     TXN_RETENTION_PROPERTY,
+    TableChange,
+    changed,
     definition_actions,
     mapped_schema,
-    with_change_data_feed,
-    with_schema,
     with_transaction_retention,
 )
 from dbt.adapters.deltamerge.delta.log.features import configuration_problems
@@ -68,10 +70,10 @@ from dbt.adapters.deltamerge.delta.log.schema import (
 from dbt.adapters.deltamerge.delta.log.snapshot import AddFile, Snapshot, load_snapshot
 from dbt.adapters.deltamerge.delta.log.stats import DEFAULT_NUM_INDEXED_COLS
 from dbt.adapters.deltamerge.delta.paths import local_path, table_path_of
-from dbt.adapters.deltamerge.delta.txn.actions import ChangeFile, WrittenFile
+from dbt.adapters.deltamerge.delta.txn.actions import ChangeFile, CommitActions, WrittenFile
 from dbt.adapters.deltamerge.delta.txn.commit import CommitInfo, now_ms
 from dbt.adapters.deltamerge.delta.txn.metrics import execution_time, write_metrics
-from dbt.adapters.deltamerge.delta.txn.transaction import WriteResult, commit_files
+from dbt.adapters.deltamerge.delta.txn.transaction import CommitOptions, WriteResult, commit_files
 
 Action = dict[str, object]
 WriteMode = Literal["create_or_replace", "append", "replace_partitions", "replace_where"]
@@ -79,15 +81,16 @@ WriteMode = Literal["create_or_replace", "append", "replace_partitions", "replac
 
 @dataclass(frozen=True)
 class WriteRequest:
-    """What to write where."""
+    """What to write where (``location``: a path is a local table's location)."""
 
-    table_path: str
+    location: TableLocation
     mode: WriteMode
     partition_by: tuple[str, ...] = ()
     properties: Mapping[str, str] = field(default_factory=dict)
     replace_where: str | None = None
-    # The table schema this write leaves (schema evolution); None keeps the current one.
-    schema: T.StructType | None = None
+    # The existing table's definition change riding in this write's commit (``TableChange``: the
+    # schema the write leaves, the change data feed switched on); a new table's is the request's.
+    change: TableChange = NO_CHANGE
     # (appId, version) of the run this write belongs to: recorded as a `txn` action.
     txn: tuple[str, int] | None = None
     # The table's description (a new or replaced table's `metaData.description`).
@@ -101,11 +104,15 @@ class WriteRequest:
     # A new definition's clustering columns (``CLUSTER BY``, a model's ``cluster_by``).
     cluster_by: tuple[str, ...] | None = None
 
+    def __post_init__(self) -> None:
+        if isinstance(self.location, str):  # a caller's plain path (tests, benchmarks)
+            object.__setattr__(self, "location", TableLocation.of(self.location))
+
 
 def write_dataframe(spark: SparkSession, df: DataFrame, request: WriteRequest) -> WriteResult:
-    """Write ``df`` to the Delta table at ``request.table_path`` as one new version."""
+    """Write ``df`` to the Delta table at ``request.location`` as one new version."""
     started = time.monotonic()
-    current = load_snapshot(request.table_path)
+    current = load_snapshot(request.location)
     if current is not None:
         current.check_writable()
     if current is None:
@@ -114,9 +121,7 @@ def write_dataframe(spark: SparkSession, df: DataFrame, request: WriteRequest) -
     elif request.mode == "create_or_replace":
         result = _create_or_replace(df, request, current)
     else:
-        target = with_schema(current, request.schema) if request.schema is not None else current
-        if change_data_feed_enabled(request.properties):
-            target = with_change_data_feed(target)
+        target = changed(current, request.change)
         if request.txn is not None:
             target = with_transaction_retention(target)
         leading = definition_actions(current, target)
@@ -152,11 +157,11 @@ def _create_or_replace(df: DataFrame, request: WriteRequest, current: Snapshot |
         configuration.setdefault(TXN_RETENTION_PROPERTY, DEFAULT_TXN_RETENTION)
     wrong = value_problems(configuration)
     if wrong:
-        raise DeltaError(f"Delta table at {request.table_path}: {'; '.join(wrong)}. Nothing was written.")
+        raise DeltaError(f"Delta table at {request.location}: {'; '.join(wrong)}. Nothing was written.")
     problems = configuration_problems(configuration, current.metadata.configuration if current else None)
     if problems:
         raise DeltaError(
-            f"Delta table at {request.table_path}: dbt-deltamerge cannot write "
+            f"Delta table at {request.location}: dbt-deltamerge cannot write "
             + "; ".join(problems)
             + " yet. Nothing was written."
         )
@@ -176,7 +181,7 @@ def _create_or_replace(df: DataFrame, request: WriteRequest, current: Snapshot |
     protocol = upgraded(current.protocol if current else None, features)
     written = write_files(
         df.select(*[F.col(quote_identifier(f.name)) for f in schema.fields]),
-        request.table_path,
+        request.location.path,
         partition_columns,
         configuration,
         schema,
@@ -197,10 +202,10 @@ def _create_or_replace(df: DataFrame, request: WriteRequest, current: Snapshot |
 
 
 def _append(df: DataFrame, request: WriteRequest, current: Snapshot, leading: list[Action]) -> WriteResult:
-    aligned = align_to_schema(df, current.schema, what=f"append to {request.table_path}")
-    written = write_files(
-        aligned, request.table_path, current.partition_columns, current.metadata.configuration, current.schema
-    )
+    aligned = align_to_schema(df, current.schema, what=f"append to {request.location}")
+    configuration = current.metadata.configuration
+    path, columns = request.location.path, current.partition_columns
+    written = write_files(aligned, path, columns, configuration, current.schema)
     params: dict[str, object] = {"mode": "Append", "partitionBy": current.partition_columns}
     # Readers infer an append's changes from its adds: no change data files.
     return _commit(request, current, "WRITE", params, leading, written, [], blind=not leading)
@@ -209,10 +214,10 @@ def _append(df: DataFrame, request: WriteRequest, current: Snapshot, leading: li
 def _replace_partitions(
     df: DataFrame, request: WriteRequest, current: Snapshot, leading: list[Action]
 ) -> WriteResult:
-    aligned = align_to_schema(df, current.schema, what=f"insert_overwrite into {request.table_path}")
-    written = write_files(
-        aligned, request.table_path, current.partition_columns, current.metadata.configuration, current.schema
-    )
+    aligned = align_to_schema(df, current.schema, what=f"insert_overwrite into {request.location}")
+    configuration = current.metadata.configuration
+    path, columns = request.location.path, current.partition_columns
+    written = write_files(aligned, path, columns, configuration, current.schema)
     params: dict[str, object] = {"mode": "Overwrite", "partitionBy": current.partition_columns}
     if current.partition_columns:
         touched = {_partition_key(f.partition_values) for f in written}
@@ -227,7 +232,7 @@ def _replace_where(
     spark: SparkSession, df: DataFrame, request: WriteRequest, current: Snapshot, leading: list[Action]
 ) -> WriteResult:
     predicate = request.replace_where or "true"
-    aligned = align_to_schema(df, current.schema, what=f"replace where into {request.table_path}")
+    aligned = align_to_schema(df, current.schema, what=f"replace where into {request.location}")
     touched = _files_matching(spark, current, predicate)
     configuration = current.metadata.configuration
     params: dict[str, object] = {"mode": "Overwrite", "predicate": [predicate]}
@@ -240,16 +245,18 @@ def _replace_where(
         rows = rows.unionByName(aligned.withColumn(CHANGE_TYPE, F.lit("insert")))
         # Deleted rows are only change rows; the writer keeps rows whose change type is null.
         written, changes = write_files_and_changes(
-            rows, request.table_path, current.partition_columns, configuration, current.schema
+            rows, request.location.path, current.partition_columns, configuration, current.schema
         )
         info = CommitInfo("WRITE", params, write_metrics(written, touched), txn=request.txn)
         return commit_files(
-            request.table_path, current, info, leading, written, touched, configuration, changes
+            current,
+            CommitActions(leading=leading, written=written, removed=touched, changes=changes),
+            CommitOptions(info),
         )
     kept_rows = read_files(spark, current, touched).where(f"NOT coalesce(({predicate}), false)")
     written = write_files(
         aligned.unionByName(kept_rows),
-        request.table_path,
+        request.location.path,
         current.partition_columns,
         configuration,
         current.schema,
@@ -363,8 +370,11 @@ def _commit(
 ) -> WriteResult:
     metrics = {**write_metrics(written, removed), **request.extra_metrics}
     info = CommitInfo(operation, params, metrics, is_blind_append=blind, txn=request.txn)
-    properties = current.metadata.configuration if current else request.properties
-    return commit_files(request.table_path, current, info, leading, written, removed, properties)
+    return commit_files(
+        current or request.location,
+        CommitActions(leading=leading, written=written, removed=removed),
+        CommitOptions(info),
+    )
 
 
 def _resolve_partition_columns(schema: T.StructType, requested: tuple[str, ...]) -> list[str]:

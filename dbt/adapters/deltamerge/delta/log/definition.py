@@ -1,16 +1,21 @@
-"""Changes to a table's definition that ride in the same commit as a write's data.
+"""A write's change to its table's definition: one value (``TableChange``), applied in one place.
 
-A write may switch the change data feed on, evolve the schema, or give the table the
-retention of ``txn`` entries that the adapter's writes need. Each is applied to
-the snapshot the write works against (so it reads, aligns and writes with the new
-definition), and ``definition_actions`` gives the ``protocol`` / ``metaData`` actions
-that record the difference in the write's own commit: a failed write changes nothing.
+A write may evolve the schema, switch the change data feed or deletion vectors on, or give the
+table the retention of ``txn`` entries that the adapter's writes need. The change is decided once,
+before anything is written (``model/`` for a model's run: ``model/change.table_change``; a
+statement for its own), and handed down as one argument. ``changed`` applies the part that rides
+in the write's own commit to the snapshot the write works against (so it reads, aligns and writes
+with the new definition), and ``definition_actions`` gives the ``protocol`` / ``metaData`` actions
+that record the difference in that commit: a failed write changes nothing. The parts that need a
+commit of their own (a contract's constraints before the write, new clustering columns after it)
+are in the same value and committed by ``commands/redefine.commit_before`` / ``commit_after``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 from pyspark.sql import types as T
 
@@ -34,6 +39,61 @@ DELETION_VECTORS = "delta.enableDeletionVectors"
 TXN_RETENTION_PROPERTY = "delta.setTransactionRetentionDuration"
 # Far longer than any retry of one commit, short enough that hourly runs keep ~170 entries.
 DEFAULT_TXN_RETENTION = "interval 7 days"
+
+
+@dataclass(frozen=True)
+class Redefinition:
+    """A new definition committed on its own (``commands/redefine.redefine``): after the live rows
+    pass what it adds. ``operation`` and ``params`` are its ``commitInfo``'s."""
+
+    operation: str
+    params: Mapping[str, Any]
+    configuration: Mapping[str, str]
+    schema: T.StructType
+
+
+@dataclass(frozen=True)
+class TableChange:
+    """One write's change to its table's definition (the module's docstring).
+
+    In the write's own commit: ``schema``, the schema the write leaves (None keeps it: no schema
+    evolution); ``change_data_feed`` and ``deletion_vectors`` switched on (the ``txn`` retention a
+    write recording a ``txn`` needs is the commit path's: ``with_transaction_retention``). In a
+    commit of its own: ``before`` the write (a contract's
+    constraints), and ``cluster_by``, the clustering columns committed after it where they differ.
+    """
+
+    schema: T.StructType | None = None
+    change_data_feed: bool = False
+    deletion_vectors: bool = False
+    before: Redefinition | None = None
+    cluster_by: tuple[str, ...] | None = field(default=None)
+
+
+# A write that leaves the definition as it is.
+NO_CHANGE = TableChange()
+
+
+def changed(current: Snapshot, change: TableChange) -> Snapshot:
+    """``current`` with the part of ``change`` that rides in the write's own commit applied: the
+    snapshot the write works against (``definition_actions`` records the difference)."""
+    target = with_schema(current, change.schema) if change.schema is not None else current
+    if change.change_data_feed:
+        target = with_change_data_feed(target)
+    if change.deletion_vectors:
+        target = with_deletion_vectors(target)
+    return target
+
+
+def redefined(current: Snapshot, redefinition: Redefinition) -> Snapshot:
+    """``current`` as ``redefinition`` leaves it, without a commit (what a write decided after it
+    is decided against)."""
+    metadata = replace(
+        current.metadata,
+        configuration=dict(redefinition.configuration),
+        schema_string=schema_to_json(redefinition.schema),
+    )
+    return _with(current, metadata)
 
 
 def with_change_data_feed(current: Snapshot) -> Snapshot:

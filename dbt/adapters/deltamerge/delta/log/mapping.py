@@ -67,10 +67,6 @@ def physical_name(field: T.StructField) -> str:
     return str(field.metadata.get(PHYSICAL_NAME, field.name))
 
 
-def _ids(field: T.StructField, ids: bool) -> dict[str, int]:
-    return field_id(field) if ids else {}
-
-
 def field_id(field: T.StructField) -> dict[str, int]:
     """The StructField metadata giving ``field``'s column id as its parquet field id (none without one)."""
     return {FIELD_ID: int(field.metadata[COLUMN_ID])} if COLUMN_ID in field.metadata else {}

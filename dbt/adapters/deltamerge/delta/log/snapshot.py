@@ -1,7 +1,9 @@
-"""A snapshot of one Delta table version, read with ``deltalake`` (delta-rs).
+"""A snapshot of one Delta table version, read with ``deltalake`` (delta-rs): the source of truth.
 
 delta-rs replays the log and checkpoints, including versions written by other engines,
-so every writer here starts from the same state any Delta reader sees.
+so every writer here starts from the same state any Delta reader sees. Its version, protocol,
+metadata and live files are the snapshot; our replay (``replay.py``) only adds, for that version,
+what deltalake does not hand out (deletion vector descriptors, row tracking fields, domains).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from pyspark.sql import types as T
 
 from dbt.adapters.deltamerge.delta import storage
 from dbt.adapters.deltamerge.delta.errors import DeltaError, NotADeltaTable, UnsupportedTableFeature
+from dbt.adapters.deltamerge.delta.location import TableLocation
 from dbt.adapters.deltamerge.delta.log import deletion_vectors
 from dbt.adapters.deltamerge.delta.log.clustering import clustering_columns
 from dbt.adapters.deltamerge.delta.log.features import (
@@ -85,15 +88,20 @@ class AddFile:
 
 @dataclass(frozen=True)
 class Snapshot:
-    """One version of a Delta table: protocol, metadata and live files."""
+    """One version of a Delta table: its location, protocol, metadata and live files."""
 
-    table_path: str
+    location: TableLocation
     version: int
     protocol: Protocol
     metadata: TableMetadata
     files: tuple[AddFile, ...]
     # Live metadata domains by name (``domainMetadata`` actions), for tables that support them.
     domains: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+
+    @property
+    def table_path(self) -> str:
+        """The table's root path (``location.path``)."""
+        return self.location.path
 
     @property
     def schema(self) -> T.StructType:
@@ -148,12 +156,15 @@ def visible_entries(table_path: str) -> list[str]:
     return sorted(n for n in storage.list_names(table_path) if not n.startswith((".", "_")))
 
 
-def load_snapshot(table_path: str, version: int | None = None) -> Snapshot | None:
-    """The snapshot at ``version`` (latest if None); None when no Delta table exists there.
+def load_snapshot(location: TableLocation | str, version: int | None = None) -> Snapshot | None:
+    """The snapshot at ``version`` (latest if None) of the table at ``location`` (a path: a local
+    table's location); None when no Delta table exists there.
 
     Raises:
         NotADeltaTable: the location holds files but no Delta log.
     """
+    where = location if isinstance(location, TableLocation) else TableLocation.of(location)
+    table_path = where.path
     if not has_delta_log(table_path):
         entries = visible_entries(table_path)
         if entries:
@@ -165,10 +176,10 @@ def load_snapshot(table_path: str, version: int | None = None) -> Snapshot | Non
             )
         return None
     try:
-        table = DeltaTable(table_path, version=version)
+        table = DeltaTable(table_path, version=version, storage_options=dict(where.options) or None)
     except DeltaLakeError as error:
         raise _unreadable(table_path, error) from error
-    return _snapshot_of(table, table_path)
+    return _snapshot_of(table, where)
 
 
 def _unreadable(table_path: str, error: Exception) -> DeltaError:
@@ -202,7 +213,7 @@ def _newest_protocol(table_path: str) -> Protocol | None:
     return None
 
 
-def _snapshot_of(table: DeltaTable, table_path: str) -> Snapshot:
+def _snapshot_of(table: DeltaTable, location: TableLocation) -> Snapshot:
     proto = table.protocol()
     meta = table.metadata()
     protocol = Protocol(
@@ -224,11 +235,11 @@ def _snapshot_of(table: DeltaTable, table_path: str) -> Snapshot:
     if mapping_mode(metadata.configuration) != "none":
         files = tuple(_logical(f, schema_from_json(metadata.schema_string)) for f in files)
     if not set(protocol.writer_features or ()) & _LOGGED_DETAILS:
-        return Snapshot(table_path, table.version(), protocol, metadata, files)
-    state = log_state(table_path, table.version())
-    detailed = tuple(_with_log_details(f, state.adds, table_path) for f in files)
+        return Snapshot(location, table.version(), protocol, metadata, files)
+    state = log_state(location.path, table.version())
+    detailed = tuple(_with_log_details(f, state.adds, location.path) for f in files)
     domains = {name: dict(action) for name, action in state.domains.items()}
-    return Snapshot(table_path, table.version(), protocol, metadata, detailed, domains)
+    return Snapshot(location, table.version(), protocol, metadata, detailed, domains)
 
 
 def _logical(file: AddFile, schema: T.StructType) -> AddFile:

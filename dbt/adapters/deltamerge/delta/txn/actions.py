@@ -1,13 +1,18 @@
-"""The actions a commit adds for files written before it: ``add`` and ``cdc``.
+"""What one commit does, as pure values (no Spark): the files written before it (``add`` and
+``cdc`` actions to be), and ``CommitActions``, everything a commit puts in the log but its
+``commitInfo`` and ``txn`` (those come with its ``CommitOptions``, ``transaction.py``).
 
-Pure values (no Spark): the data layer writes the files and describes them with these; the
-commit path turns them into the log's actions.
+The data layer writes the files and describes them with these; the commit path turns them into
+the log's actions.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
+from dbt.adapters.deltamerge.delta.log.snapshot import AddFile
 from dbt.adapters.deltamerge.delta.txn.commit import now_ms
 
 
@@ -58,7 +63,21 @@ class ChangeFile:
         }
 
 
-def add_actions(files: list[WrittenFile]) -> list[dict[str, object]]:
+def add_actions(files: Sequence[WrittenFile]) -> list[dict[str, object]]:
     """``add`` actions for freshly written files, stamped now."""
     stamp = now_ms()
     return [f.add_action(modification_time=stamp) for f in files]
+
+
+@dataclass(frozen=True)
+class CommitActions:
+    """What one commit changes: ``leading`` actions first (a new ``protocol``, ``metaData``,
+    domains), then a ``remove`` of each of ``removed``, an ``add`` of each of ``written``, the
+    ``readded`` files' ``add`` actions (files removed and added again with new deletion vectors,
+    ``row_deletion``), and a ``cdc`` action of each of ``changes``."""
+
+    leading: Sequence[dict[str, Any]] = ()
+    written: Sequence[WrittenFile] = ()
+    removed: Sequence[AddFile] = ()
+    changes: Sequence[ChangeFile] = ()
+    readded: Sequence[dict[str, Any]] = ()

@@ -112,11 +112,6 @@ def encode_actions(actions: Sequence[dict[str, Any]]) -> bytes:
     return "".join(stats_to_json(a) + "\n" for a in actions).encode("utf-8")
 
 
-def put_if_absent(path: str, data: bytes) -> bool:
-    """Create ``path`` with ``data`` unless it exists; True if this call created it."""
-    return storage.put_if_absent(path, data)
-
-
 def read_commit(table_path: str, version: int) -> list[dict[str, Any]]:
     """The actions of one commit file."""
     text = storage.read_bytes(version_file(table_path, version)).decode("utf-8")
@@ -183,7 +178,7 @@ def _commit(
     mark = stamps.high_water_mark
     for _ in range(MAX_COMMIT_ATTEMPTS):
         head, body = _attempt(table_path, attempt, info, read_version, actions, stamps, mark)
-        if put_if_absent(version_file(table_path, attempt), encode_actions([head, *body])):
+        if storage.put_if_absent(version_file(table_path, attempt), encode_actions([head, *body])):
             crash_point("after_commit")
             return attempt
         for version in range(attempt, max(latest_version(table_path), attempt) + 1):

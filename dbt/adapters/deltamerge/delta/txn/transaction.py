@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from dbt.adapters.deltamerge.delta.location import TableLocation
 from dbt.adapters.deltamerge.delta.log.features import check_removable
 from dbt.adapters.deltamerge.delta.log.identity import advanced_schema
 from dbt.adapters.deltamerge.delta.log.mapping import mapping_mode, physical_names
@@ -23,7 +24,7 @@ from dbt.adapters.deltamerge.delta.log.schema import schema_from_json, schema_to
 from dbt.adapters.deltamerge.delta.log.snapshot import AddFile, Snapshot, load_snapshot
 from dbt.adapters.deltamerge.delta.log.stats import stats_to_json
 from dbt.adapters.deltamerge.delta.paths import local_path
-from dbt.adapters.deltamerge.delta.txn.actions import ChangeFile, WrittenFile, add_actions
+from dbt.adapters.deltamerge.delta.txn.actions import ChangeFile, CommitActions, WrittenFile, add_actions
 from dbt.adapters.deltamerge.delta.txn.commit import (
     DEFAULT_CHECKPOINT_INTERVAL,
     CommitInfo,
@@ -120,58 +121,63 @@ class WriteResult:
     snapshot: Snapshot
 
 
+@dataclass(frozen=True)
+class CommitOptions:
+    """How one commit is made, beside what it changes (delta-rs' ``CommitProperties``): its
+    ``commitInfo`` (operation, parameters, metrics, ``txn``), what the transaction ``read`` (the
+    conflict rules' input; None: a rewrite read the whole table, a blind append nothing), and
+    whether it changes data (``data_change=False``: its adds and removes rearrange rows without
+    changing them, REORG and OPTIMIZE)."""
+
+    info: CommitInfo
+    read: ReadSet | None = None
+    data_change: bool = True
+
+
 def commit_files(
-    table_path: str,
-    current: Snapshot | None,
-    info: CommitInfo,
-    leading: list[dict[str, object]],
-    written: list[WrittenFile],
-    removed: list[AddFile],
-    configuration: Mapping[str, str],
-    changes: Sequence[ChangeFile] = (),
-    read: ReadSet | None = None,
-    readded: Sequence[dict[str, Any]] = (),
-    data_change: bool = True,
+    target: Snapshot | TableLocation, actions: CommitActions, options: CommitOptions
 ) -> WriteResult:
-    """Commit removes of ``removed``, adds of ``written`` and ``changes`` (after ``leading`` actions);
-    ``readded``: ``add`` actions of removed files again, with new deletion vectors (``row_deletion``);
-    ``data_change=False``: the adds and removes rearrange rows without changing them (REORG, OPTIMIZE).
-    """
+    """Commit ``actions`` to ``target`` (the version the transaction read, or a new table's
+    location) as ``options`` say; the table's properties after the commit decide checkpoints."""
+    current = target if isinstance(target, Snapshot) else None
+    location = target.location if isinstance(target, Snapshot) else target
+    table_path, info, read = location.path, options.info, options.read
     stamp = now_ms()
-    leading = _with_identity_marks(table_path, current, leading, written)
+    leading = _with_identity_marks(table_path, current, list(actions.leading), actions.written)
     if any("metaData" in a for a in leading) and info.is_blind_append:
         info = replace(info, is_blind_append=False)
     protocol, properties, domains = _effective(current, leading)
-    if removed and data_change:
+    if actions.removed and options.data_change:
         check_removable(properties, table=table_path)  # rearranging rows is no change of them
-    actions = [
+    logged = [
         *leading,
-        *[_stored(f.remove_action(stamp), current) for f in removed],
-        *add_actions(written),
-        *readded,
-        *[c.cdc_action() for c in changes],
+        *[_stored(f.remove_action(stamp), current) for f in actions.removed],
+        *add_actions(actions.written),
+        *actions.readded,
+        *[c.cdc_action() for c in actions.changes],
     ]
-    if not data_change:
-        actions = [_no_data_change(a) for a in actions]
+    if not options.data_change:
+        logged = [_no_data_change(a) for a in logged]
     if read is None and current is not None and not info.is_blind_append:
         # Without a narrower read set, a rewrite read the whole table (Delta's `true` read predicate).
         read = ReadSet(
-            files_read=frozenset(f.path for f in current.files), removed=frozenset(f.path for f in removed)
+            files_read=frozenset(f.path for f in current.files),
+            removed=frozenset(f.path for f in actions.removed),
         )
     if read is not None and current is not None and mapping_mode(current.metadata.configuration) != "none":
         read = replace(read, mapped_schema=current.schema)
     version = commit(
         table_path,
         read_version=current.version if current else -1,
-        actions=actions,
+        actions=logged,
         info=info,
         read=read,
         stamps=CommitStamps.for_table(protocol, properties, domains),
     )
-    interval = int(configuration.get("delta.checkpointInterval", DEFAULT_CHECKPOINT_INTERVAL))
+    interval = int(properties.get("delta.checkpointInterval", DEFAULT_CHECKPOINT_INTERVAL))
     if maybe_checkpoint(table_path, version, interval):
-        clean_expired_logs(table_path, configuration)
-    snapshot = load_snapshot(table_path, version)
+        clean_expired_logs(table_path, properties)
+    snapshot = load_snapshot(location, version)
     assert snapshot is not None
     return WriteResult(version, info.operation, dict(info.operation_metrics), snapshot)
 
@@ -191,7 +197,7 @@ def _effective(
 
 
 def _with_identity_marks(
-    table_path: str, current: Snapshot | None, leading: list[dict[str, Any]], written: list[WrittenFile]
+    table_path: str, current: Snapshot | None, leading: list[dict[str, Any]], written: Sequence[WrittenFile]
 ) -> list[dict[str, Any]]:
     """``leading`` with the ``metaData`` recording the identity marks ``written`` advance (``identity``)."""
     metadata = next((a["metaData"] for a in leading if "metaData" in a), None)

@@ -1,6 +1,6 @@
 """Merge-on-read in one join: a broadcast source joined once with the target's candidate files.
 
-When a merge marks rows deleted (``plan.marks_deleted``), has no NOT MATCHED BY SOURCE
+The plan's ``one_join`` executor: when a merge marks rows deleted, has no NOT MATCHED BY SOURCE
 clause and its source is broadcast (or, for a bigger source, the columns its ON and clause
 conditions name, with each row's id), nothing needs the target rows no source row matches: no
 file is rewritten, so phase 1's list of touched files has no use, and every row a clause takes
@@ -53,6 +53,7 @@ from dbt.adapters.deltamerge.merge.execute.touched import (
     counted_pairs_condition,
     multiple_matches_message,
 )
+from dbt.adapters.deltamerge.merge.plan import narrow_schema
 from dbt.adapters.deltamerge.merge.resolve import ResolvedMerge
 from dbt.adapters.deltamerge.merge.source import fits_in_broadcast
 
@@ -61,41 +62,9 @@ MATCHED_SOURCE_ROW = "_merge_matched_source_row"
 CHECKED = "_merge_checked"  # the pair counts for the multiple-match rule
 
 
-def joins_once(run: MergeRun) -> bool:
-    """Whether this merge runs in one join (see the module docstring): its source is broadcast, or
-    the source columns the join and the clause conditions name are small enough to be."""
-    plan = run.plan
-    if not plan.marks_deleted or run.spec.not_matched_by_source:
-        return False
-    return plan.broadcast_source or fits_in_broadcast(_narrow_schema(run), plan.source_rows)
-
-
 def _narrow_schema(run: MergeRun) -> T.StructType:
-    """The source columns whose names the ON condition or a clause condition mention (a superset
-    of those the join and the choice of clause read), for a source too big to broadcast whole."""
-    named = condition_names(run.merge, run.plan.join_condition)
-    return T.StructType([f for f in run.source.schema.fields if f.name.lower() in named])
-
-
-def condition_names(merge: ResolvedMerge, join_condition: str) -> set[str]:
-    """Every name (lower case) in the ON condition and the clauses' conditions, whatever qualifies it.
-
-    >>> from dbt.adapters.deltamerge.merge.spec import MergeSpec
-    >>> spec = MergeSpec.from_config("m", {"unique_key": "id", "source_alias": "s"})
-    >>> merge = ResolvedMerge(spec, ("id", "v"), (), (), ())
-    >>> sorted(condition_names(merge, "t.id = s.`Id` AND s.v > 1"))
-    ['id', 's', 't', 'v']
-    """
-    texts = [join_condition]
-    for clause in (*merge.matched, *merge.not_matched, *merge.not_matched_by_source):
-        texts += [clause.condition or "", clause.unchanged or ""]
-    return {
-        token.text.lower()
-        for text in texts
-        if text
-        for token in Spark().tokenize(text)
-        if token.token_type in _NAMES
-    }
+    """The source columns the ON condition or a clause condition name (``plan.narrow_schema``)."""
+    return narrow_schema(run.merge, run.plan.join_condition, run.source.schema)
 
 
 def mark_rows_in_one_join(run: MergeRun, *, dry_run: bool) -> tuple[MergeOutput, VectorUpdate, int]:

@@ -14,8 +14,9 @@ from dataclasses import dataclass
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from dbt.adapters.deltamerge.common.errors import EngineError
 from dbt.adapters.deltamerge.common.sql import qualified, quote_identifier
-from dbt.adapters.deltamerge.delta import AddFile, DeltaError, local_path, table_path_of
+from dbt.adapters.deltamerge.delta import AddFile, local_path, table_path_of
 from dbt.adapters.deltamerge.merge.execute.actions import matched_action_expression
 from dbt.adapters.deltamerge.merge.execute.frames import (
     COPY,
@@ -39,7 +40,7 @@ MULTIPLE_MATCHES = (
 )
 
 
-class MultipleMatchesError(DeltaError):
+class MultipleMatchesError(EngineError):
     """Delta's error: several source rows match one target row."""
 
 

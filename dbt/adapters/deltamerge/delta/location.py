@@ -1,0 +1,62 @@
+"""Where a Delta table lives: one value from the name a model or statement gives to the commit.
+
+``TableLocation`` is the table's root (a local path today) and the options its store needs to reach
+it (an object store's endpoint, region or credentials provider; none on a local disk). Options
+never print: a location shows its path only (they may carry secrets).
+
+``place_table`` is the one rule for where ``<schema>.<identifier>`` lives, called by models
+(``model/write.locate``), statements (``CREATE TABLE``, an interrupted binding's recovery) and
+through them the catalog binding, so that a model and a statement can never put one name in two
+folders: an explicit location wins (a model's ``location_root`` joined with its identifier, a
+statement's ``LOCATION``), then the folder the catalog entry is bound to, then the schema's folder
+joined with the identifier in lower case, as Spark places managed tables.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+from dbt.adapters.deltamerge.delta.paths import table_path_of
+
+
+@dataclass(frozen=True)
+class TableLocation:
+    """A Delta table's root and its store's options.
+
+    >>> TableLocation.of("file:/w/s.db/t"), str(TableLocation.of("/w/t", {"secret": "x"}))
+    (TableLocation(path='/w/s.db/t'), '/w/t')
+    """
+
+    path: str
+    options: Mapping[str, str] = field(
+        default_factory=lambda: MappingProxyType({}), repr=False, compare=False
+    )
+
+    @classmethod
+    def of(cls, uri: str, options: Mapping[str, str] | None = None) -> TableLocation:
+        """The location of ``uri`` (a path or ``file:`` URI), with ``options`` for its store."""
+        return cls(table_path_of(uri), MappingProxyType(dict(options or {})))
+
+    def __str__(self) -> str:
+        return self.path
+
+
+def place_table(
+    identifier: str, *, explicit: str | None, bound: str | None, schema_folder: Callable[[], str]
+) -> TableLocation:
+    """Where table ``identifier`` of a schema lives (the module's rule); ``schema_folder`` is asked
+    only when neither an explicit location nor a binding decides.
+
+    >>> place_table("Orders", explicit=None, bound=None, schema_folder=lambda: "file:/w/s.db").path
+    '/w/s.db/orders'
+    >>> place_table("t", explicit="/data/t", bound="/w/s.db/t", schema_folder=lambda: "/w").path
+    '/data/t'
+    """
+    if explicit:
+        return TableLocation.of(explicit)
+    if bound:
+        return TableLocation.of(bound)
+    return TableLocation.of(os.path.join(table_path_of(schema_folder()), identifier.lower()))
