@@ -34,8 +34,7 @@ from benchmarks.measure import fresh_copy
 from dbt.adapters.deltamerge.cdc.apply import apply_changes
 from dbt.adapters.deltamerge.cdc.spec import CdcSpec
 from dbt.adapters.deltamerge.delta import TableLocation, WriteRequest, load_snapshot
-from dbt.adapters.deltamerge.merge.pipeline import merge_into
-from dbt.adapters.deltamerge.merge.spec import MergeSpec
+from dbt.adapters.deltamerge.merge import MergeSpec, merge_into
 from dbt.adapters.deltamerge.spark.embedded import start_session
 
 SECTION_START, SECTION_END = "<!-- cdc:start -->", "<!-- cdc:end -->"

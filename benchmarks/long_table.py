@@ -100,15 +100,15 @@ def _source(spark: Any, rows: int, run: int) -> Any:
 
 
 def _run(spark: Any, table: str, rows: int, run: int) -> dict[str, Any]:
-    from dbt.adapters.deltamerge.delta import auto_compact, load_snapshot
-    from dbt.adapters.deltamerge.merge.pipeline import merge_into
-    from dbt.adapters.deltamerge.merge.spec import MergeSpec
+    from dbt.adapters.deltamerge.delta import TableChange, auto_compact, load_snapshot
+    from dbt.adapters.deltamerge.merge import MergeSpec, merge_into
 
     spec = MergeSpec.from_config("hourly", {"unique_key": "id"})
     started = time.monotonic()
     snapshot = load_snapshot(table)
     assert snapshot is not None
-    result = merge_into(spark, _source(spark, rows, run), snapshot, spec, deletion_vectors=True)
+    vectors = TableChange(deletion_vectors=True)
+    result = merge_into(spark, _source(spark, rows, run), snapshot, spec, change=vectors)
     merged = time.monotonic()
     compacted = auto_compact(spark, result)
     done = time.monotonic()

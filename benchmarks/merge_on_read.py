@@ -151,8 +151,7 @@ def _vectors(table: str) -> int:
 def _ours(spark: Any, rows: int, table: str, source: str | None, name: str) -> tuple[float, dict[str, Any]]:
     from benchmarks.workloads import workloads
     from dbt.adapters.deltamerge.delta import load_snapshot
-    from dbt.adapters.deltamerge.merge.pipeline import merge_into
-    from dbt.adapters.deltamerge.merge.spec import MergeSpec
+    from dbt.adapters.deltamerge.merge import MergeSpec, merge_into
     from dbt.adapters.deltamerge.statements.dml import delete_rows, update_rows
 
     started = time.monotonic()
@@ -182,8 +181,7 @@ def _scan_cost(spark: Any, args: argparse.Namespace, base: str, files: int) -> d
 
     from benchmarks import data
     from dbt.adapters.deltamerge.delta import load_snapshot, read_files
-    from dbt.adapters.deltamerge.merge.pipeline import merge_into
-    from dbt.adapters.deltamerge.merge.spec import MergeSpec
+    from dbt.adapters.deltamerge.merge import MergeSpec, merge_into
     from dbt.adapters.deltamerge.statements.maintenance import reorg_purge
     from dbt.adapters.deltamerge.statements.parse_maintenance import ReorgStatement
 

@@ -27,8 +27,7 @@ from dbt.adapters.deltamerge.delta import (
     read_files,
     write_dataframe,
 )
-from dbt.adapters.deltamerge.merge.pipeline import merge_into
-from dbt.adapters.deltamerge.merge.spec import MergeSpec
+from dbt.adapters.deltamerge.merge import MergeSpec, merge_into
 from dbt.adapters.deltamerge.spark.connect import connect_session
 from dbt.adapters.deltamerge.spark.embedded import start_session
 

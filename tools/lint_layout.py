@@ -54,7 +54,7 @@ DELTA_ROOMS = ["", "log", "txn", "data", "commands"]
 # Rooms that run no Spark job: of pyspark they import only its type values.
 NO_SPARK_ROOMS = {"", "log", "txn"}
 # Folders whose callers import the folder's face (its __init__) only.
-FACES = {"delta", "binding"}
+FACES = {"delta", "binding", "merge"}
 # Where callers live besides the package (unit tests excepted: they mirror the tree).
 CALLERS = ["tests/functional", "tests", "benchmarks", "examples", "tools"]
 

@@ -222,8 +222,7 @@ def test_appends_and_replace_where_on_a_feed_table(spark, tmp_path):
 
 def test_partitioned_merge_change_files_follow_the_partition_layout(spark, tmp_path):
     from dbt.adapters.deltamerge.delta import WriteRequest, load_snapshot, read_changes, write_dataframe
-    from dbt.adapters.deltamerge.merge.pipeline import merge_into
-    from dbt.adapters.deltamerge.merge.spec import MergeSpec
+    from dbt.adapters.deltamerge.merge import MergeSpec, merge_into
 
     path = str(tmp_path / "p")
     target = spark.createDataFrame(

@@ -34,8 +34,7 @@ connect_only = pytest.mark.skipif(
 
 def _worker(path: str, operations: list[tuple[str, list[int], str]], barrier, out, url: str | None) -> None:
     from dbt.adapters.deltamerge.delta import ConcurrentModification, load_snapshot, storage
-    from dbt.adapters.deltamerge.merge.pipeline import merge_into
-    from dbt.adapters.deltamerge.merge.spec import MergeSpec
+    from dbt.adapters.deltamerge.merge import MergeSpec, merge_into
     from dbt.adapters.deltamerge.spark.embedded import start_session
 
     if url:

@@ -28,8 +28,7 @@ from dbt.adapters.deltamerge.delta import (
     read_files,
     write_dataframe,
 )
-from dbt.adapters.deltamerge.merge.pipeline import merge_into
-from dbt.adapters.deltamerge.merge.spec import MergeSpec
+from dbt.adapters.deltamerge.merge import MergeSpec, merge_into
 from dbt.adapters.deltamerge.statements.dml import delete_rows, update_rows
 from tests.validator import problems
 

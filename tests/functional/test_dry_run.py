@@ -80,7 +80,8 @@ class TestDryRun:
         assert (plan["source_broadcast"], plan["writes_change_data"]) == (True, True)
         assert plan["multiple_match_check"] == "per_target_row"
         assert "numTargetFilesAdded" not in preview
-        assert preview["_message"].startswith("DRY RUN MERGE (classic): would insert 1, update 1, delete 11")
+        said = "DRY RUN MERGE (classic_rewrite): would insert 1, update 1, delete 11"
+        assert preview["_message"].startswith(said)
         assert responses["tabled"]["dry_run"] is True
         assert responses["tabled"]["_message"].startswith("DRY RUN: nothing written")
 

@@ -23,13 +23,13 @@ import pytest
 from deltalake import DeltaTable, write_deltalake
 
 from dbt.adapters.deltamerge.delta import (
+    TableChange,
     WriteRequest,
     load_snapshot,
     read_changes,
     write_dataframe,
 )
-from dbt.adapters.deltamerge.merge.pipeline import dry_run_merge, merge_into
-from dbt.adapters.deltamerge.merge.spec import MergeSpec
+from dbt.adapters.deltamerge.merge import MergeSpec, dry_run_merge, merge_into
 from tests.functional.helpers import live_rows, log_actions
 
 CASES = int(os.environ.get("DELTAMERGE_DIFF_CASES", "8"))
@@ -399,7 +399,7 @@ def test_same_schema_evolution_as_delta_rs(spark, tmp_path, seed):
     assert snapshot is not None
     source_df = spark.createDataFrame(source.to_pylist(), schema=_spark_schema(source))
     schema = planned_schema(WriteSpec(model=spec.model), spec, snapshot, source_df.schema)
-    merge_into(spark, source_df, snapshot, spec, schema=schema)
+    merge_into(spark, source_df, snapshot, spec, change=TableChange(schema=schema))
     merger = DeltaTable(theirs).merge(
         source=source, predicate="t.k = s.k", source_alias="s", target_alias="t", merge_schema=True
     )

@@ -18,6 +18,7 @@ from deltalake import DeltaTable
 from dbt.adapters.deltamerge.delta import (
     ConcurrentDeleteDelete,
     ConcurrentDeleteRead,
+    TableChange,
     TableLocation,
     WriteRequest,
     load_snapshot,
@@ -272,9 +273,7 @@ def test_one_join_merge_keeps_delta_multiple_match_rule(spark, tmp_path):
     """The one-join merge (WHEN MATCHED, no BY SOURCE, broadcast source) fails a target row two
     source rows update, naming it, and leaves the table at its version; an unconditional delete
     may match twice and deletes the row once."""
-    from dbt.adapters.deltamerge.merge.execute.touched import MULTIPLE_MATCHES, MultipleMatchesError
-    from dbt.adapters.deltamerge.merge.pipeline import merge_into
-    from dbt.adapters.deltamerge.merge.spec import MergeSpec
+    from dbt.adapters.deltamerge.merge import MULTIPLE_MATCHES, MergeSpec, MultipleMatchesError, merge_into
 
     path = str(tmp_path / "t")
     _dv_table(spark, path)
@@ -323,7 +322,7 @@ def test_cdc_apply_turns_vectors_on_and_marks_rows(spark, tmp_path, scd):
                     location=TableLocation.of(path), mode="create_or_replace", properties=properties
                 ),
                 txn=(f"cdc-dv-{choice}", run),
-                deletion_vectors=choice == "on" and run == 1,
+                change=TableChange(deletion_vectors=choice == "on" and run == 1),
             )
         results[choice] = sorted((tuple(sorted(r.items())) for r in live_rows(path)), key=repr)
         marked = [a for a in log_actions(path, 1) if "add" in a and a["add"].get("deletionVector")]
@@ -347,8 +346,7 @@ def duckdb_rows(path: str) -> list[dict]:
 def test_duckdb_reads_the_rows_our_vectors_leave(spark, tmp_path):
     """DuckDB's delta extension (delta-kernel) reads a table our merge, UPDATE and DELETE marked
     rows of, row for row as delta-rs does; a reader that ignores vectors would see more rows."""
-    from dbt.adapters.deltamerge.merge.pipeline import merge_into
-    from dbt.adapters.deltamerge.merge.spec import MergeSpec
+    from dbt.adapters.deltamerge.merge import MergeSpec, merge_into
 
     path = str(tmp_path / "t")
     _dv_table(spark, path, rows=300)

@@ -122,8 +122,7 @@ class TestSkippingInDbt:
 
 def test_not_matched_by_source_with_matches_reads_both_kinds_of_files(spark, tmp_path):
     from dbt.adapters.deltamerge.delta import WriteRequest, load_snapshot, write_dataframe
-    from dbt.adapters.deltamerge.merge.pipeline import merge_into
-    from dbt.adapters.deltamerge.merge.spec import MergeSpec
+    from dbt.adapters.deltamerge.merge import MergeSpec, merge_into
 
     path = str(tmp_path / "t")
     table = spark.range(2000).selectExpr("cast(id as int) as id", "'v' as v")
@@ -146,8 +145,7 @@ def test_not_matched_by_source_with_matches_reads_both_kinds_of_files(spark, tmp
 @pytest.mark.parametrize("kind", ["timestamp", "timestamp_ntz"])
 def test_timestamp_keys_skip_files_by_range(spark, tmp_path, kind):
     from dbt.adapters.deltamerge.delta import WriteRequest, load_snapshot, write_dataframe
-    from dbt.adapters.deltamerge.merge.pipeline import merge_into
-    from dbt.adapters.deltamerge.merge.spec import MergeSpec
+    from dbt.adapters.deltamerge.merge import MergeSpec, merge_into
 
     path = str(tmp_path / kind)
     rows = spark.range(1000).selectExpr(
@@ -171,8 +169,7 @@ def test_insert_only_reads_no_target_file_when_none_can_match(spark, tmp_path, f
     import os
 
     from dbt.adapters.deltamerge.delta import WriteRequest, load_snapshot, write_dataframe
-    from dbt.adapters.deltamerge.merge.pipeline import merge_into
-    from dbt.adapters.deltamerge.merge.spec import MergeSpec
+    from dbt.adapters.deltamerge.merge import MergeSpec, merge_into
 
     path = str(tmp_path / "t")
     table = spark.range(1000).selectExpr("cast(id as int) as id", "'v' as v")
@@ -199,8 +196,7 @@ def test_insert_only_reads_no_target_file_when_none_can_match(spark, tmp_path, f
 def test_insert_only_into_a_table_without_files_counts_its_source(spark, tmp_path):
     """Into a table with no files the inserts are written in the pass that profiles the source."""
     from dbt.adapters.deltamerge.delta import WriteRequest, load_snapshot, write_dataframe
-    from dbt.adapters.deltamerge.merge.pipeline import merge_into
-    from dbt.adapters.deltamerge.merge.spec import MergeSpec
+    from dbt.adapters.deltamerge.merge import MergeSpec, merge_into
 
     path = str(tmp_path / "t")
     write_dataframe(
@@ -225,9 +221,7 @@ def test_not_matched_by_source_only_checks_multiple_matches_by_source_keys(spark
     A key several source rows have breaks the rule only where it matches a target row.
     """
     from dbt.adapters.deltamerge.delta import WriteRequest, load_snapshot, write_dataframe
-    from dbt.adapters.deltamerge.merge.execute.touched import MULTIPLE_MATCHES, MultipleMatchesError
-    from dbt.adapters.deltamerge.merge.pipeline import merge_into
-    from dbt.adapters.deltamerge.merge.spec import MergeSpec
+    from dbt.adapters.deltamerge.merge import MULTIPLE_MATCHES, MergeSpec, MultipleMatchesError, merge_into
 
     path = str(tmp_path / "t")
     table = spark.range(1000).selectExpr("cast(id as int) as id", "'v' as v")

@@ -158,8 +158,7 @@ class TestModelTransactions:
 
 
 def test_an_older_table_gets_the_retention_with_its_next_committing_merge_only(spark, tmp_path):
-    from dbt.adapters.deltamerge.merge.pipeline import merge_into
-    from dbt.adapters.deltamerge.merge.spec import MergeSpec
+    from dbt.adapters.deltamerge.merge import MergeSpec, merge_into
 
     path = str(tmp_path / "t")
     # Written without a txn, as tables of earlier versions were: no retention property.

@@ -28,3 +28,27 @@ def test_the_rules_name_the_engine_folders_and_keep_the_table_layer_at_the_botto
     assert lint_layout.MAY_IMPORT["delta"] == {"common", "__version__"}
     assert "merge" not in lint_layout.MAY_IMPORT["skipping"]
     assert {"common", "delta", "skipping", "merge", "cdc", "statements"} <= lint_layout.NO_DBT
+
+
+def test_the_log_and_commit_rooms_may_import_only_pyspark_s_types(tmp_path):
+    module = tmp_path / "m.py"
+    module.write_text(
+        "from pyspark.sql import types as T\n"
+        "from pyspark.sql.types import StructType\n"
+        "from pyspark.sql import DataFrame, functions as F\n"
+        "import pyspark.sql.session\n"
+    )
+    found = sorted(name for name, _ in lint_layout._spark_imports(module))
+    assert found == ["pyspark.sql.DataFrame", "pyspark.sql.functions", "pyspark.sql.session"]
+    assert {"", "log", "txn"} == lint_layout.NO_SPARK_ROOMS
+    assert lint_layout.DELTA_ROOMS == ["", "log", "txn", "data", "commands"]
+
+
+def test_a_room_is_read_from_the_module_s_place_in_delta():
+    assert lint_layout._room("delta.storage") == ""
+    assert lint_layout._room("delta.log.snapshot") == "log"
+    assert lint_layout._room("delta.commands.optimize") == "commands"
+
+
+def test_callers_import_the_faces():
+    assert {"delta", "binding", "merge"} <= lint_layout.FACES

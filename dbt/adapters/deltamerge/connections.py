@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import difflib
 import os
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, fields
-from typing import Any, Iterator
+from typing import Any
 
 from dbt.adapters.contracts.connection import Connection, ConnectionState
 from dbt.adapters.events.logging import AdapterLogger

@@ -6,8 +6,6 @@ dbt-spark's ``listagg`` ignores ``order_by_clause`` (with a warning): it predate
 
 from __future__ import annotations
 
-from typing import Optional
-
 import sqlglot
 from sqlglot import exp
 
@@ -15,7 +13,7 @@ _SPARK = sqlglot.Dialect.get_or_raise("spark")
 
 
 def listagg_sql(
-    measure: str, delimiter: str, order_by_clause: Optional[str], limit_num: Optional[int]
+    measure: str, delimiter: str, order_by_clause: str | None, limit_num: int | None
 ) -> str:
     """Spark SQL for dbt's ``listagg(measure, delimiter_text, order_by_clause, limit_num)``.
 

@@ -12,7 +12,7 @@ import re
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, Dict, Optional
+from typing import Any
 
 from pyspark.sql import SparkSession
 
@@ -23,7 +23,7 @@ from dbt.adapters.deltamerge.delta import Snapshot, load_snapshot
 _HELD = threading.local()
 
 
-def delta_snapshot(information: str) -> Optional[Snapshot]:
+def delta_snapshot(information: str) -> Snapshot | None:
     """The current version of the Delta table a ``show table extended`` text describes, if it is ours.
 
     Inside ``held_snapshot(information)`` it is the snapshot held there, not read again.
@@ -36,7 +36,7 @@ def delta_snapshot(information: str) -> Optional[Snapshot]:
 
 
 @contextmanager
-def held_snapshot(information: str) -> Iterator[Optional[Snapshot]]:
+def held_snapshot(information: str) -> Iterator[Snapshot | None]:
     """One relation's Delta snapshot, read once for everything that asks for it in this thread
     (dbt-spark's catalog code and ours both need it for one catalog entry)."""
     snapshot = delta_snapshot(information)
@@ -47,7 +47,7 @@ def held_snapshot(information: str) -> Iterator[Optional[Snapshot]]:
         _HELD.entry = None
 
 
-def catalog_stats(snapshot: Snapshot) -> Dict[str, Any]:
+def catalog_stats(snapshot: Snapshot) -> dict[str, Any]:
     """dbt docs' table statistics: rows, bytes, files and version of the current Delta version."""
     values = {
         "rows": (
@@ -59,7 +59,7 @@ def catalog_stats(snapshot: Snapshot) -> Dict[str, Any]:
         "files": ("Files", len(snapshot.files), "Live data files"),
         "version": ("Delta version", snapshot.version, "The table's current Delta version"),
     }
-    stats: Dict[str, Any] = {}
+    stats: dict[str, Any] = {}
     for key, (label, value, description) in values.items():
         stats.update(
             {
@@ -72,7 +72,7 @@ def catalog_stats(snapshot: Snapshot) -> Dict[str, Any]:
     return stats
 
 
-def catalog_comments(snapshot: Snapshot) -> tuple[Optional[str], Dict[str, str]]:
+def catalog_comments(snapshot: Snapshot) -> tuple[str | None, dict[str, str]]:
     """The table description and the column comments (by lowercased name) in the Delta metadata."""
     columns = {
         f.name.lower(): f.metadata["comment"]
@@ -82,14 +82,14 @@ def catalog_comments(snapshot: Snapshot) -> tuple[Optional[str], Dict[str, str]]
     return snapshot.metadata.description or None, columns
 
 
-def view_comments(spark: SparkSession, schema: str, identifier: str) -> tuple[Optional[str], Dict[str, str]]:
+def view_comments(spark: SparkSession, schema: str, identifier: str) -> tuple[str | None, dict[str, str]]:
     """A view's description and column comments (by lowercased name), from its catalog entry.
 
     ``show table extended`` lists neither the column comments nor a multi-line description in a
     readable way; ``DESCRIBE TABLE EXTENDED`` has both, the columns first, then the details.
     """
     rows = spark.sql(f"DESCRIBE TABLE EXTENDED {quote_identifier(schema)}.{quote_identifier(identifier)}")
-    columns: Dict[str, str] = {}
+    columns: dict[str, str] = {}
     description = None
     in_columns = True
     for name, value, comment in rows.collect():

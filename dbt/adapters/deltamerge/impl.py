@@ -9,8 +9,9 @@ and returns an ``AdapterResponse`` carrying Delta's metrics.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Dict, Iterable, Optional, cast
+from typing import Any, cast
 
 from dbt.adapters.base import ConstraintSupport, available
 from dbt.adapters.base.relation import BaseRelation
@@ -27,7 +28,7 @@ from dbt.adapters.deltamerge.common.config_values import dry_run_var
 from dbt.adapters.deltamerge.connections import DeltaMergeConnectionManager, session_of
 from dbt.adapters.deltamerge.delta import DEFAULT_RETENTION_HOURS, WriteResult, load_snapshot
 from dbt.adapters.deltamerge.errors import model_errors, named_errors
-from dbt.adapters.deltamerge.merge.dry_run import DryRun
+from dbt.adapters.deltamerge.merge import DryRun
 from dbt.adapters.deltamerge.model.response import dry_run_response, not_written_response, write_response
 from dbt.adapters.deltamerge.model.spec import Materialization, ModelSpec, batch_window
 from dbt.adapters.deltamerge.model.txn import WriteNumbers
@@ -41,7 +42,7 @@ class DeltaMergeConfig(SparkConfig):
     """Model configs this adapter adds to dbt-spark's."""
 
     file_format: str = "delta"
-    tblproperties: Optional[Dict[str, str]] = None
+    tblproperties: dict[str, str] | None = None
 
 
 class DeltaMergeAdapter(SparkAdapter):
@@ -94,7 +95,7 @@ class DeltaMergeAdapter(SparkAdapter):
         stats = docs_catalog.catalog_stats(snapshot)
         return [dataclasses.replace(c, table_stats=stats) for c in columns]
 
-    def _get_columns_for_catalog(self, relation: BaseRelation) -> Iterable[Dict[str, Any]]:
+    def _get_columns_for_catalog(self, relation: BaseRelation) -> Iterable[dict[str, Any]]:
         from dbt.adapters.deltamerge import docs_catalog
 
         with docs_catalog.held_snapshot(_information(relation)) as snapshot:
@@ -130,7 +131,7 @@ class DeltaMergeAdapter(SparkAdapter):
             raise DbtRuntimeError(str(error)) from error
 
     @available
-    def delta_file_format(self, relation: BaseRelation, config: Dict[str, Any], materialization: str) -> str:
+    def delta_file_format(self, relation: BaseRelation, config: dict[str, Any], materialization: str) -> str:
         """The model's ``file_format``, once every key of its config has been read.
 
         Materializations ask this first: a wrong value of any key fails the model naming it
@@ -145,14 +146,14 @@ class DeltaMergeAdapter(SparkAdapter):
         self,
         relation: BaseRelation,
         sql: str,
-        config: Dict[str, Any],
+        config: dict[str, Any],
         materialization: str,
         full_refresh: bool = False,
         batch_start: Any = None,
         batch_end: Any = None,
         language: str = "sql",
         dry_run: bool = False,
-        contract: Optional[Dict[str, Any]] = None,
+        contract: dict[str, Any] | None = None,
     ) -> AdapterResponse:
         """Run ``sql`` (a Python model's compiled code for ``language='python'``) and write its
         rows as a new version of the model's Delta table (with ``dry_run``: preview a merge,
@@ -231,7 +232,7 @@ class DeltaMergeAdapter(SparkAdapter):
         return binding.binding(spark, schema, identifier), False
 
     @available
-    def delta_seed(self, relation: BaseRelation, agate_table: Any, config: Dict[str, Any]) -> AdapterResponse:
+    def delta_seed(self, relation: BaseRelation, agate_table: Any, config: dict[str, Any]) -> AdapterResponse:
         """Write a seed's rows as a new version of its Delta table."""
         from dbt.adapters.deltamerge.model.seed import seed_dataframe  # loaded by seeds only
 
@@ -254,7 +255,7 @@ class DeltaMergeAdapter(SparkAdapter):
         partition_by: Any = None,
         statistics: Any = True,
         relation_name: Any = None,
-    ) -> Dict[str, Any]:
+    ) -> dict[str, Any]:
         """CONVERT TO DELTA of a parquet folder or catalog table; the result as plain values."""
         from dbt.adapters.deltamerge import operations  # loaded by the operations only
 
@@ -288,7 +289,7 @@ class DeltaMergeAdapter(SparkAdapter):
         retain_hours: Any = DEFAULT_RETENTION_HOURS,
         dry_run: Any = False,
         enforce_retention: Any = True,
-    ) -> Dict[str, Any]:
+    ) -> dict[str, Any]:
         """VACUUM of a model's Delta table (a relation, or ``"schema.table"``)."""
         from dbt.adapters.deltamerge import operations  # loaded by the operations only
 
@@ -298,7 +299,7 @@ class DeltaMergeAdapter(SparkAdapter):
             )
 
     @available
-    def delta_reorg(self, relation: Any, where: Any = None) -> Dict[str, Any]:
+    def delta_reorg(self, relation: Any, where: Any = None) -> dict[str, Any]:
         """REORG TABLE ... APPLY (PURGE) of a model's Delta table (a relation, or ``"schema.table"``)."""
         from dbt.adapters.deltamerge import operations  # loaded by the operations only
 
@@ -308,7 +309,7 @@ class DeltaMergeAdapter(SparkAdapter):
     @available
     def delta_optimize(
         self, relation: Any, where: Any = None, zorder_by: Any = None, dry_run: Any = False
-    ) -> Dict[str, Any]:
+    ) -> dict[str, Any]:
         """OPTIMIZE [ZORDER BY] of a model's Delta table (a relation, or ``"schema.table"``)."""
         from dbt.adapters.deltamerge import operations  # loaded by the operations only
 
@@ -333,8 +334,8 @@ class DeltaMergeAdapter(SparkAdapter):
 
     @available
     def delta_persist_docs(
-        self, relation: Any, description: Optional[str], column_comments: Dict[str, str]
-    ) -> Optional[int]:
+        self, relation: Any, description: str | None, column_comments: dict[str, str]
+    ) -> int | None:
         """Descriptions into the Delta table's metadata (and its catalog entry); the version, if any."""
         from dbt.adapters.deltamerge import operations  # loaded by the operations only
 
@@ -345,14 +346,14 @@ class DeltaMergeAdapter(SparkAdapter):
 
     @available
     def listagg_sql(
-        self, measure: str, delimiter_text: str, order_by_clause: Optional[str], limit_num: Optional[int]
+        self, measure: str, delimiter_text: str, order_by_clause: str | None, limit_num: int | None
     ) -> str:
         """dbt's ``listagg`` in Spark 4 SQL, keeping ``order_by_clause`` (see ``cross_db``)."""
         from dbt.adapters.deltamerge import cross_db  # sqlglot's dialects: loaded by listagg only
 
         return cross_db.listagg_sql(measure, delimiter_text, order_by_clause, limit_num)
 
-    def _seed_types(self, agate_table: Any, config: Dict[str, Any]) -> list[str]:
+    def _seed_types(self, agate_table: Any, config: dict[str, Any]) -> list[str]:
         overrides = {k.lower(): v for k, v in (config.get("column_types") or {}).items()}
         return [
             overrides.get(name.lower()) or self.convert_type(agate_table, idx)
@@ -360,7 +361,7 @@ class DeltaMergeAdapter(SparkAdapter):
         ]
 
 
-def _contract(model: str, contract: Dict[str, Any]) -> Any:
+def _contract(model: str, contract: dict[str, Any]) -> Any:
     """The model's enforced contract (``model.contract``, loaded by models that have one)."""
     from dbt.adapters.deltamerge.model.contract import ModelContract
 

@@ -42,12 +42,9 @@ from dbt.adapters.deltamerge.delta import (
     read_files,
     write_dataframe,
 )
-from dbt.adapters.deltamerge.merge.clauses import Assignment, MergeClause
-from dbt.adapters.deltamerge.merge.pipeline import merge_into
-from dbt.adapters.deltamerge.merge.source import fits_in_broadcast
-from dbt.adapters.deltamerge.merge.spec import DEFAULT_SOURCE_ALIAS as S
-from dbt.adapters.deltamerge.merge.spec import DEFAULT_TARGET_ALIAS as T_
-from dbt.adapters.deltamerge.merge.spec import MergeSpec
+from dbt.adapters.deltamerge.merge import DEFAULT_SOURCE_ALIAS as S
+from dbt.adapters.deltamerge.merge import DEFAULT_TARGET_ALIAS as T_
+from dbt.adapters.deltamerge.merge import Assignment, MergeClause, MergeSpec, fits_in_broadcast, merge_into
 from dbt.adapters.deltamerge.skipping.files import (
     as_instant,
     key_profile_aggregates,

@@ -21,7 +21,7 @@ from dbt.adapters.deltamerge.cdc.spec import CdcSpec
 from dbt.adapters.deltamerge.common.config_values import SpecError
 from dbt.adapters.deltamerge.common.sql import quote_identifier
 from dbt.adapters.deltamerge.delta import AddFile, Snapshot, WriteRequest
-from dbt.adapters.deltamerge.merge.source import checkpoint_with_aggregates
+from dbt.adapters.deltamerge.merge import checkpoint_with_aggregates
 from dbt.adapters.deltamerge.skipping.files import (
     files_in_key_ranges,
     key_ranges,

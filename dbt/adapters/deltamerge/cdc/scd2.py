@@ -45,11 +45,15 @@ from dbt.adapters.deltamerge.delta import (
     read_files,
     write_dataframe,
 )
-from dbt.adapters.deltamerge.merge.clauses import Assignment, MergeClause
-from dbt.adapters.deltamerge.merge.pipeline import merge_into
-from dbt.adapters.deltamerge.merge.source import checkpoint_with_aggregates, fits_in_broadcast
-from dbt.adapters.deltamerge.merge.spec import DEFAULT_SOURCE_ALIAS as S
-from dbt.adapters.deltamerge.merge.spec import MergeSpec
+from dbt.adapters.deltamerge.merge import DEFAULT_SOURCE_ALIAS as S
+from dbt.adapters.deltamerge.merge import (
+    Assignment,
+    MergeClause,
+    MergeSpec,
+    checkpoint_with_aggregates,
+    fits_in_broadcast,
+    merge_into,
+)
 from dbt.adapters.deltamerge.skipping.files import (
     key_profile_aggregates,
 )

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from dbt.adapters.deltamerge.common.config_values import SpecError, choice, flag, names, number, sql_text
-from dbt.adapters.deltamerge.merge.clauses import SHORTHANDS
+from dbt.adapters.deltamerge.merge import SHORTHANDS
 
 START_AT, END_AT = "__START_AT", "__END_AT"
 # Keys that describe clauses: CDC apply builds its own, so they cannot be combined with it.

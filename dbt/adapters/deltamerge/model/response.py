@@ -8,29 +8,29 @@ carries the plan of the merge it previewed and the metrics the real run would co
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Dict, Optional
+from typing import Any
 
 from dbt.adapters.contracts.connection import AdapterResponse
 
 from dbt.adapters.deltamerge.delta import WriteResult, affected_rows
-from dbt.adapters.deltamerge.merge.dry_run import DryRun
+from dbt.adapters.deltamerge.merge import DryRun
 
 
 @dataclass
 class DeltaAdapterResponse(AdapterResponse):
     """dbt's response plus the Delta version written and Delta's operation metrics."""
 
-    delta_version: Optional[int] = None
-    delta_operation: Optional[str] = None
-    delta_table_path: Optional[str] = None
-    operation_metrics: Dict[str, int] = field(default_factory=dict)
+    delta_version: int | None = None
+    delta_operation: str | None = None
+    delta_table_path: str | None = None
+    operation_metrics: dict[str, int] = field(default_factory=dict)
     # A dry run (var deltamerge_dry_run): nothing written; the plan of the merge it previewed.
     dry_run: bool = False
-    plan: Optional[Dict[str, Any]] = None
+    plan: dict[str, Any] | None = None
 
     def __post_serialize__(
-        self, dct: Dict[str, Any], context: Optional[Dict[str, Any]] = None
-    ) -> Dict[str, Any]:
+        self, dct: dict[str, Any], context: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
         # run_results.json shows each metric under its Delta name, next to rows_affected.
         dct = super().__post_serialize__(dct, context)
         dct.update(self.operation_metrics)

@@ -21,8 +21,7 @@ from dbt.adapters.deltamerge.delta import (
     find_field,
     schema_changes,
 )
-from dbt.adapters.deltamerge.merge.resolve import evolved_by_merge
-from dbt.adapters.deltamerge.merge.spec import MergeSpec
+from dbt.adapters.deltamerge.merge import MergeSpec, evolved_by_merge
 from dbt.adapters.deltamerge.model.spec import WriteSpec
 
 

@@ -28,7 +28,7 @@ from dbt.adapters.deltamerge.delta import (
     value_problems,
 )
 from dbt.adapters.deltamerge.delta import ENABLE_PROPERTY as DELETION_VECTORS_PROPERTY
-from dbt.adapters.deltamerge.merge.spec import MergeSpec
+from dbt.adapters.deltamerge.merge import MergeSpec
 from dbt.adapters.deltamerge.model.columns import ColumnDeclarations
 from dbt.adapters.deltamerge.model.keys import (
     CDC_KEYS,

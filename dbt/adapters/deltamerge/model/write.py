@@ -11,7 +11,7 @@ import dataclasses
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -37,9 +37,7 @@ from dbt.adapters.deltamerge.delta import (
     write_dataframe,
 )
 from dbt.adapters.deltamerge.errors import ModelWriteError
-from dbt.adapters.deltamerge.merge.check import check_before_creating
-from dbt.adapters.deltamerge.merge.dry_run import DryRun
-from dbt.adapters.deltamerge.merge.pipeline import dry_run_merge, merge_into
+from dbt.adapters.deltamerge.merge import DryRun, check_before_creating, dry_run_merge, merge_into
 from dbt.adapters.deltamerge.model.change import Write, table_change
 from dbt.adapters.deltamerge.model.spec import Materialization, ModelSpec, plan_write
 
@@ -75,7 +73,7 @@ def write_model(
     spec: ModelSpec,
     materialization: Materialization,
     full_refresh: bool,
-    batch: Optional[tuple[str, str]] = None,
+    batch: tuple[str, str] | None = None,
     dry_run: bool = False,
     contract: ModelContract | None = None,
     bind: bool = True,
@@ -300,7 +298,7 @@ def _table_write(
     current: Snapshot | None,
     change: TableChange,
     full_refresh: bool,
-    batch: Optional[tuple[str, str]],
+    batch: tuple[str, str] | None,
     contract: ModelContract | None,
 ) -> WriteResult:
     """A table write (``plan_write``: create or replace, append, overwrite partitions, a batch)."""

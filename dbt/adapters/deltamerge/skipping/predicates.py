@@ -14,7 +14,7 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Union
+from typing import Any
 
 import sqlglot
 import sqlglot.errors
@@ -97,7 +97,7 @@ class AnyOf:
     parts: tuple[Node, ...]
 
 
-Node = Union[Compare, InList, NullTest, AllOf, AnyOf, None]  # None: unknown
+Node = Compare | InList | NullTest | AllOf | AnyOf | None  # None: unknown
 
 
 def may_satisfy(

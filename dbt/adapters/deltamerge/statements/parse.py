@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Union
 
 import sqlglot
 import sqlglot.errors
@@ -63,16 +62,16 @@ class RefusedStatement:
     statement: str
 
 
-Statement = Union[
-    InsertStatement,
-    RefusedStatement,
-    DmlStatement,
-    DdlStatement,
-    SetPropertiesStatement,
-    ReorgStatement,
-    OptimizeStatement,
-    ClusterByStatement,
-]
+Statement = (
+    InsertStatement
+    | RefusedStatement
+    | DmlStatement
+    | DdlStatement
+    | SetPropertiesStatement
+    | ReorgStatement
+    | OptimizeStatement
+    | ClusterByStatement
+)
 
 
 def parse_write_statement(sql: str) -> Statement | None:

@@ -33,9 +33,7 @@ from dbt.adapters.deltamerge.delta import (
     recluster,
     rows_affected,
 )
-from dbt.adapters.deltamerge.merge.pipeline import merge_into
-from dbt.adapters.deltamerge.merge.resolve import evolved_by_merge
-from dbt.adapters.deltamerge.merge.spec import MergeSpec
+from dbt.adapters.deltamerge.merge import MergeSpec, evolved_by_merge, merge_into
 from dbt.adapters.deltamerge.statements import dml
 from dbt.adapters.deltamerge.statements.column_ddl import add_constraint, alter_column, drop_constraint
 from dbt.adapters.deltamerge.statements.ddl import add_columns, create_table, drop_columns, rename_column
