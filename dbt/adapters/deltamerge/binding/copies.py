@@ -2,7 +2,7 @@
 
 A bound version's folder links each live data file (``binding.link_version``). A file of a table
 that maps column names holds physical names, and a file whose deleted rows a view cannot mask
-(``binding_view.can_mask``) holds rows the version deleted: for those the folder links a copy of
+(``view.can_mask``) holds rows the version deleted: for those the folder links a copy of
 the file's live rows under the schema's names instead. Copies are made once per logical file (its
 path, its deleted rows, the schema), in the binding root's ``COPIES_DIR``, and dropped with the
 last version folder that links them (``binding.prune_bindings``).

@@ -34,7 +34,7 @@ def link_version(spark: SparkSession, snapshot: Snapshot, root: str | None = Non
     """Build (once) the folder of ``snapshot``'s live files under ``root``; return its path.
 
     A file is a hard link to the data file (with its deleted rows in the folder's masks,
-    ``binding_view``), or, when Spark's parquet reader cannot read it as it is (the table maps
+    ``view``), or, when Spark's parquet reader cannot read it as it is (the table maps
     column names, or a ``_metadata`` column hides what the masks need), a hard link to a copy
     of its live rows under the schema's names. Copies are made once per logical file, in
     ``COPIES_DIR``, and dropped with the last version folder that links them. A root the

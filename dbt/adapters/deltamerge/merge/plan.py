@@ -80,7 +80,8 @@ class MergePlan:
     @property
     def marks_deleted(self) -> bool:
         """Merge-on-read: the executor marks the target rows it removes in deletion vectors and writes
-        only updated and inserted rows (``delta.row_deletion``); the others rewrite files or insert."""
+        only updated and inserted rows (``delta/data/row_deletion.py``); the others rewrite files or
+        insert."""
         return self.executor in ("one_join", "classic_mark_deleted")
 
     def skipped_by(self) -> dict[str, int]:

@@ -2,7 +2,7 @@
 
 ``not_null`` (column- or model-level) becomes a non-nullable column (Delta's NOT NULL invariant)
 and ``check`` a CHECK constraint (``delta.constraints.<name>``), enforced by every write to the
-table (``delta/constraints.py``). ``primary_key``, ``foreign_key`` and ``unique`` are
+table (``delta/data/constraints.py``). ``primary_key``, ``foreign_key`` and ``unique`` are
 informational, as on Databricks: listed for a warning, not enforced. A check without a name gets
 one from its column and expression (``check_<column>_<hash>``), stable across runs, so a later run
 adds exactly the checks the contract gained and drops those it lost. The checks a contract made

@@ -1,7 +1,7 @@
 """Delta's constraint and column-definition commands, each one commit (no data files written).
 
 ``ALTER TABLE ADD CONSTRAINT`` first checks every live row against the new CHECK constraint
-and ``SET NOT NULL`` every value (``delta/redefine.py``), as Delta does; ``DROP CONSTRAINT``,
+and ``SET NOT NULL`` every value (``delta/commands/redefine.py``), as Delta does; ``DROP CONSTRAINT``,
 ``DROP NOT NULL``, ``SET DEFAULT`` and ``DROP DEFAULT`` change the definition only. Each commit
 carries the protocol the new definition needs (``checkConstraints``, ``invariants``, ``allowColumnDefaults``).
 """

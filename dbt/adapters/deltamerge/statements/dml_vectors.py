@@ -1,4 +1,4 @@
-"""DELETE and UPDATE on a table that writes deletion vectors (merge-on-read, ``delta.row_deletion``).
+"""DELETE and UPDATE on a table that writes deletion vectors (merge-on-read, ``delta/data/row_deletion.py``).
 
 Delta's ``DMLWithDeletionVectorsHelper``: data skipping keeps the candidate files; the selected
 rows' positions (file, ``_metadata.row_index``) become deletion vectors; an UPDATE writes only

@@ -7,7 +7,7 @@ APPLY (PURGE)`` rewrites every file with a deletion vector (``WHERE``: of the pa
 predicate keeps) without its deleted rows, as Delta's ``REORG`` commit: removes and adds with
 ``dataChange: false``, OPTIMIZE's metrics, rows and row ids unchanged; readers that cannot
 read deletion vectors can read the table again. ``OPTIMIZE t [WHERE ...] [ZORDER BY (...)]``
-runs ``delta/optimize.py`` on the files of the partitions the predicate keeps. The predicates of
+runs ``delta/commands/optimize.py`` on the files of the partitions the predicate keeps. The predicates of
 both may name partition columns only (Delta's refusal otherwise).
 """
 
