@@ -96,13 +96,14 @@ def write_model(
         _check_maintenance_columns(spec, df)  # before anything is written, not after the commit
     if spec.merge is not None and write == "table_write":  # the run creating a merge model's table
         check_before_creating(spark, spec.merge, df)
+    if dry_run and write != "merge":  # answered before the table is read or a change planned
+        return NotWritten(_NOT_PREVIEWED[write])
     replaces = _replaces(spec, materialization, write, full_refresh)
     current = _current(table, spec, write, replaces)
     stored = _stored_rows(df, spec)
     change = table_change(spec, write, current, lambda: stored.schema, contract=contract, replaces=replaces)
     if dry_run:
-        if write != "merge" or current is None or spec.merge is None:
-            return NotWritten(_NOT_PREVIEWED[write])
+        assert spec.merge is not None and current is not None  # a merge's table exists (``_current``)
         return dry_run_merge(spark, df, current, spec.merge, change=change)
     name = f"{table.schema}.{table.identifier}"
     if current is not None:
