@@ -66,7 +66,11 @@ class TestErrorsNameTheClause:
         message = results[0].message
         assert "Model 'orders'" in message
         assert "`when_matched[1].condition`: Spark cannot run `DBT_INTERNAL_SOURCE.v >`" in message
-        assert "`when_not_matched[0].values.id`: Spark cannot run `DBT_INTERNAL_SOURCE.nosuch`" in message
+        assert (
+            "`when_not_matched[0].values.id`: [DELTA_MERGE_UNRESOLVED_EXPRESSION] Cannot resolve "
+            "DBT_INTERNAL_SOURCE.nosuch in INSERT clause given columns "
+            "DBT_INTERNAL_SOURCE.id, DBT_INTERNAL_SOURCE.v."
+        ) in message
         assert "when_matched[0]" not in message  # the good clause is not blamed
         assert "_source_row_present" not in message and "CASE" not in message
         assert DeltaTable(path).version() == 0
@@ -141,7 +145,10 @@ class TestChecksComeFirst:
         message = results[0].message or ""
         assert "Model 'never_merges'" in message
         assert "unique_key column `nosuch` is not in the model's result" in message
-        assert "`when_matched[0].condition`: Spark cannot run `DBT_INTERNAL_SOURCE.missing > 0`" in message
+        assert (
+            "`when_matched[0].condition`: [DELTA_MERGE_UNRESOLVED_EXPRESSION] Cannot resolve "
+            "DBT_INTERNAL_SOURCE.missing in "
+        ) in message
         assert not os.path.exists(os.path.join(table_path(project, "never_merges"), "_delta_log"))
 
     def test_table_and_clause_problems_are_reported_at_once(self, project):

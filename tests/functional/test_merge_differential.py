@@ -273,7 +273,7 @@ def test_one_join_same_as_delta_rs(spark, tmp_path, seed, monkeypatch):
         assert change_rows(merged[0], 1) == change_rows(merged[1], 1), merged[2]
 
 
-_TIMINGS = ("executionTimeMs", "scanTimeMs", "rewriteTimeMs")
+_TIMINGS = ("executionTimeMs", "scanTimeMs", "rewriteTimeMs", "materializeSourceTimeMs")
 
 
 @pytest.mark.parametrize("seed", range(CASES // 4))

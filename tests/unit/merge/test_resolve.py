@@ -72,8 +72,8 @@ def test_column_problems_are_named_together():
     with pytest.raises(SpecError) as err:
         resolve(spec, target=TARGET, source=schema("id", "name"))
     text = "\n".join(err.value.problems)
-    assert "`nope` is not a target column" in text
-    assert "`name` is assigned twice" in text
+    assert "[DELTA_MERGE_UNRESOLVED_EXPRESSION] Cannot resolve nope in UPDATE clause given columns" in text
+    assert "[DELTA_CONFLICT_SET_COLUMN] There is a conflict from these SET columns: [`name`, `name`]." in text
     assert "missing ['updated_at']" in text  # the default insert * needs every column
     assert "unique_key column `key` is not in the target table" in text
     assert "unique_key column `key` is not in the model's result" in text

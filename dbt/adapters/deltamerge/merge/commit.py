@@ -78,8 +78,10 @@ def commit_merge(
     return commit_files(target, files, CommitOptions(info, read=read_set))
 
 
-def executed_metrics(plan: MergePlan, executed: Executed, *, execution_ms: int) -> dict[str, int]:
-    """Every MERGE metric of the contract, from the plan and what its executor did."""
+def executed_metrics(
+    plan: MergePlan, executed: Executed, *, execution_ms: int, materialize_ms: int = 0
+) -> dict[str, int]:
+    """Every MERGE metric Delta records (and the contract's), from the plan and what its executor did."""
     out, vectors = executed.output, executed.vectors
     files = merge_file_metrics(
         snapshot_files=plan.snapshot.files,
@@ -92,6 +94,7 @@ def executed_metrics(plan: MergePlan, executed: Executed, *, execution_ms: int) 
     )
     rows = out.counts.to_metrics()
     timings = timing_metrics(execution_ms, executed.scan_ms, executed.rewrite_ms)
+    timings["materializeSourceTimeMs"] = materialize_ms
     marked = (vectors or VectorUpdate()).metrics("Target")
     return {**merge_metrics(source_rows=executed.source_rows, rows=rows, files=files), **marked, **timings}
 

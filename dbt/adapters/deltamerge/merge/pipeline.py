@@ -16,11 +16,13 @@ sent to Spark's ``noop`` sink and describes it (``dry_run.py``).
 
 from __future__ import annotations
 
+import datetime as dt
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from pyspark.sql import DataFrame, Observation, SparkSession
+from pyspark.sql import Column, DataFrame, Observation, SparkSession
+from pyspark.sql import functions as F
 
 from dbt.adapters.deltamerge.delta import (
     NO_CHANGE,
@@ -42,6 +44,7 @@ from dbt.adapters.deltamerge.merge.execute.touched import find_touched_files
 from dbt.adapters.deltamerge.merge.plan import MergePlan, plan_merge
 from dbt.adapters.deltamerge.merge.pruning import prepare_pruning, profile_aggregates
 from dbt.adapters.deltamerge.merge.resolve import resolve
+from dbt.adapters.deltamerge.merge.scope import scoped_spec, timed_spec, uses_current_time
 from dbt.adapters.deltamerge.merge.source import checkpoint_with_aggregates
 from dbt.adapters.deltamerge.merge.spec import MergeSpec
 
@@ -54,6 +57,8 @@ class Prepared:
     plan: MergePlan
     source: DataFrame
     started: float
+    # Delta's materializeSourceTimeMs: the source computed once and profiled (0 when written as read).
+    materialized_ms: int = 0
 
 
 def merge_into(
@@ -76,7 +81,12 @@ def merge_into(
     """
     prepared = prepare(spark, source_df, snapshot, spec, change=change)
     executed = execute(spark, prepared, dry_run=False)
-    metrics = executed_metrics(prepared.plan, executed, execution_ms=_since(prepared.started))
+    metrics = executed_metrics(
+        prepared.plan,
+        executed,
+        execution_ms=_since(prepared.started),
+        materialize_ms=prepared.materialized_ms,
+    )
     metrics.update(extra_metrics or {})
     return commit_merge(prepared.read, prepared.plan, executed, metrics=metrics, txn=txn)
 
@@ -96,7 +106,12 @@ def dry_run_merge(
     """
     prepared = prepare(spark, source_df, snapshot, spec, change=change)
     executed = execute(spark, prepared, dry_run=True)
-    metrics = executed_metrics(prepared.plan, executed, execution_ms=_since(prepared.started))
+    metrics = executed_metrics(
+        prepared.plan,
+        executed,
+        execution_ms=_since(prepared.started),
+        materialize_ms=prepared.materialized_ms,
+    )
     changes_definition = bool(definition_actions(prepared.read, prepared.plan.snapshot))
     return describe(prepared.plan, executed, metrics, changes_definition=changes_definition)
 
@@ -109,24 +124,44 @@ def prepare(
     *,
     change: TableChange,
 ) -> Prepared:
-    """Plan a merge: features checked, the definition change applied, clauses resolved, source profiled."""
+    """Plan a merge: features checked, the definition change applied, clauses scoped to the side
+    they see, checked and resolved, the source profiled (and the statement's instant taken)."""
     started = time.monotonic()
     snapshot.check_writable()
     target = changed(snapshot, change)
     lenient = change.schema is not None
-    merge = resolve(spec, target=target.schema, source=source_df.schema, lenient_star=lenient)
-    check_expressions(spark, spec, target.schema, source_df)
+    spec = scoped_spec(spec, target=target.schema.names, source=source_df.schema.names)
+    types = check_expressions(spark, spec, target.schema, source_df)
+    merge = resolve(spec, target=target.schema, source=source_df.schema, lenient_star=lenient, types=types)
     if spec.is_insert_only and not target.files:
-        # Into a table without files the source is profiled while it is written (one pass).
+        # Into a table without files the source is profiled while it is written (one pass, one
+        # query: the source and the clauses see one current time, as in Delta).
         plan = plan_merge(spec, merge, target, source_schema=source_df.schema, source_rows=0, pruning=None)
         return Prepared(snapshot, plan, source_df, started)
     source, profile = checkpoint_with_aggregates(
-        source_df, "merge_source", profile_aggregates(spec, target.schema)
+        source_df, "merge_source", [*profile_aggregates(spec, target.schema), _now()]
     )
+    materialized_ms = _since(started)
+    if uses_current_time(spec):
+        # The clauses run in later queries: they get the instant the source's query saw.
+        instant = _EPOCH + dt.timedelta(microseconds=int(profile[_NOW_NAME]))
+        spec = timed_spec(spec, instant, str(spark.conf.get("spark.sql.session.timeZone")))
+        merge = resolve(
+            spec, target=target.schema, source=source_df.schema, lenient_star=lenient, types=types
+        )
     pruning = prepare_pruning(spark, spec, target, profile)
     rows = int(profile["n"])
     plan = plan_merge(spec, merge, target, source_schema=source.schema, source_rows=rows, pruning=pruning)
-    return Prepared(snapshot, plan, source, started)
+    return Prepared(snapshot, plan, source, started, materialized_ms)
+
+
+_NOW_NAME = "merge_now_micros"
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+
+
+def _now() -> Column:
+    """The current time of the source's query (Spark evaluates it once per query), in microseconds."""
+    return F.max(F.expr("unix_micros(current_timestamp())")).alias(_NOW_NAME)
 
 
 def execute(spark: SparkSession, prepared: Prepared, *, dry_run: bool) -> Executed:

@@ -5,8 +5,11 @@ Every update or insert becomes one SQL expression per target column, as Delta's
 column of the same name (names match case-insensitively, as Spark resolves them); an
 update keeps the target's value in columns it does not assign; an insert writes the column's
 default, a new identity value or null there, and a generated column neither assigns is computed
-from the row's new values (``_completed``). Unknown, duplicate or missing columns are reported
-together, naming them.
+from the row's new values (``_completed``). An assignment names a target column, or a field of
+one (``SET value.b = ...``: the column is rebuilt around it, ``structs.nested_update``); a struct
+value is assigned by name (``structs.by_name``). Unknown, duplicate, conflicting or missing columns
+are reported together, in Delta's words (``DELTA_MERGE_UNRESOLVED_EXPRESSION``,
+``DELTA_CONFLICT_SET_COLUMN``, ``DELTA_DUPLICATE_COLUMNS_ON_INSERT`` ...).
 """
 
 from __future__ import annotations
@@ -29,7 +32,10 @@ from dbt.adapters.deltamerge.delta import (
     substituted,
 )
 from dbt.adapters.deltamerge.merge.clauses import ClauseKind, MergeClause
+from dbt.adapters.deltamerge.merge.refusals import clause_type
+from dbt.adapters.deltamerge.merge.scope import ScopeError, assigned_path, column_path, path_sql
 from dbt.adapters.deltamerge.merge.spec import MergeSpec
+from dbt.adapters.deltamerge.merge.structs import AssignmentError, by_name, nested_update
 
 
 @dataclass(frozen=True)
@@ -55,23 +61,34 @@ class ResolvedMerge:
     not_matched_by_source: tuple[ResolvedClause, ...]
 
 
+# The type Spark's analysis gave each assigned expression: (clause kind, clause index, config key).
+AssignedTypes = dict[tuple[str, int, str], T.DataType]
+
+
 def resolve(
-    spec: MergeSpec, *, target: T.StructType, source: T.StructType, lenient_star: bool = False
+    spec: MergeSpec,
+    *,
+    target: T.StructType,
+    source: T.StructType,
+    lenient_star: bool = False,
+    types: AssignedTypes | None = None,
 ) -> ResolvedMerge:
     """Resolve ``spec``; raise one SpecError naming every column problem.
 
     ``lenient_star`` (schema evolution): a ``*`` action leaves target columns the source
-    lacks as they are (update) or null (insert), as Delta's auto-merge does.
+    lacks as they are (update) or null (insert), as Delta's auto-merge does. ``types``: the
+    assigned expressions' types (``check.check_expressions``), by which a struct value is
+    assigned by name (``structs.by_name``); an expression without one is assigned as written.
     """
     problems: list[str] = []
     columns = tuple(f.name for f in target.fields)
     source_names = {f.name.lower(): f.name for f in source.fields}
 
-    def one(clause: MergeClause, where: str) -> ResolvedClause:
+    def one(clause: MergeClause, index: int, where: str) -> ResolvedClause:
         outputs = (
             ()
             if clause.action == "delete"
-            else _outputs(spec, clause, target, source_names, where, problems, lenient_star)
+            else _outputs(spec, clause, index, target, source, where, problems, lenient_star, types or {})
         )
         unchanged = None
         if spec.update_only_if_changed and clause.kind == "matched" and clause.action == "update":
@@ -79,7 +96,7 @@ def resolve(
         return ResolvedClause(clause.kind, clause.action, clause.condition, outputs, unchanged)
 
     resolved = {
-        kind: tuple(one(c, f"{kind} clause {i + 1} ({c.action})") for i, c in enumerate(clauses))
+        kind: tuple(one(c, i, f"{kind} clause {i + 1} ({c.action})") for i, c in enumerate(clauses))
         for kind, clauses in (
             ("matched", spec.matched),
             ("not_matched", spec.not_matched),
@@ -119,16 +136,19 @@ def unchanged_condition(target_alias: str, outputs: tuple[tuple[str, str], ...])
 def _outputs(
     spec: MergeSpec,
     clause: MergeClause,
+    index: int,
     target: T.StructType,
-    source_names: dict[str, str],
+    source: T.StructType,
     where: str,
     problems: list[str],
-    lenient_star: bool = False,
+    lenient_star: bool,
+    types: AssignedTypes,
 ) -> tuple[tuple[str, str], ...]:
     columns = tuple(f.name for f in target.fields)
     by_lower = {c.lower(): c for c in columns}
-    computed = computed_columns(target)
+    source_names = {f.name.lower(): f.name for f in source.fields}
     identities = {f.name: i for f in target.fields if (i := Identity.of(f)) is not None}
+    evolving = spec.schema_evolution or lenient_star
     assigned: dict[str, str] = {}
     if clause.assignments is None:
         excluded = {e.lower() for e in clause.exclude}
@@ -138,7 +158,9 @@ def _outputs(
         missing = [
             c
             for c in columns
-            if c.lower() not in source_names and c.lower() not in excluded and c.lower() not in computed
+            if c.lower() not in source_names
+            and c.lower() not in excluded
+            and c.lower() not in computed_columns(target)
         ]
         if missing and not lenient_star:
             problems.append(
@@ -150,26 +172,112 @@ def _outputs(
             if clause.action == "update" and column in identities:
                 continue  # an update keeps the row's identity value
             if column.lower() in source_names and column.lower() not in excluded:
-                assigned[column] = qualified(spec.source_alias, source_names[column.lower()])
-    else:
-        for assignment in clause.assignments:
-            name = by_lower.get(assignment.column.lower())
-            if name is None:
-                problems.append(
-                    f"{where}: `{assignment.column}` is not a target column (columns: {list(columns)})"
+                name = source_names[column.lower()]
+                # UPDATE * with schema evolution keeps the row's values of fields the source lacks.
+                kept = (
+                    qualified(spec.target_alias, column)
+                    if clause.action == "update" and lenient_star
+                    else None
                 )
-            elif name in assigned:
-                problems.append(f"{where}: `{name}` is assigned twice")
+                value = _by_name(
+                    qualified(spec.source_alias, name),
+                    source[name].dataType,
+                    target[column].dataType,
+                    evolving,
+                    kept,
+                    where,
+                    problems,
+                )
+                if value is not None:
+                    assigned[column] = value
+    else:
+        groups = _assigned_paths(spec, clause, columns, where, problems)
+        for name, items in groups.items():
+            if clause.action == "insert" and len(items) > 1:
+                problems.append(
+                    f"{where}: [DELTA_DUPLICATE_COLUMNS_ON_INSERT] Duplicate column names in INSERT clause"
+                )
             elif clause.action == "update" and name in identities:
                 problems.append(
                     f"{where}: [DELTA_IDENTITY_COLUMNS_UPDATE_NOT_SUPPORTED] UPDATE on IDENTITY column "
                     f"{name} is not supported."
                 )
             else:
-                assigned[name] = assignment.expression
+                typed = [(path, sql, types.get((clause.kind, index, key))) for path, sql, key in items]
+                value = _assigned_value(spec, target[name], typed, evolving, where, problems)
+                if value is not None:
+                    assigned[name] = value
     if clause.action == "insert":
         problems.extend(explicit_values_refused(target, assigned, where))
     return _completed(spec, clause, target, assigned)
+
+
+def _assigned_paths(
+    spec: MergeSpec, clause: MergeClause, columns: tuple[str, ...], where: str, problems: list[str]
+) -> dict[str, list[tuple[tuple[str, ...], str, str]]]:
+    """The clause's assignments by target column: (path below the column, SQL, config key)."""
+    name = f"{clause_type(clause)} clause"
+    groups: dict[str, list[tuple[tuple[str, ...], str, str]]] = {}
+    for assignment in clause.assignments or ():
+        try:
+            path = assigned_path(
+                assignment.column, target_alias=spec.target_alias, columns=columns, clause=name
+            )
+        except ScopeError as error:
+            problems.append(f"{where}: {error}")
+            continue
+        if clause.action == "insert" and len(path) > 1:
+            problems.append(
+                f"{where}: [DELTA_UNSUPPORTED_NESTED_FIELD_IN_OPERATION] Nested field is not supported "
+                f"in the INSERT clause of MERGE operation (field = {path_sql(path)})."
+            )
+            continue
+        groups.setdefault(path[0], []).append((path[1:], assignment.expression, assignment.column))
+    return groups
+
+
+def _assigned_value(
+    spec: MergeSpec,
+    field: T.StructField,
+    items: list[tuple[tuple[str, ...], str, T.DataType | None]],
+    evolving: bool,
+    where: str,
+    problems: list[str],
+) -> str | None:
+    """A column's new value from its assignments: the whole column, or fields of it."""
+    whole = [item for item in items if not item[0]]
+    if whole and len(items) > 1:
+        listed = ", ".join("`" + ".".join([field.name, *path]) + "`" for path, _, _ in items)
+        problems.append(
+            f"{where}: [DELTA_CONFLICT_SET_COLUMN] There is a conflict from these SET columns: [{listed}]."
+        )
+        return None
+    if whole:
+        _, sql, source_type = whole[0]
+        if source_type is None:
+            return sql
+        return _by_name(sql, source_type, field.dataType, evolving, None, where, problems)
+    try:
+        return nested_update(qualified(spec.target_alias, field.name), field, items, missing_allowed=evolving)
+    except AssignmentError as error:
+        problems.append(f"{where}: {error}")
+        return None
+
+
+def _by_name(
+    sql: str,
+    source: T.DataType,
+    target: T.DataType,
+    evolving: bool,
+    kept: str | None,
+    where: str,
+    problems: list[str],
+) -> str | None:
+    try:
+        return by_name(sql, source, target, missing_allowed=evolving, kept=kept)
+    except AssignmentError as error:
+        problems.append(f"{where}: {error}")
+        return None
 
 
 def _completed(
@@ -227,5 +335,8 @@ def _referenced_by_merge(spec: MergeSpec, result: T.StructType) -> set[str]:
             excluded = {e.lower() for e in clause.exclude}
             names |= {f.name.lower() for f in result.fields if f.name.lower() not in excluded}
         else:
-            names |= {a.column.lower() for a in clause.assignments}
+            for a in clause.assignments:
+                path = column_path(a.column)
+                at = 1 if len(path) > 1 and path[0].lower() == spec.target_alias.lower() else 0
+                names.add(a.column.lower() if len(path) == 1 else path[at].lower())
     return names

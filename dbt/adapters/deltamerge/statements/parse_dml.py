@@ -31,7 +31,11 @@ class Spark4(Spark):
 
 
 SPARK = Spark4()
-_EVOLUTION = re.compile(r"^(\s*merge)\s+with\s+schema\s+evolution(\s+into\b)", re.IGNORECASE)
+# ``MERGE WITH SCHEMA EVOLUTION INTO``, after any comments (dbt puts its query comment first).
+_EVOLUTION = re.compile(
+    r"^((?:\s+|/\*.*?\*/|--[^\n]*(?:\n|$))*merge)\s+with\s+schema\s+evolution(\s+into\b)",
+    re.IGNORECASE | re.DOTALL,
+)
 
 
 class StatementParseError(ValueError):
@@ -88,6 +92,9 @@ def parse_dml(sql: str, tree: exp.Expr | None = None) -> DmlStatement | None:
     >>> parse_dml("update t as x set v = x.v + 1")
     UpdateStatement(parts=('t',), alias='x', assignments=(('v', 'x.v + 1'),), condition=None)
     >>> parse_dml("select 1") is None
+    True
+    >>> parse_dml("/* dbt */ merge with schema evolution into t using s on t.k = s.k "
+    ...     "when matched then delete").config["merge_with_schema_evolution"]
     True
 
     Raises:
@@ -162,6 +169,9 @@ def _merge(tree: exp.Merge, sql: str, evolution: bool) -> MergeStatement:
         query = sql_of(source.this)
     else:
         raise StatementParseError("the MERGE source must be a table or a subquery with an alias")
+    ctes = tree.args.get("with_") or tree.args.get("with")
+    if ctes is not None:
+        query = f"{sql_of(ctes)} {query}"  # `WITH c AS (...) MERGE ... USING c`: the source's
     config: dict[str, Any] = {
         "merge_condition": sql_of(tree.args["on"]),
         "source_alias": source_alias,
@@ -198,14 +208,18 @@ def _clause(when: exp.When, key: str) -> dict[str, Any]:
         entry["action"] = "update"
         items = then.expressions
         if not (len(items) == 1 and isinstance(items[0], exp.Star)):
-            entry["set"] = {_assigned(i): sql_of(i.expression) for i in items}
+            keys = [_assigned(i) for i in items]
+            _no_repeats(keys, "update")
+            entry["set"] = {key: sql_of(i.expression) for key, i in zip(keys, items, strict=True)}
     elif isinstance(then, exp.Insert):
         entry["action"] = "insert"
         if not isinstance(then.this, exp.Star):
-            columns = [c.name for c in then.this.expressions]
+            # A column's key is its reference as written (``value.a`` is refused as Delta refuses it).
+            columns = [sql_of(c) for c in then.this.expressions]
             values = [sql_of(v) for v in then.expression.expressions]
             if len(columns) != len(values):
                 raise StatementParseError(f"INSERT of {len(columns)} columns with {len(values)} values")
+            _no_repeats(columns, "insert")
             entry["values"] = dict(zip(columns, values, strict=True))
     else:
         raise StatementParseError(f"the {key} action {sql_of(then) if then else '(none)'} is not understood")
@@ -213,6 +227,24 @@ def _clause(when: exp.When, key: str) -> dict[str, Any]:
 
 
 def _assigned(item: exp.Expr) -> str:
-    if not isinstance(item, exp.EQ) or not isinstance(item.this, exp.Column):
+    """An UPDATE SET's column as written: a name, a path into a struct, qualified or not (the
+    merge resolves it against the target, ``merge/scope.assigned_path``)."""
+    if not isinstance(item, exp.EQ) or not isinstance(item.this, exp.Column | exp.Dot):
         raise StatementParseError(f"UPDATE SET {sql_of(item)} is not `column = expression`")
-    return item.this.name
+    return sql_of(item.this)
+
+
+def _no_repeats(keys: list[str], action: str) -> None:
+    """Delta's errors for a column written twice as written (spellings that differ, ``v`` and
+    ``t.V``, are found when the merge resolves them)."""
+    repeated = sorted({k for k in keys if [x.lower() for x in keys].count(k.lower()) > 1})
+    if not repeated:
+        return
+    if action == "insert":
+        raise StatementParseError(
+            "[DELTA_DUPLICATE_COLUMNS_ON_INSERT] Duplicate column names in INSERT clause"
+        )
+    listed = ", ".join(f"`{k}`" for k in keys if k in repeated)
+    raise StatementParseError(
+        f"[DELTA_CONFLICT_SET_COLUMN] There is a conflict from these SET columns: [{listed}]."
+    )

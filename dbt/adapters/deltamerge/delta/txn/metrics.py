@@ -117,15 +117,18 @@ def merge_row_metrics(
     >>> counts["numTargetRowsDeleted"], counts["numTargetRowsUpdated"]
     (3, 2)
     """
+    updated = matched_updated + not_matched_by_source_updated
     return {
         "numTargetRowsInserted": inserted,
-        "numTargetRowsUpdated": matched_updated + not_matched_by_source_updated,
+        "numTargetRowsUpdated": updated,
         "numTargetRowsDeleted": matched_deleted + not_matched_by_source_deleted,
         "numTargetRowsCopied": copied,
         "numTargetRowsMatchedUpdated": matched_updated,
         "numTargetRowsMatchedDeleted": matched_deleted,
         "numTargetRowsNotMatchedBySourceUpdated": not_matched_by_source_updated,
         "numTargetRowsNotMatchedBySourceDeleted": not_matched_by_source_deleted,
+        # Delta's rows written to data files (change rows not counted).
+        "numOutputRows": inserted + updated + copied,
     }
 
 

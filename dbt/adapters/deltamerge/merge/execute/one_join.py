@@ -50,7 +50,6 @@ from dbt.adapters.deltamerge.merge.execute.frames import (
 from dbt.adapters.deltamerge.merge.execute.output import MergeOutput
 from dbt.adapters.deltamerge.merge.execute.touched import (
     MultipleMatchesError,
-    counted_pairs_condition,
     multiple_matches_message,
 )
 from dbt.adapters.deltamerge.merge.plan import narrow_schema
@@ -59,7 +58,6 @@ from dbt.adapters.deltamerge.merge.source import fits_in_broadcast
 
 SOURCE_ROW = "_merge_source_row"  # a source row's id (the source is a checkpoint: ids are stable)
 MATCHED_SOURCE_ROW = "_merge_matched_source_row"
-CHECKED = "_merge_checked"  # the pair counts for the multiple-match rule
 
 
 def _narrow_schema(run: MergeRun) -> T.StructType:
@@ -83,12 +81,11 @@ def mark_rows_in_one_join(run: MergeRun, *, dry_run: bool) -> tuple[MergeOutput,
     on = F.expr(run.plan.join_condition)
     # Kept by Spark (not a checkpoint, which would lose the sides' aliases the clauses name);
     # the multiple-match check is the job that computes it.
-    pairs = target.join(F.broadcast(aliased), on, "inner")
-    pairs = pairs.withColumn(CHECKED, F.expr(counted_pairs_condition(spec) or "true")).persist()
+    pairs = target.join(F.broadcast(aliased), on, "inner").persist()
     try:
         duplicates = _has_multiple_matches(pairs)
         if duplicates and not spec.is_only_one_unconditional_delete:
-            raise MultipleMatchesError(multiple_matches_message(run, pairs.where(F.col(CHECKED)), read))
+            raise MultipleMatchesError(multiple_matches_message(run, pairs, read))
         join_ms = int((time.monotonic() - started) * 1000)
         action = F.expr(action_expression(run.merge, spec.target_alias, spec.source_alias))
         whole = _with_whole_source_rows(run, pairs, target.columns, source, duplicates) if late else pairs
@@ -96,7 +93,6 @@ def mark_rows_in_one_join(run: MergeRun, *, dry_run: bool) -> tuple[MergeOutput,
         if duplicates:
             # A target row deleted by several source rows is one deleted row.
             taken = taken.dropDuplicates([ROW_ID])
-        taken = taken.drop(CHECKED)
         if spec.not_matched:
             matched_ids = pairs.select(F.col(SOURCE_ROW).alias(MATCHED_SOURCE_ROW))
             unmatched = source.join(
@@ -175,8 +171,9 @@ _NAMES = (TokenType.VAR, TokenType.IDENTIFIER)
 
 
 def _has_multiple_matches(pairs: DataFrame) -> bool:
-    """Whether a target row is in more than one counted pair."""
-    counted = pairs.where(F.col(CHECKED)).groupBy(ROW_ID).count().where("count > 1")
+    """Whether a target row is in more than one pair (Delta counts every pair, whatever the clauses'
+    conditions)."""
+    counted = pairs.groupBy(ROW_ID).count().where("count > 1")
     if is_remote():
         return bool(counted.limit(1).collect())
     return not counted.isEmpty()

@@ -2,8 +2,9 @@
 
 A file is touched when it holds a row a WHEN MATCHED clause may change, or an unmatched
 row a NOT MATCHED BY SOURCE clause's condition selects. Delta's multiple-match rule is
-enforced here: a target row matched by several source rows is an error, unless the only
-matched clause is an unconditional delete.
+enforced here, as Delta's ``findTouchedFiles`` counts: a target row matched (by the ON
+condition) by several source rows is an error whatever the clauses' conditions, unless the
+only matched clause is an unconditional delete.
 """
 
 from __future__ import annotations
@@ -81,17 +82,18 @@ def _files_with_matches(run: MergeRun, target: DataFrame) -> tuple[set[str], boo
     # Delta's error when a target row is matched more than once (unless an unconditional delete).
     spec = run.spec
     joined = joinable_source(run).join(target, F.expr(run.plan.join_condition), "inner")
-    counted = counted_pairs_condition(spec)
-    if counted is not None:
-        joined = joined.where(counted)
     if run.plan.broadcast_source:
         # A small source makes few pairs: hashed by file once, neither grouping below needs an
         # exchange of its own (each is a stage, and a Spark job, of its own with adaptive execution).
         joined = joined.repartition(FILE)
-    # With update_only_if_changed a file whose matched rows all keep their values is not touched.
+    # Every pair counts for the rule; a file is touched by a pair a clause may take (Delta's
+    # ``matchedPredicate``) and, with update_only_if_changed, by a row whose values change.
+    touching = touching_pairs_condition(spec)
     changes = (
         F.max((F.expr(matched_action_expression(run.merge)) != COPY).cast("int"))
         if spec.update_only_if_changed
+        else F.max(F.coalesce(F.expr(touching), F.lit(False)).cast("int"))
+        if touching is not None
         else F.lit(1)
     )
     per_row = joined.groupBy(FILE, ROW_ID).agg(F.count(F.lit(1)).alias("n"), changes.alias("changes"))
@@ -109,10 +111,10 @@ def _files_with_matches(run: MergeRun, target: DataFrame) -> tuple[set[str], boo
     return changed, duplicate_matches, matched_files
 
 
-def counted_pairs_condition(spec: MergeSpec) -> str | None:
-    """SQL true on the matched pairs Delta's multiple-match rule counts, None for all of them: with
-    only WHEN MATCHED clauses, all conditional, a pair none of them selects is not counted (Delta's
-    ``matchedPredicate``)."""
+def touching_pairs_condition(spec: MergeSpec) -> str | None:
+    """SQL true on the matched pairs that touch their file, None for all of them: with only WHEN
+    MATCHED clauses, all conditional, a pair none of them selects leaves its file alone (Delta's
+    ``matchedPredicate``). Delta's multiple-match rule counts every pair, whatever the conditions."""
     if spec.is_matched_only and all(c.condition for c in spec.matched):
         return " OR ".join(f"({c.condition})" for c in spec.matched)
     return None

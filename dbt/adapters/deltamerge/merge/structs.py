@@ -1,0 +1,204 @@
+"""Struct values in a merge's assignments, as Delta builds them (pure SQL text, no Spark).
+
+- ``by_name``: a value assigned to a column of struct type (or an array or map of structs) takes
+  its fields **by name**, not by position (Delta's ``castIfNeeded`` with
+  ``resolveMergeUpdateStructsByName``, on by default): a source struct ``{b, a}`` fills the target's
+  ``{a, b}``. A source field the target lacks, or (without schema evolution) a target field the
+  source lacks, fails with ``DELTA_UPDATE_SCHEMA_MISMATCH_EXPRESSION``; with schema evolution a
+  missing field is null, or keeps the row's value where an ``UPDATE *`` preserves it. A null
+  source struct stays null (``preserveNullSourceStructs``, on by default).
+- ``nested_update``: assignments to fields (``SET value.b = 'x'``) rebuild the column as a
+  ``named_struct`` of the assigned fields and the row's other fields (Delta's
+  ``generateUpdateExpressions``); assigning a field and its parent, or the same field twice, is
+  Delta's ``DELTA_CONFLICT_SET_COLUMN``; a field of a non-struct is refused.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from pyspark.sql import types as T
+
+from dbt.adapters.deltamerge.common.sql import quote_identifier, string_literal
+
+
+class AssignmentError(ValueError):
+    """An assignment Delta refuses (its error class leads the message)."""
+
+
+def by_name(
+    sql: str,
+    source: T.DataType,
+    target: T.DataType,
+    *,
+    missing_allowed: bool,
+    kept: str | None = None,
+    depth: int = 0,
+) -> str:
+    """``sql`` (of type ``source``) as a value of ``target``, struct fields matched by name.
+
+    ``kept``: SQL of the row's stored value, whose fields the target has and the source lacks
+    stay (``UPDATE *`` with schema evolution); otherwise they are null.
+
+    >>> a_b = T.StructType([T.StructField("a", T.IntegerType()), T.StructField("b", T.StringType())])
+    >>> b_a = T.StructType([T.StructField("b", T.StringType()), T.StructField("a", T.IntegerType())])
+    >>> by_name("s.v", b_a, a_b, missing_allowed=False)
+    "IF((s.v) IS NULL, NULL, named_struct('a', (s.v).`a`, 'b', (s.v).`b`))"
+    >>> by_name("s.v", a_b, a_b, missing_allowed=False)
+    's.v'
+    """
+    if isinstance(source, T.NullType) or _same(source, target):
+        return sql
+    if isinstance(source, T.StructType) and isinstance(target, T.StructType):
+        return _struct(sql, source, target, missing_allowed=missing_allowed, kept=kept, depth=depth)
+    if isinstance(source, T.ArrayType) and isinstance(target, T.ArrayType) and _has_struct(target):
+        var = f"_merge_e{depth}"
+        inner = by_name(
+            var, source.elementType, target.elementType, missing_allowed=missing_allowed, depth=depth + 1
+        )
+        return f"transform({sql}, {var} -> {inner})"
+    if isinstance(source, T.MapType) and isinstance(target, T.MapType) and _has_struct(target):
+        key, value = f"_merge_k{depth}", f"_merge_v{depth}"
+        inner = by_name(
+            value, source.valueType, target.valueType, missing_allowed=missing_allowed, depth=depth + 1
+        )
+        return f"transform_values({sql}, ({key}, {value}) -> {inner})"
+    if _has_struct(source) or _has_struct(target):
+        raise AssignmentError(_mismatch(source, target))
+    if source != target and depth > 0:
+        return f"CAST({sql} AS {target.simpleString()})"
+    return sql
+
+
+def _struct(
+    sql: str,
+    source: T.StructType,
+    target: T.StructType,
+    *,
+    missing_allowed: bool,
+    kept: str | None,
+    depth: int,
+) -> str:
+    names = {f.name.lower(): f for f in source.fields}
+    targets = {f.name.lower() for f in target.fields}
+    if any(name not in targets for name in names) or (
+        len(source.fields) != len(target.fields) and not missing_allowed
+    ):
+        raise AssignmentError(_mismatch(source, target))
+    kept_names = set()
+    parts = []
+    for field in target.fields:
+        found = names.get(field.name.lower())
+        if found is None:
+            value = "NULL" if kept is None else f"({kept}).{quote_identifier(field.name)}"
+            kept_names.add(field.name)
+            value = f"CAST({value} AS {field.dataType.simpleString()})"
+        else:
+            inner_kept = f"({kept}).{quote_identifier(field.name)}" if kept is not None else None
+            value = by_name(
+                f"({sql}).{quote_identifier(found.name)}",
+                found.dataType,
+                field.dataType,
+                missing_allowed=missing_allowed,
+                kept=inner_kept if isinstance(field.dataType, T.StructType) and kept is not None else None,
+                depth=depth + 1,
+            )
+        parts += [string_literal(field.name), value]
+    built = f"named_struct({', '.join(parts)})"
+    null = f"({sql}) IS NULL" + (f" AND ({kept}) IS NULL" if kept is not None and kept_names else "")
+    return f"IF({null}, NULL, {built})"
+
+
+def _mismatch(source: T.DataType, target: T.DataType) -> str:
+    return (
+        f"[DELTA_UPDATE_SCHEMA_MISMATCH_EXPRESSION] Cannot cast {source.simpleString()} to "
+        f"{target.simpleString()}. All nested columns must match."
+    )
+
+
+def _same(a: T.DataType, b: T.DataType) -> bool:
+    """Equal but for the case of field names and nullability (no conversion needed)."""
+    if isinstance(a, T.StructType) and isinstance(b, T.StructType):
+        return len(a.fields) == len(b.fields) and all(
+            x.name.lower() == y.name.lower() and _same(x.dataType, y.dataType)
+            for x, y in zip(a.fields, b.fields, strict=True)
+        )
+    if isinstance(a, T.ArrayType) and isinstance(b, T.ArrayType):
+        return _same(a.elementType, b.elementType)
+    if isinstance(a, T.MapType) and isinstance(b, T.MapType):
+        return _same(a.keyType, b.keyType) and _same(a.valueType, b.valueType)
+    return a == b
+
+
+def _has_struct(data_type: T.DataType) -> bool:
+    if isinstance(data_type, T.StructType):
+        return True
+    if isinstance(data_type, T.ArrayType):
+        return _has_struct(data_type.elementType)
+    if isinstance(data_type, T.MapType):
+        return _has_struct(data_type.keyType) or _has_struct(data_type.valueType)
+    return False
+
+
+def nested_update(
+    stored: str,
+    column: T.StructField,
+    assigned: Sequence[tuple[tuple[str, ...], str, T.DataType | None]],
+    *,
+    missing_allowed: bool,
+) -> str:
+    """The new value of ``column`` given assignments to its fields: ``(path below the column, SQL,
+    the SQL's type)``; ``stored`` is SQL of the row's value.
+
+    >>> v = T.StructField("v", T.StructType([T.StructField("a", T.IntegerType()),
+    ...     T.StructField("b", T.StringType())]))
+    >>> nested_update("t.v", v, [(("b",), "'x'", T.StringType())], missing_allowed=False)
+    "named_struct('a', (t.v).`a`, 'b', 'x')"
+    """
+    return _rebuild(stored, column.dataType, list(assigned), [column.name], missing_allowed)
+
+
+def _rebuild(
+    stored: str,
+    data_type: T.DataType,
+    assigned: list[tuple[tuple[str, ...], str, T.DataType | None]],
+    at: list[str],
+    missing_allowed: bool,
+) -> str:
+    if not isinstance(data_type, T.StructType):
+        raise AssignmentError(
+            "[DELTA_UNSUPPORTED_FIELD_UPDATE_NON_STRUCT] Updating nested fields is only supported for "
+            f"StructType, but you are trying to update a field of `{'.'.join(at)}`, which is of type: "
+            f"{data_type.simpleString()}."
+        )
+    fields = {f.name.lower(): f for f in data_type.fields}
+    for path, _, _ in assigned:
+        if path[0].lower() not in fields:
+            raise AssignmentError(
+                f"[FIELD_NOT_FOUND] No such struct field {quote_identifier(path[0])} in "
+                f"{', '.join(quote_identifier(f.name) for f in data_type.fields)}."
+            )
+    parts = []
+    for field in data_type.fields:
+        mine = [(p, sql, t) for p, sql, t in assigned if p[0].lower() == field.name.lower()]
+        inner = f"({stored}).{quote_identifier(field.name)}"
+        whole = [(sql, t) for p, sql, t in mine if len(p) == 1]
+        if whole and len(mine) > 1:
+            listed = ", ".join("`" + ".".join([*at, *p]) + "`" for p, _, _ in mine)
+            raise AssignmentError(
+                f"[DELTA_CONFLICT_SET_COLUMN] There is a conflict from these SET columns: [{listed}]."
+            )
+        if whole:
+            sql, source_type = whole[0]
+            value = (
+                sql
+                if source_type is None
+                else by_name(sql, source_type, field.dataType, missing_allowed=missing_allowed)
+            )
+        elif mine:
+            below = [(p[1:], sql, t) for p, sql, t in mine]
+            value = _rebuild(inner, field.dataType, below, [*at, field.name], missing_allowed)
+        else:
+            value = inner
+        parts += [string_literal(field.name), value]
+    return f"named_struct({', '.join(parts)})"

@@ -1,0 +1,265 @@
+"""MERGE as Delta resolves and refuses it, through dbt (its query comment before every statement):
+nested fields, structs by name, Delta's refusals and errors, the multiple-match rule, duplicate
+assignments, one-sided clauses, CTEs, one instant per statement, Delta's MERGE metrics.
+
+Each case is Delta's own (``MergeIntoSuiteBase``, ``MergeIntoSQLSuite``, ``PreprocessTableMerge``):
+the expected rows, or the error class and message Delta gives, and the table left at its version.
+"""
+
+from __future__ import annotations
+
+import pytest
+from dbt.tests.util import run_dbt
+from dbt_common.exceptions import DbtRuntimeError
+from deltalake import DeltaTable
+
+from tests.functional.helpers import rows, table_path
+
+NESTED = (
+    "select 'A' as key, named_struct('a', 1, 'b', 'x') as value, 10 as v "
+    "union all select 'B', cast(null as struct<a:int, b:string>), 20"
+)
+MODEL = """
+{{ config(materialized='incremental', incremental_strategy='delta_merge', unique_key='key',
+          when_matched=[{'action': 'update', 'set': {'value.b': "upper(DBT_INTERNAL_SOURCE.tag)"}}],
+          when_not_matched=[{'action': 'insert', 'values': '*'}]) }}
+{% if is_incremental() %}
+select 'A' as key, named_struct('b', 'new', 'a', 7) as value, 'z' as tag
+union all select 'B', named_struct('b', 'q', 'a', 2), 'w'
+{% else %}
+select 'A' as key, named_struct('a', 1, 'b', 'x') as value, 'y' as tag
+{% endif %}
+"""
+
+
+@pytest.mark.connect
+class TestMergeParity:
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {"nested_model.sql": MODEL}
+
+    def _table(self, project, name: str, select: str) -> str:
+        project.run_sql(f"create or replace table {project.test_schema}.{name} using delta as {select}")
+        return table_path(project, name)
+
+    def _refused(self, project, path: str, sql: str, *texts: str) -> None:
+        before = DeltaTable(path).version()
+        with pytest.raises(DbtRuntimeError) as raised:
+            project.run_sql(sql)
+        for text in texts:
+            assert text in str(raised.value)
+        assert DeltaTable(path).version() == before
+
+    def test_nested_field_assignments_keep_their_siblings(self, project):
+        schema, path = project.test_schema, self._table(project, "nested", NESTED)
+        project.run_sql(
+            f"merge into {schema}.nested t using (select 'A' as key union all select 'B') s on t.key = s.key "
+            "when matched then update set value.b = 'UPDATED', t.v = t.v + 1"
+        )
+        got = [(r["key"], r["value"], r["v"]) for r in rows(path)]
+        # A null struct's siblings are null (Delta builds the struct from the row's fields).
+        assert got == [("A", {"a": 1, "b": "UPDATED"}, 11), ("B", {"a": None, "b": "UPDATED"}, 21)]
+
+    def test_nested_assignment_errors_are_deltas(self, project):
+        schema, path = project.test_schema, self._table(project, "nested_errors", NESTED)
+        merge = f"merge into {schema}.nested_errors t using (select 'A' as key) s on t.key = s.key "
+        self._refused(
+            project,
+            path,
+            merge + "when matched then update set value.a = 2, value = named_struct('a', 3, 'b', 'c')",
+            "[DELTA_CONFLICT_SET_COLUMN] There is a conflict from these SET columns: [`value.a`, `value`].",
+        )
+        self._refused(
+            project,
+            path,
+            merge + "when not matched then insert (key, value.a) values (s.key, 1)",
+            "Nested field is not supported in the INSERT clause of MERGE operation (field = `value`.`a`).",
+        )
+        self._refused(
+            project, path, merge + "when matched then update set value.c = 1", "No such struct field `c`"
+        )
+        self._refused(
+            project,
+            path,
+            merge + "when matched then update set v.x = 1",
+            "[DELTA_UNSUPPORTED_FIELD_UPDATE_NON_STRUCT] Updating nested fields is only supported for "
+            "StructType",
+        )
+        self._refused(
+            project,
+            path,
+            merge + "when matched then update set s.t.v = 1",
+            "[DELTA_MERGE_UNRESOLVED_EXPRESSION] Cannot resolve s.t.v in UPDATE clause given columns "
+            "t.key, t.value, t.v.",
+        )
+
+    def test_structs_are_assigned_by_name(self, project):
+        schema = project.test_schema
+        path = self._table(
+            project,
+            "by_name",
+            "select 1 as k, named_struct('a', 1, 'b', 'x') as value, "
+            "array(named_struct('a', 1, 'b', 'x')) as items",
+        )
+        source = (
+            "select 1 as k, named_struct('b', 'y', 'a', 5) as value, "
+            "array(named_struct('b', 'q', 'a', 6)) as items "
+            "union all select 2, named_struct('b', 'z', 'a', 9), cast(null as array<struct<b:string, a:int>>)"
+        )
+        project.run_sql(
+            f"merge into {schema}.by_name t using ({source}) s on t.k = s.k "
+            "when matched then update set * when not matched then insert *"
+        )
+        assert [(r["k"], r["value"], r["items"]) for r in rows(path)] == [
+            (1, {"a": 5, "b": "y"}, [{"a": 6, "b": "q"}]),
+            (2, {"a": 9, "b": "z"}, None),
+        ]
+        self._refused(
+            project,
+            path,
+            f"merge into {schema}.by_name t using (select 1 as k, named_struct('a', 1) as value) s "
+            "on t.k = s.k when matched then update set value = s.value",
+            "[DELTA_UPDATE_SCHEMA_MISMATCH_EXPRESSION] Cannot cast struct<a:int> to struct<a:int,b:string>. "
+            "All nested columns must match.",
+        )
+
+    def test_refusals_at_analysis(self, project):
+        schema = project.test_schema
+        path = self._table(project, "refused", "select 1 as key, 1 as value union all select 2, 2")
+        merge = f"merge into {schema}.refused t using (select 1 as key, 5 as value) s "
+        self._refused(
+            project,
+            path,
+            merge + "on t.key = s.key and rand() > 0.5 when matched then delete",
+            "[DELTA_NON_DETERMINISTIC_FUNCTION_NOT_SUPPORTED] Non-deterministic functions are not supported "
+            "in the search condition of MERGE operation",
+        )
+        self._refused(
+            project,
+            path,
+            merge + "on t.key = s.key when matched and rand() > 0.5 then update set value = 1",
+            "Non-deterministic functions are not supported in the UPDATE condition of MERGE operation",
+        )
+        self._refused(
+            project,
+            path,
+            merge + "on t.key = s.key when matched and max(0) > 0 then delete",
+            "[DELTA_AGGREGATION_NOT_SUPPORTED] Aggregate functions are not supported in the DELETE condition "
+            "of MERGE operation (condition = ",
+        )
+        self._refused(
+            project,
+            path,
+            merge + "on t.key = s.key when not matched and s.value in (select 1) then insert *",
+            "[DELTA_UNSUPPORTED_SUBQUERY] Subqueries are not supported in the INSERT condition of MERGE "
+            "operation",
+        )
+        self._refused(
+            project,
+            path,
+            merge
+            + "on t.key = s.key when matched then update set value = row_number() over (order by s.value)",
+            "[UNSUPPORTED_EXPR_FOR_OPERATOR]",
+        )
+        self._refused(
+            project,
+            path,
+            merge + "on t.key = s.key when not matched then insert (key, value) values (s.key, t.value)",
+            "[DELTA_MERGE_UNRESOLVED_EXPRESSION] Cannot resolve t.value in INSERT clause given columns "
+            "s.key, s.value.",
+        )
+        self._refused(
+            project,
+            path,
+            merge + "on t.key = s.key when not matched and value > 1 and nosuch > 0 then insert *",
+            "Cannot resolve nosuch in INSERT condition given columns s.key, s.value.",
+        )
+        # A nondeterministic assignment is allowed, as in Delta.
+        project.run_sql(
+            merge + "on t.key = s.key when matched then update set value = cast(rand() * 0 as int) + 7"
+        )
+        assert [r["value"] for r in rows(path)] == [7, 2]
+
+    def test_multiple_matches_count_whatever_the_clause_conditions(self, project):
+        schema = project.test_schema
+        path = self._table(project, "multi", "select 1 as key, 1 as value union all select 2, 2")
+        source = "(select 1 as key, 10 as value union all select 1, 11 union all select 2, 20)"
+        self._refused(
+            project,
+            path,
+            f"merge into {schema}.multi t using {source} s on t.key = s.key "
+            "when matched and s.value = 10 then update set value = s.value",
+            "Cannot perform Merge as multiple source rows matched",
+        )
+        project.run_sql(
+            f"merge into {schema}.multi t using {source} s on t.key = s.key when matched then delete"
+        )
+        assert [r["key"] for r in rows(path)] == []
+
+    def test_duplicate_assignments_are_refused(self, project):
+        schema = project.test_schema
+        path = self._table(project, "dupes", "select 1 as key, 1 as key2")
+        merge = f"merge into {schema}.dupes t using (select 1 as key) s on t.key = s.key "
+        conflict = "[DELTA_CONFLICT_SET_COLUMN] There is a conflict from these SET columns"
+        self._refused(project, path, merge + "when matched then update set key2 = 1, key2 = 2", conflict)
+        self._refused(project, path, merge + "when matched then update set key2 = 1, t.KEY2 = 2", conflict)
+        self._refused(
+            project,
+            path,
+            merge + "when not matched then insert (key, key) values (1, 2)",
+            "[DELTA_DUPLICATE_COLUMNS_ON_INSERT] Duplicate column names in INSERT clause",
+        )
+
+    def test_one_sided_clauses_resolve_against_their_side(self, project):
+        schema = project.test_schema
+        path = self._table(project, "sided", "select 1 as key, 100 as value union all select 3, 300")
+        project.run_sql(
+            f"merge into {schema}.sided t using (select 1 as key, 10 as value union all select 2, 20) s "
+            "on t.key = s.key when matched then update set value = s.value "
+            "when not matched then insert (key, value) values (key, value + 1) "
+            "when not matched by source then update set value = value + 1"
+        )
+        assert [(r["key"], r["value"]) for r in rows(path)] == [(1, 10), (2, 21), (3, 301)]
+
+    def test_statements_after_comments_and_with_ctes(self, project):
+        schema = project.test_schema
+        path = self._table(project, "cte", "select 1 as key, 1 as value")
+        project.run_sql(
+            f"-- a comment\n/* another */ merge with schema evolution into {schema}.cte t "
+            "using (select 2 as key, 2 as value, 'new' as extra) s on t.key = s.key "
+            "when not matched then insert *"
+        )
+        project.run_sql(
+            f"with c as (select 1 as key, 9 as value, 'x' as extra) merge into {schema}.cte t using c "
+            "on t.key = c.key when matched then update set *"
+        )
+        assert [(r["key"], r["value"], r["extra"]) for r in rows(path)] == [(1, 9, "x"), (2, 2, "new")]
+
+    def test_one_instant_per_statement_and_deltas_metrics(self, project):
+        schema = project.test_schema
+        path = self._table(
+            project,
+            "instant",
+            "select 1 as key, current_timestamp() as a, current_timestamp() as b "
+            "union all select 2, current_timestamp(), current_timestamp()",
+        )
+        project.run_sql(
+            f"merge into {schema}.instant t using (select 1 as key, now() as a union all select 3, now()) s "
+            "on t.key = s.key when matched and current_timestamp() >= s.a then update set a = s.a, b = now() "
+            "when not matched then insert (key, a, b) values (s.key, s.a, current_timestamp())"
+        )
+        got = {r["key"]: (r["a"], r["b"]) for r in rows(path)}
+        assert got[1][0] == got[1][1] == got[3][0] == got[3][1]
+        metrics = DeltaTable(path).history(1)[0]["operationMetrics"]
+        assert metrics["numTargetRowsUpdated"] == "1" and metrics["numTargetRowsInserted"] == "1"
+        assert int(metrics["numOutputRows"]) == 1 + 1 + int(metrics["numTargetRowsCopied"])
+        assert "materializeSourceTimeMs" in metrics
+
+    def test_a_models_nested_assignment_and_struct_by_name(self, project):
+        run_dbt(["run"])
+        run_dbt(["run"])
+        path = table_path(project, "nested_model")
+        assert [(r["key"], r["value"]) for r in rows(path)] == [
+            ("A", {"a": 1, "b": "Z"}),
+            ("B", {"a": 2, "b": "q"}),
+        ]
