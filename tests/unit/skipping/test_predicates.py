@@ -90,3 +90,10 @@ def test_dates_compare_with_date_statistics():
     stats = AddFile("f", 1, {}, 3, {"Day": dt.date(2026, 1, 1)}, {"Day": dt.date(2026, 1, 9)}, {"Day": 0})
     assert may_satisfy(node, stats, ["2026-01-01"], {}) is False
     assert may_satisfy(node, stats, ["2026-01-02"], {}) is True
+
+
+def test_a_null_test_of_a_struct_column_never_skips():
+    # A struct column's statistics are its fields' (nested maps): no null count of the struct itself.
+    node, _ = parse_target_predicate(["t.name IS NULL"], target_alias="t", columns=COLUMNS)
+    nested = AddFile("f", 1, {}, 3, {"name": {"a": 1}}, {"name": {"a": 9}}, {"name": {"a": 0, "b": 3}})
+    assert may_satisfy(node, nested, [], {}) is True

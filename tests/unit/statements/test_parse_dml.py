@@ -84,3 +84,35 @@ def test_spark_4_functions_sqlglot_s_spark_generator_drops_are_kept():
     assert "PARSE_JSON('{\"k\": 1}') AS v" in statement.source_query  # type: ignore[union-attr]
     update = parse_write_statement("update t set v = parse_json(j) where id = 1")
     assert update.assignments == (("v", "PARSE_JSON(j)"),)  # type: ignore[union-attr]
+
+
+def test_schema_evolution_is_recognised_after_dbts_query_comment():
+    parsed = parse_dml(
+        '/* {"app": "dbt", "node_id": "model.p.m"} */\n-- and a line\n'
+        "MERGE WITH SCHEMA EVOLUTION INTO t USING s ON t.k = s.k WHEN MATCHED THEN DELETE"
+    )
+    assert isinstance(parsed, MergeStatement) and parsed.config["merge_with_schema_evolution"] is True
+
+
+def test_a_merges_ctes_belong_to_its_source():
+    parsed = parse_dml("with c as (select 1 as k) merge into t using c on t.k = c.k when matched then delete")
+    assert isinstance(parsed, MergeStatement)
+    assert parsed.source_query == "WITH c AS (SELECT 1 AS k) SELECT * FROM `c`"
+
+
+def test_assigned_columns_keep_their_path_and_qualifier():
+    parsed = parse_dml(
+        "merge into t using s on t.k = s.k when matched then update set t.v = 1, value.b = 'x', `a b` = 2 "
+        "when not matched then insert (k, value.a) values (s.k, 1)"
+    )
+    assert isinstance(parsed, MergeStatement)
+    assert list(parsed.config["when_matched"][0]["set"]) == ["t.v", "value.b", "`a b`"]
+    assert list(parsed.config["when_not_matched"][0]["values"]) == ["k", "value.a"]
+
+
+def test_a_column_assigned_twice_is_deltas_error():
+    with pytest.raises(StatementParseError, match=r"DELTA_CONFLICT_SET_COLUMN\] .* \[`key2`, `key2`\]\."):
+        parse_dml("merge into t using s on t.k = s.k when matched then update set key2 = 1, key2 = 2")
+    duplicate = r"DELTA_DUPLICATE_COLUMNS_ON_INSERT\] Duplicate column names"
+    with pytest.raises(StatementParseError, match=duplicate):
+        parse_dml("merge into t using s on t.k = s.k when not matched then insert (k, K) values (1, 2)")

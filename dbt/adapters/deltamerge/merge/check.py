@@ -15,6 +15,7 @@ each assigned expression's type, by which structs are assigned by name (``struct
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Literal
@@ -182,12 +183,18 @@ def _worded(error: PySparkException, item: UserSql, columns: str) -> str:
     """Spark's error in Delta's words where Delta has its own: a name the clause cannot see."""
     if (_condition(error) or "").startswith("UNRESOLVED_COLUMN"):
         name = str((error.getMessageParameters() or {}).get("objectName", ""))
+        found = _UNRESOLVED.search(str(error))
+        name = name or (found.group(1) if found else "")
         shown = ".".join(part.strip("`") for part in name.split("`.`")) if name else item.sql
         return (
             f"[DELTA_MERGE_UNRESOLVED_EXPRESSION] Cannot resolve {shown} in {item.clause} given "
             f"columns {columns}."
         )
     return f"Spark cannot run `{item.sql}`: {_first_line(str(error))}"
+
+
+# Spark's text of UNRESOLVED_COLUMN, where a client gets no message parameters.
+_UNRESOLVED = re.compile(r"with name (`[^`]*`(?:\.`[^`]*`)*) cannot be resolved")
 
 
 def _condition(error: PySparkException) -> str | None:

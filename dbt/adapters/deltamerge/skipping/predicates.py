@@ -145,6 +145,9 @@ def _bounds(
     if column not in file.min_values and column not in file.null_counts:
         return None
     nulls = file.null_counts.get(column)
+    if not isinstance(nulls, int | None):
+        # A struct column's statistics are its fields' (Delta keeps no null count of the struct).
+        return None
     return file.min_values.get(column), file.max_values.get(column), nulls, rows
 
 
