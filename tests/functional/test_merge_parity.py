@@ -263,3 +263,23 @@ class TestMergeParity:
             ("A", {"a": 1, "b": "Z"}),
             ("B", {"a": 2, "b": "q"}),
         ]
+
+    def test_merge_into_a_temp_view_that_is_its_delta_table(self, project, spark):
+        schema = project.test_schema
+        path = self._table(project, "viewed", "select 0 as key, 3 as value union all select 1, 2")
+        project.run_sql(
+            f"create or replace temp view v as select value, key from (select * from {schema}.viewed)"
+        )
+        project.run_sql(
+            "merge into v using (select 1 as a, 2 as b union all select 3, 4) src on src.a = v.key "
+            "when matched then update set v.value = src.b + 1 when not matched then insert (key, value) "
+            "values (src.a, src.b)"
+        )
+        assert [(r["key"], r["value"]) for r in rows(path)] == [(0, 3), (1, 3), (3, 4)]
+        project.run_sql(f"create or replace temp view w as select * from {schema}.viewed where key > 0")
+        self._refused(
+            project,
+            path,
+            "merge into w using (select 1 as key) s on s.key = w.key when matched then delete",
+            "MERGE INTO the temp view w is not run: its plan has a Filter",
+        )

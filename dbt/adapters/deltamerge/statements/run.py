@@ -14,7 +14,7 @@ statement goes to Spark unchanged.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any
 
@@ -70,6 +70,7 @@ from dbt.adapters.deltamerge.statements.parse_maintenance import (
     ReorgStatement,
     SetPropertiesStatement,
 )
+from dbt.adapters.deltamerge.statements.views import ViewError, temp_view_table
 
 
 class StatementError(EngineError):
@@ -97,6 +98,8 @@ def run_on_delta(spark: SparkSession, sql: str) -> StatementResult | None:
     parsed = _parse(sql)
     if parsed is None or not parsed.parts:
         return None
+    if isinstance(parsed, MergeStatement) and len(parsed.parts) == 1:
+        parsed = _through_temp_view(spark, parsed, sql)
     schema, identifier = _schema_of(spark, parsed.parts), parsed.parts[-1]
     if schema is None:
         return None
@@ -116,6 +119,25 @@ def run_on_delta(spark: SparkSession, sql: str) -> StatementResult | None:
     if runner is None:
         raise AssertionError(f"no runner for {type(parsed).__name__} (a bug)")
     return _done(spark, schema, identifier, runner(spark, parsed, snapshot, name))
+
+
+def _through_temp_view(spark: SparkSession, parsed: MergeStatement, sql: str) -> MergeStatement:
+    """A MERGE into a temp view that is its Delta table unchanged merges into the table (as Delta)."""
+    name = parsed.parts[0]
+    try:
+        table = temp_view_table(spark, name)
+        shown = None if table is None else spark.table(".".join(f"`{p}`" for p in table)).columns
+        if table is not None and sorted(c.lower() for c in spark.table(f"`{name}`").columns) != sorted(
+            c.lower() for c in shown or ()
+        ):
+            raise ViewError(f"it shows only some columns of {'.'.join(table)}")
+    except ViewError as error:
+        raise StatementError(
+            f"MERGE INTO the temp view {name} is not run: {error}. A MERGE writes through a temp view "
+            f"only when the view is its Delta table unchanged (SELECT * FROM the table), as in Delta. "
+            f"The statement was not run: {sql.strip()}"
+        ) from error
+    return parsed if table is None else replace(parsed, parts=table)
 
 
 def _definition_change(
