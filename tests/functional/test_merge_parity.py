@@ -283,3 +283,22 @@ class TestMergeParity:
             "merge into w using (select 1 as key) s on s.key = w.key when matched then delete",
             "MERGE INTO the temp view w is not run: its plan has a Filter",
         )
+
+    def test_schema_evolution_adds_nested_fields_and_update_star_keeps_the_others(self, project):
+        schema = project.test_schema
+        path = self._table(project, "evolving", "select 1 as k, named_struct('a', 1, 'b', 'x') as s")
+        evolve = f"merge with schema evolution into {schema}.evolving t using "
+        project.run_sql(
+            evolve + "(select 1 as k, named_struct('b', 'y', 'c', 3, 'a', 5) as s union all "
+            "select 2, named_struct('b', 'z', 'c', 4, 'a', 6)) s on t.k = s.k "
+            "when matched then update set * when not matched then insert *"
+        )
+        project.run_sql(
+            evolve + "(select 1 as k, named_struct('a', 9) as s union all select 3, named_struct('a', 7)) s "
+            "on t.k = s.k when matched then update set * when not matched then insert *"
+        )
+        assert [(r["k"], r["s"]) for r in rows(path)] == [
+            (1, {"a": 9, "b": "y", "c": 3}),  # UPDATE * keeps the fields the source lacks
+            (2, {"a": 6, "b": "z", "c": 4}),
+            (3, {"a": 7, "b": None, "c": None}),  # an insert has no row to keep them from
+        ]

@@ -176,7 +176,7 @@ def _outputs(
                 # UPDATE * with schema evolution keeps the row's values of fields the source lacks.
                 kept = (
                     qualified(spec.target_alias, column)
-                    if clause.action == "update" and lenient_star
+                    if clause.action == "update" and evolving
                     else None
                 )
                 value = _by_name(
