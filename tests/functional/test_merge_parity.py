@@ -281,7 +281,8 @@ class TestMergeParity:
             project,
             path,
             "merge into w using (select 1 as key) s on s.key = w.key when matched then delete",
-            "MERGE INTO the temp view w is not run: its plan has a Filter",
+            "MERGE INTO the temp view w is not run: [DELTA_UNEXPECTED_PARTIAL_SCAN] Expect a full scan of "
+            "Delta sources, but found a partial scan.",
         )
 
     def test_schema_evolution_adds_nested_fields_and_update_star_keeps_the_others(self, project):

@@ -9,7 +9,8 @@ from dbt.adapters.deltamerge.merge.clauses import Assignment, MergeClause
 from dbt.adapters.deltamerge.merge.spec import MergeSpec
 
 ONE_MATCHED = (
-    "When there are more than one MATCHED clauses in a MERGE statement, "
+    "[NON_LAST_MATCHED_CLAUSE_OMIT_CONDITION] When there are more than one MATCHED clauses in a MERGE "
+    "statement, "
     "only the last MATCHED clause can omit the condition."
 )
 
@@ -80,22 +81,32 @@ def test_empty_list_means_no_clause_of_that_kind():
 
 def test_no_clause_at_all():
     assert problems({"unique_key": "id", "when_matched": [], "when_not_matched": []}) == [
-        "There must be at least one WHEN clause in a MERGE statement"
+        "[MERGE_WITHOUT_WHEN] There must be at least one WHEN clause in a MERGE statement."
     ]
 
 
 @pytest.mark.parametrize(
-    ("key", "name", "action"),
+    ("key", "name", "error_class", "action"),
     [
-        ("when_matched", "MATCHED", "update"),
-        ("when_not_matched", "NOT MATCHED", "insert"),
-        ("when_not_matched_by_source", "NOT MATCHED BY SOURCE", "delete"),
+        ("when_matched", "MATCHED", "NON_LAST_MATCHED_CLAUSE_OMIT_CONDITION", "update"),
+        (
+            "when_not_matched",
+            "NOT MATCHED [BY TARGET]",
+            "NON_LAST_NOT_MATCHED_BY_TARGET_CLAUSE_OMIT_CONDITION",
+            "insert",
+        ),
+        (
+            "when_not_matched_by_source",
+            "NOT MATCHED BY SOURCE",
+            "NON_LAST_NOT_MATCHED_BY_SOURCE_CLAUSE_OMIT_CONDITION",
+            "delete",
+        ),
     ],
 )
-def test_only_the_last_clause_may_omit_its_condition(key, name, action):
+def test_only_the_last_clause_may_omit_its_condition(key, name, error_class, action):
     found = problems({"unique_key": "id", key: [{"action": action}, {"action": action, "condition": "true"}]})
     assert found == [
-        f"When there are more than one {name} clauses in a MERGE statement, "
+        f"[{error_class}] When there are more than one {name} clauses in a MERGE statement, "
         f"only the last {name} clause can omit the condition."
     ]
 

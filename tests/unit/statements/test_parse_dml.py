@@ -116,3 +116,14 @@ def test_a_column_assigned_twice_is_deltas_error():
     duplicate = r"DELTA_DUPLICATE_COLUMNS_ON_INSERT\] Duplicate column names"
     with pytest.raises(StatementParseError, match=duplicate):
         parse_dml("merge into t using s on t.k = s.k when not matched then insert (k, K) values (1, 2)")
+
+
+def test_long_runs_of_whitespace_and_comments_parse_at_once():
+    # dbt's tests and macros send statements with long indented blank runs: the comment-skipping
+    # pattern must not backtrack over them (a nested quantifier hung `dbt test` for minutes).
+    assert parse_dml("/* dbt */\n" + "    \n" * 20_000 + "select 1") is None
+    statement = parse_dml(
+        "/* dbt */\n" + "  \n" * 20_000 + "merge with schema evolution into t using s "
+        "on t.k = s.k when matched then delete"
+    )
+    assert isinstance(statement, MergeStatement) and statement.config["merge_with_schema_evolution"]

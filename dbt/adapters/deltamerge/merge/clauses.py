@@ -37,10 +37,14 @@ LIST_KEYS: dict[ClauseKind, str] = {
 }
 
 
-_SQL_NAMES: dict[ClauseKind, str] = {
-    "matched": "MATCHED",
-    "not_matched": "NOT MATCHED",
-    "not_matched_by_source": "NOT MATCHED BY SOURCE",
+# Spark's name and error class of each kind in its parser's errors (Delta's are Spark's).
+_SQL_NAMES: dict[ClauseKind, tuple[str, str]] = {
+    "matched": ("MATCHED", "NON_LAST_MATCHED_CLAUSE_OMIT_CONDITION"),
+    "not_matched": ("NOT MATCHED [BY TARGET]", "NON_LAST_NOT_MATCHED_BY_TARGET_CLAUSE_OMIT_CONDITION"),
+    "not_matched_by_source": (
+        "NOT MATCHED BY SOURCE",
+        "NON_LAST_NOT_MATCHED_BY_SOURCE_CLAUSE_OMIT_CONDITION",
+    ),
 }
 
 
@@ -106,9 +110,9 @@ def parse_clauses(
         clauses = _from_shorthands(kind, config, source, problems)
     for clause in clauses[:-1]:
         if clause.condition is None:
-            name = _SQL_NAMES[kind]
+            name, error_class = _SQL_NAMES[kind]
             problems.append(
-                f"When there are more than one {name} clauses in a MERGE statement, "
+                f"[{error_class}] When there are more than one {name} clauses in a MERGE statement, "
                 f"only the last {name} clause can omit the condition."
             )
             break

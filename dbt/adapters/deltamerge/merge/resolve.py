@@ -33,7 +33,7 @@ from dbt.adapters.deltamerge.delta import (
 )
 from dbt.adapters.deltamerge.merge.clauses import ClauseKind, MergeClause
 from dbt.adapters.deltamerge.merge.refusals import clause_type
-from dbt.adapters.deltamerge.merge.scope import ScopeError, assigned_path, column_path, path_sql
+from dbt.adapters.deltamerge.merge.scope import ScopeError, assigned_path, column_path, columns_sql, path_sql
 from dbt.adapters.deltamerge.merge.spec import MergeSpec
 from dbt.adapters.deltamerge.merge.structs import AssignmentError, by_name, nested_update
 
@@ -163,10 +163,13 @@ def _outputs(
             and c.lower() not in computed_columns(target)
         ]
         if missing and not lenient_star:
+            given = columns_sql(spec.source_alias, [f.name for f in source.fields])
             problems.append(
-                f"{where}: `*` needs every target column in the model's result; missing {missing} "
-                "(select them, list the columns to assign, set on_schema_change to append_new_columns "
-                "or sync_all_columns, or enable merge_with_schema_evolution)"
+                f"{where}: [DELTA_MERGE_UNRESOLVED_EXPRESSION] Cannot resolve {path_sql([missing[0]])} in "
+                f"{clause_type(clause)} clause given columns {given}. `*` needs every target column in the "
+                f"model's result; missing {missing} (select them, list the columns to assign, set "
+                "on_schema_change to append_new_columns or sync_all_columns, or enable "
+                "merge_with_schema_evolution)"
             )
         for column in columns:
             if clause.action == "update" and column in identities:

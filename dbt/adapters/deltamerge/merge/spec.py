@@ -102,7 +102,9 @@ class MergeSpec:
         predicates = sql_list(config.get("incremental_predicates"), "incremental_predicates", problems)
         clauses = {kind: parse_clauses(kind, config, source, problems) for kind in LIST_KEYS}
         if not any(clauses.values()):
-            problems.append("There must be at least one WHEN clause in a MERGE statement")
+            problems.append(
+                "[MERGE_WITHOUT_WHEN] There must be at least one WHEN clause in a MERGE statement."
+            )
         if not unique_key and merge_condition is None:
             problems.append(
                 "a delta_merge model needs `unique_key` (a column or list of columns) or "

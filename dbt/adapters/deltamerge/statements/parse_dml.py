@@ -33,7 +33,8 @@ class Spark4(Spark):
 SPARK = Spark4()
 # ``MERGE WITH SCHEMA EVOLUTION INTO``, after any comments (dbt puts its query comment first).
 _EVOLUTION = re.compile(
-    r"^((?:\s+|/\*.*?\*/|--[^\n]*(?:\n|$))*merge)\s+with\s+schema\s+evolution(\s+into\b)",
+    # Possessive: whitespace and comments are taken one way only (no backtracking over long runs).
+    r"^((?:\s|/\*.*?\*/|--[^\n]*(?:\n|$))*+merge)\s+with\s+schema\s+evolution(\s+into\b)",
     re.IGNORECASE | re.DOTALL,
 )
 

@@ -5,8 +5,9 @@ in any order, through aliases and nested ``SELECT *``: ``DeltaViewHelper.stripTe
 Spark keeps no text of a temp view, so its analyzed plan (``EXPLAIN EXTENDED``, a public SQL
 statement) is read: between the view and the catalog table only projections that pass columns
 through unchanged (Spark's own ``cast(x as <its type>) AS x``), aliases and views may stand. A
-view that filters, computes or renames columns is refused, naming what it does, before anything
-is read: a merge into it would write rows the view does not show.
+view that filters is Delta's ``DELTA_UNEXPECTED_PARTIAL_SCAN``; one that computes or renames
+columns is refused too, naming what it does (Delta writes through a renaming projection, which
+swaps the columns written: a rule kept for its history, not followed here), before anything is read.
 """
 
 from __future__ import annotations
@@ -37,11 +38,21 @@ def underlying_table(plan: str) -> tuple[str, ...]:
     ...             +- Relation spark_catalog.s.tab[key#2] parquet''')
     ('s', 'tab')
     """
+    filtered = False
     for line in plan.strip().splitlines()[1:]:
         node = line.strip().lstrip(":+-| ").strip()
         if node.startswith("SubqueryAlias spark_catalog."):
-            return tuple(node.split(" ", 1)[1].split(".")[1:])
+            table = tuple(node.split(" ", 1)[1].split(".")[1:])
+            if filtered:
+                raise ViewError(
+                    "[DELTA_UNEXPECTED_PARTIAL_SCAN] Expect a full scan of Delta sources, but found a "
+                    f"partial scan. path:{'.'.join(table)} (the view filters the table's rows)"
+                )
+            return table
         if node.startswith(("SubqueryAlias ", "View (")):
+            continue
+        if node.startswith("Filter "):
+            filtered = True
             continue
         if node.startswith("Project [") and node.endswith("]"):
             for item in _items(node[len("Project [") : -1]):
