@@ -21,7 +21,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from pyspark.sql import Column, DataFrame, Observation, SparkSession
+from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 
 from dbt.adapters.deltamerge.delta import (
@@ -138,11 +138,21 @@ def prepare(
         # query: the source and the clauses see one current time, as in Delta).
         plan = plan_merge(spec, merge, target, source_schema=source_df.schema, source_rows=0, pruning=None)
         return Prepared(snapshot, plan, source_df, started)
-    source, profile = checkpoint_with_aggregates(
-        source_df, "merge_source", [*profile_aggregates(spec, target.schema), _now()]
+    timed = uses_current_time(spec)
+    # The source's rows carry the current time of the query that computes them (Spark evaluates
+    # it once per query), so the clauses get the very instant the source saw, on a Connect session
+    # too (where the checkpoint is computed apart from the query observing it).
+    computed = (
+        source_df.withColumn(_NOW_NAME, F.expr("unix_micros(current_timestamp())")) if timed else source_df
     )
+    aggregates = [
+        *profile_aggregates(spec, target.schema),
+        *([F.max(_NOW_NAME).alias(_NOW_NAME)] if timed else []),
+    ]
+    source, profile = checkpoint_with_aggregates(computed, "merge_source", aggregates)
+    source = source.drop(_NOW_NAME) if timed else source
     materialized_ms = _since(started)
-    if uses_current_time(spec):
+    if timed and profile[_NOW_NAME] is not None:
         # The clauses run in later queries: they get the instant the source's query saw.
         instant = _EPOCH + dt.timedelta(microseconds=int(profile[_NOW_NAME]))
         spec = timed_spec(spec, instant, str(spark.conf.get("spark.sql.session.timeZone")))
@@ -155,13 +165,8 @@ def prepare(
     return Prepared(snapshot, plan, source, started, materialized_ms)
 
 
-_NOW_NAME = "merge_now_micros"
+_NOW_NAME = "_merge_now_micros"
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
-
-
-def _now() -> Column:
-    """The current time of the source's query (Spark evaluates it once per query), in microseconds."""
-    return F.max(F.expr("unix_micros(current_timestamp())")).alias(_NOW_NAME)
 
 
 def execute(spark: SparkSession, prepared: Prepared, *, dry_run: bool) -> Executed:
