@@ -178,9 +178,7 @@ def _outputs(
                 name = source_names[column.lower()]
                 # UPDATE * with schema evolution keeps the row's values of fields the source lacks.
                 kept = (
-                    qualified(spec.target_alias, column)
-                    if clause.action == "update" and evolving
-                    else None
+                    qualified(spec.target_alias, column) if clause.action == "update" and evolving else None
                 )
                 value = _by_name(
                     qualified(spec.source_alias, name),
@@ -248,18 +246,6 @@ def _assigned_value(
     problems: list[str],
 ) -> str | None:
     """A column's new value from its assignments: the whole column, or fields of it."""
-    whole = [item for item in items if not item[0]]
-    if whole and len(items) > 1:
-        listed = ", ".join("`" + ".".join([field.name, *path]) + "`" for path, _, _ in items)
-        problems.append(
-            f"{where}: [DELTA_CONFLICT_SET_COLUMN] There is a conflict from these SET columns: [{listed}]."
-        )
-        return None
-    if whole:
-        _, sql, source_type = whole[0]
-        if source_type is None:
-            return sql
-        return _by_name(sql, source_type, field.dataType, evolving, None, where, problems)
     try:
         return nested_update(qualified(spec.target_alias, field.name), field, items, missing_allowed=evolving)
     except AssignmentError as error:

@@ -147,15 +147,39 @@ def nested_update(
     *,
     missing_allowed: bool,
 ) -> str:
-    """The new value of ``column`` given assignments to its fields: ``(path below the column, SQL,
-    the SQL's type)``; ``stored`` is SQL of the row's value.
+    """The new value of ``column`` given its assignments: ``(path below the column (empty: the whole
+    column), SQL, the SQL's type or None)``; ``stored`` is SQL of the row's value.
 
     >>> v = T.StructField("v", T.StructType([T.StructField("a", T.IntegerType()),
     ...     T.StructField("b", T.StringType())]))
     >>> nested_update("t.v", v, [(("b",), "'x'", T.StringType())], missing_allowed=False)
     "named_struct('a', (t.v).`a`, 'b', 'x')"
     """
-    return _rebuild(stored, column.dataType, list(assigned), [column.name], missing_allowed)
+    return _value(stored, column.dataType, list(assigned), [column.name], missing_allowed)
+
+
+def _value(
+    stored: str,
+    data_type: T.DataType,
+    assigned: list[tuple[tuple[str, ...], str, T.DataType | None]],
+    at: list[str],
+    missing_allowed: bool,
+) -> str:
+    """One column's or field's value: assigned whole, rebuilt around assigned fields, or as stored."""
+    whole = [(sql, t) for p, sql, t in assigned if not p]
+    if whole and len(assigned) > 1:
+        listed = ", ".join("`" + ".".join([*at, *p]) + "`" for p, _, _ in assigned)
+        raise AssignmentError(
+            f"[DELTA_CONFLICT_SET_COLUMN] There is a conflict from these SET columns: [{listed}]."
+        )
+    if whole:
+        sql, source_type = whole[0]
+        return (
+            sql
+            if source_type is None
+            else by_name(sql, source_type, data_type, missing_allowed=missing_allowed)
+        )
+    return _rebuild(stored, data_type, assigned, at, missing_allowed) if assigned else stored
 
 
 def _rebuild(
@@ -180,25 +204,10 @@ def _rebuild(
             )
     parts = []
     for field in data_type.fields:
-        mine = [(p, sql, t) for p, sql, t in assigned if p[0].lower() == field.name.lower()]
+        mine = [(p[1:], sql, t) for p, sql, t in assigned if p[0].lower() == field.name.lower()]
         inner = f"({stored}).{quote_identifier(field.name)}"
-        whole = [(sql, t) for p, sql, t in mine if len(p) == 1]
-        if whole and len(mine) > 1:
-            listed = ", ".join("`" + ".".join([*at, *p]) + "`" for p, _, _ in mine)
-            raise AssignmentError(
-                f"[DELTA_CONFLICT_SET_COLUMN] There is a conflict from these SET columns: [{listed}]."
-            )
-        if whole:
-            sql, source_type = whole[0]
-            value = (
-                sql
-                if source_type is None
-                else by_name(sql, source_type, field.dataType, missing_allowed=missing_allowed)
-            )
-        elif mine:
-            below = [(p[1:], sql, t) for p, sql, t in mine]
-            value = _rebuild(inner, field.dataType, below, [*at, field.name], missing_allowed)
-        else:
-            value = inner
-        parts += [string_literal(field.name), value]
+        parts += [
+            string_literal(field.name),
+            _value(inner, field.dataType, mine, [*at, field.name], missing_allowed),
+        ]
     return f"named_struct({', '.join(parts)})"
