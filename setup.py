@@ -42,6 +42,8 @@ setup(
         "pyroaring>=1.0,<2",
         # Pure-Python Spark SQL parsing (data skipping predicates); its API moves between majors.
         "sqlglot>=30.30,<31",
+        # Object stores (S3, GCS, Azure) for the log and footers: conditional create, ranged reads.
+        "obstore>=0.12,<0.13",
     ],
     entry_points={"console_scripts": ["deltamerge-server=dbt.adapters.deltamerge.spark.server_cli:main"]},
     extras_require={

@@ -5,3 +5,6 @@ from __future__ import annotations
 import os
 
 ON_CONNECT = os.environ.get("DELTAMERGE_TEST_BACKEND", "session") == "connect"
+# ``DELTAMERGE_TEST_STORE=s3``: the tests marked ``s3`` on an S3 server (their own pytest run: Spark
+# gets the S3A connector when its JVM starts).
+ON_S3 = os.environ.get("DELTAMERGE_TEST_STORE", "local") == "s3"

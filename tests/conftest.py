@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.backend import ON_CONNECT
+from tests.backend import ON_CONNECT, ON_S3
 
 pytest_plugins = ["dbt.tests.fixtures.project"]
 
@@ -76,6 +76,23 @@ def cluster(tmp_path_factory: pytest.TempPathFactory):
 
 
 @pytest.fixture(scope="session")
+def s3_server(tmp_path_factory: pytest.TempPathFactory):
+    """A real S3 server (S3Proxy) for this process, its options set for the dbt process's stores."""
+    if not ON_S3:
+        pytest.skip("needs DELTAMERGE_TEST_STORE=s3")
+    from dbt.adapters.deltamerge.common.store_options import effective_options
+    from dbt.adapters.deltamerge.delta import object_storage
+    from tests.s3server import start_s3_server
+
+    server = start_s3_server(str(tmp_path_factory.mktemp("s3")))
+    # As a user would: the standard variables, read by the dbt process and Spark's JVM alike.
+    os.environ.update(server.options())
+    object_storage.configure(effective_options(os.environ, {}))
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
 def warehouse(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> str:
     if ON_CONNECT:
         return request.getfixturevalue("cluster").warehouse
@@ -90,6 +107,11 @@ def spark(request: pytest.FixtureRequest, warehouse: str):
         return connect_session(request.getfixturevalue("cluster").connect_url, dict(CONNECT_PARAMS))
     from dbt.adapters.deltamerge.spark.embedded import start_session
 
+    if ON_S3:
+        from dbt.adapters.deltamerge.spark.conf import object_store_conf
+
+        options = request.getfixturevalue("s3_server").options()
+        return start_session(warehouse, {**SPARK_PARAMS, **object_store_conf(options)})
     return start_session(warehouse, dict(SPARK_PARAMS))
 
 
@@ -105,7 +127,7 @@ def dbt_profile_target(request: pytest.FixtureRequest, warehouse: str, spark) ->
             "threads": 1,
             "server_side_parameters": dict(CONNECT_PARAMS),
         }
-    return {
+    target = {
         "type": "deltamerge",
         "method": "session",
         "schema": "analytics",
@@ -113,14 +135,25 @@ def dbt_profile_target(request: pytest.FixtureRequest, warehouse: str, spark) ->
         "threads": 1,
         "server_side_parameters": dict(SPARK_PARAMS),
     }
+    if ON_S3:
+        target["storage_options"] = {}  # the S3 server's variables are the environment's
+    return target
 
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "connect: also runs on the Spark Connect cluster backend by default")
     config.addinivalue_line("markers", "embedded_only: needs the embedded session (JVM access from the test)")
+    config.addinivalue_line(
+        "markers", "s3: runs on an S3 server (DELTAMERGE_TEST_STORE=s3, a run of its own)"
+    )
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    on_s3 = [item for item in items if item.get_closest_marker("s3") is not None]
+    if on_s3 or ON_S3:
+        keep = on_s3 if ON_S3 else [item for item in items if item.get_closest_marker("s3") is None]
+        config.hook.pytest_deselected(items=[i for i in items if i not in keep])
+        items[:] = keep
     if ON_CONNECT:
         run_all = os.environ.get("DELTAMERGE_CONNECT_ALL") == "1"
         keep = [

@@ -43,7 +43,7 @@ MAY_IMPORT: dict[str, set[str]] = {
     "merge": {"skipping", "delta", "common"},
     "cdc": {"merge", "skipping", "delta", "common"},
     "statements": {"merge", "skipping", "delta", "common", "binding"},
-    "spark": set(),
+    "spark": {"common"},
     "binding": {"delta", "common", "spark"},
     "model": {"cdc", "merge", "skipping", "delta", "common", "binding", "errors", "spark"},
 }

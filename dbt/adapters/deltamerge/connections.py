@@ -26,9 +26,15 @@ from dbt.adapters.spark.connections import SparkConnectionManager, SparkCredenti
 from dbt_common.dataclass_schema import StrEnum, ValidationError
 from dbt_common.exceptions import DbtDatabaseError, DbtRuntimeError
 
+from dbt.adapters.deltamerge.common.store_options import (
+    credential_environment,
+    effective_options,
+    is_object_uri,
+)
+from dbt.adapters.deltamerge.delta import object_storage
 from dbt.adapters.deltamerge.namespace import expose_package_namespace
 from dbt.adapters.deltamerge.spark import connect, embedded, server, warm
-from dbt.adapters.deltamerge.spark.conf import DEFAULT_WAREHOUSE
+from dbt.adapters.deltamerge.spark.conf import DEFAULT_WAREHOUSE, object_store_conf
 from dbt.adapters.deltamerge.spark.logs import quiet_python_loggers
 from dbt.adapters.deltamerge.spark.process import PROCESS, freeze_imports
 from dbt.adapters.deltamerge.spark.warm import DEFAULT_IDLE_MINUTES, DEFAULT_WARMUP_ROUNDS
@@ -56,6 +62,10 @@ class DeltaMergeCredentials(SparkCredentials):
     warehouse: str = DEFAULT_WAREHOUSE
     server_idle_minutes: float = DEFAULT_IDLE_MINUTES
     server_warmup_rounds: int = DEFAULT_WARMUP_ROUNDS
+    # Object stores' endpoints and credentials, named as the clouds' environment variables
+    # (AWS_ENDPOINT_URL, AWS_ACCESS_KEY_ID, ...; they override the environment's). Set (even to {})
+    # to give the local Spark (`session`, `server`) Hadoop's S3A connector.
+    storage_options: dict[str, str] | None = None
 
     @classmethod
     def validate(cls, data: Any) -> None:
@@ -88,6 +98,12 @@ class DeltaMergeCredentials(SparkCredentials):
         if self.method == ConnectionMethod.CONNECT:
             connect.check_url(self.host)
         super().__post_init__()
+        if is_object_uri(self.warehouse):
+            raise DbtRuntimeError(
+                f"`warehouse` is {self.warehouse}: the warehouse holds the local metastore and must be a "
+                "local folder in this version; put tables on the object store with a model's "
+                "`location_root` (or a table's LOCATION)."
+            )
         # Relative to the dbt project's folder, not to where dbt runs (``--project-dir`` from elsewhere).
         self.warehouse = os.path.normpath(os.path.join(project_dir(), os.path.expanduser(self.warehouse)))
 
@@ -164,6 +180,18 @@ def _command_runs_queries() -> bool:
     return isinstance(which, str) and which not in _NO_QUERIES
 
 
+def store_settings(creds: DeltaMergeCredentials) -> dict[str, str]:
+    """Object stores for this process from the profile and the environment: the dbt process's
+    stores configured, the credentials handed to Spark's JVM through the environment (before it
+    starts), and Spark's S3A settings returned when the profile asks for them (``storage_options``)."""
+    options = effective_options(os.environ, creds.storage_options or {})
+    object_storage.configure(options)
+    if creds.storage_options is None:
+        return {}
+    os.environ.update(credential_environment(options))
+    return object_store_conf(options)
+
+
 def _warm_session(warehouse: str, overrides: dict[str, str], idle_minutes: float, warmup_rounds: int) -> Any:
     """A Spark Connect session on the warehouse's warm local server, started if none runs."""
     try:
@@ -199,7 +227,7 @@ class DeltaMergeConnectionManager(SparkConnectionManager):
         creds = profile.credentials
         server_method = isinstance(creds, DeltaMergeCredentials) and creds.method == ConnectionMethod.SERVER
         if server_method and _command_runs_queries():
-            params = dict(creds.server_side_parameters)
+            params = {**store_settings(creds), **creds.server_side_parameters}
             warm.prepare(
                 creds.warehouse, params, creds.server_idle_minutes, logger.info, creds.server_warmup_rounds
             )
@@ -219,7 +247,7 @@ class DeltaMergeConnectionManager(SparkConnectionManager):
             return super().open(connection)
         if connection.state == ConnectionState.OPEN:
             return connection
-        overrides = dict(creds.server_side_parameters)
+        overrides = {**store_settings(creds), **creds.server_side_parameters}
         quiet_python_loggers()
         if creds.method == ConnectionMethod.SERVER:
             if embedded.running():

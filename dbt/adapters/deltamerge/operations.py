@@ -42,6 +42,7 @@ from dbt.adapters.deltamerge.delta import (
     read_changes,
     set_descriptions,
     storage,
+    table_path_of,
     vacuum,
 )
 from dbt.adapters.deltamerge.errors import ModelWriteError
@@ -344,7 +345,7 @@ def _split(spark: SparkSession, name: str) -> tuple[str, str]:
 def _check_free(spark: SparkSession, schema: str, identifier: str, path: str) -> None:
     bound = binding.binding(spark, schema, identifier)
     if spark.catalog.tableExists(binding.table_name(schema, identifier)) and (
-        bound is None or os.path.abspath(bound[0]) != os.path.abspath(path)
+        bound is None or table_path_of(bound[0]) != table_path_of(path)
     ):
         raise ConvertError(
             f"convert_to_delta: relation_name {schema}.{identifier} already names another table; "

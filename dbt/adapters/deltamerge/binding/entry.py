@@ -23,6 +23,7 @@ from pyspark.errors import AnalysisException
 from pyspark.sql import SparkSession
 from pyspark.sql import types as T
 
+from dbt.adapters.deltamerge.binding import manifest
 from dbt.adapters.deltamerge.binding import view as binding_view
 from dbt.adapters.deltamerge.binding.links import (
     BINDINGS_DIR,
@@ -33,8 +34,10 @@ from dbt.adapters.deltamerge.binding.links import (
 )
 from dbt.adapters.deltamerge.common.sql import column_definitions, quote_identifier, string_literal
 from dbt.adapters.deltamerge.delta import (
+    DeltaError,
     Snapshot,
     crash_point,
+    mapping_mode,
     schema_from_json,
     storage,
     table_path_of,
@@ -154,12 +157,18 @@ def bind(
     name = table_name(schema, identifier)
     if current is None or registering:
         current = {} if registering else _properties(spark, schema, identifier)
-    root = registered_root(spark, snapshot.table_path) if registering else _root(current, snapshot.table_path)
-    # Links first: the entry is missing only for the statements that replace it.
-    folder = None if delta_jars_available(spark) else link_version(spark, snapshot, root)
+    on_store = storage.on_object_store(snapshot.table_path)
+    root = (
+        registered_root(spark, snapshot.table_path)
+        if registering and not on_store
+        else _root(current, snapshot.table_path)
+    )
+    # Files first: the entry is missing only for the statements that replace it.
+    folder = None if delta_jars_available(spark) else _version_folder(spark, snapshot, root, on_store)
     if folder is not None and not folder.startswith(root + os.sep):
         root = bindings_root(snapshot.table_path)  # the warehouse is on another file system
-    masked = folder is not None and binding_view.has_masks(folder)
+    # On an object store the entry is always a view over the manifest's files (``manifest``).
+    masked = folder is not None and (on_store or binding_view.has_masks(folder))
     files = binding_view.files_identifier(identifier)
     props = (
         f"TBLPROPERTIES ('{LOCATION_PROPERTY}' = {string_literal(snapshot.table_path)}, "
@@ -188,20 +197,61 @@ def bind(
             spark.sql(f"CREATE TABLE {name} USING delta LOCATION {location} {props}")
             storage.delete_file(marker, missing_ok=True)
             return
-        description = snapshot.metadata.description
-        comment = f"COMMENT {string_literal(description[:TABLE_COMMENT_LIMIT])}" if description else ""
-        columns = _catalog_schema(schema_from_json(snapshot.metadata.schema_string))
-        if masked:
-            files_of = f"{schema}.{identifier}"
-            files_props = f"TBLPROPERTIES ('{binding_view.FILES_OF_PROPERTY}' = {string_literal(files_of)})"
-            _create_files_table(spark, table_name(schema, files), snapshot, columns, folder, "", files_props)
-            spark.sql(
-                binding_view.view_statement(name, table_name(schema, files), folder, columns, comment, props)
-            )
-        else:
-            _create_files_table(spark, name, snapshot, columns, folder, comment, props)
+        _create_entry(spark, schema, identifier, snapshot, folder, props, masked=masked, on_store=on_store)
         storage.delete_file(marker, missing_ok=True)
     prune_bindings(root, keep=KEEP_BINDINGS)
+
+
+def _create_entry(
+    spark: SparkSession,
+    schema: str,
+    identifier: str,
+    snapshot: Snapshot,
+    folder: str,
+    props: str,
+    *,
+    masked: bool,
+    on_store: bool,
+) -> None:
+    """The entry over a version folder: a ``USING parquet`` table, or a view over the files table
+    (deleted rows left out; on an object store, always, with partition values from the paths)."""
+    name, files = (
+        table_name(schema, identifier),
+        table_name(schema, binding_view.files_identifier(identifier)),
+    )
+    description = snapshot.metadata.description
+    comment = f"COMMENT {string_literal(description[:TABLE_COMMENT_LIMIT])}" if description else ""
+    columns = _catalog_schema(schema_from_json(snapshot.metadata.schema_string))
+    if not masked:
+        _create_files_table(spark, name, snapshot, columns, folder, comment, props)
+        return
+    files_of = string_literal(f"{schema}.{identifier}")
+    files_props = f"TBLPROPERTIES ('{binding_view.FILES_OF_PROPERTY}' = {files_of})"
+    if on_store:
+        partitions = set(snapshot.partition_columns)
+        data = T.StructType([f for f in columns.fields if f.name not in partitions])
+        spark.sql(manifest.files_table_statement(files, data, folder, files_props))
+        has_masks = binding_view.has_masks(folder)
+        spark.sql(
+            manifest.view_statement(name, files, snapshot, folder, columns, comment, props, masked=has_masks)
+        )
+        return
+    _create_files_table(spark, files, snapshot, columns, folder, "", files_props)
+    spark.sql(binding_view.view_statement(name, files, folder, columns, comment, props))
+
+
+def _version_folder(spark: SparkSession, snapshot: Snapshot, root: str, on_store: bool) -> str:
+    """The folder naming ``snapshot``'s live files: hard links on a local disk, Spark's file-sink
+    manifest on an object store (which has no links)."""
+    if not on_store:
+        return link_version(spark, snapshot, root)
+    if mapping_mode(snapshot.metadata.configuration) != "none":
+        raise DeltaError(
+            f"Delta table at {snapshot.table_path}: a table that maps column names (delta.columnMapping"
+            ".mode) cannot be bound in Spark's catalog on an object store without Delta's jars in this "
+            "version (its files hold physical names); add delta-spark to the cluster to read it by name."
+        )
+    return manifest.manifest_version(snapshot, root)
 
 
 def _bound_since(spark: SparkSession, schema: str, identifier: str, snapshot: Snapshot) -> bool:

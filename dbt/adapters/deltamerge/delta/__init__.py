@@ -93,6 +93,7 @@ from dbt.adapters.deltamerge.delta.errors import (
     ConcurrentModification,
     DeltaError,
     DeltaSchemaError,
+    StorageError,
     UnsupportedTableFeature,
 )
 from dbt.adapters.deltamerge.delta.faults import CDC_POINTS, POINTS, crash_point
@@ -138,6 +139,7 @@ from dbt.adapters.deltamerge.delta.log.schema import find_field, schema_from_jso
 from dbt.adapters.deltamerge.delta.log.snapshot import AddFile, Snapshot, has_delta_log, load_snapshot
 from dbt.adapters.deltamerge.delta.log.vector_files import vector_file, z85_encode
 from dbt.adapters.deltamerge.delta.paths import (
+    escape_partition_value,
     local_path,
     parse_partition_folder,
     partition_folder,
@@ -226,6 +228,7 @@ __all__ = [
     "ReadSet",
     "Redefinition",
     "Snapshot",
+    "StorageError",
     "TableChange",
     "TableLocation",
     "UnsupportedTableFeature",
@@ -262,6 +265,7 @@ __all__ = [
     "describe",
     "dml_metrics",
     "enforced",
+    "escape_partition_value",
     "evolved_schema",
     "execution_time",
     "explicit_values_refused",

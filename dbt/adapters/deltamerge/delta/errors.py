@@ -27,3 +27,7 @@ class NotADeltaTable(DeltaError):
 
 class ConcurrentModification(DeltaError):
     """Another writer committed a conflicting version first."""
+
+
+class StorageError(DeltaError):
+    """The dbt process could not read or write a path of a table (a local file or an object)."""

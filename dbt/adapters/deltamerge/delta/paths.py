@@ -12,6 +12,9 @@ import os
 from collections.abc import Mapping
 from urllib.parse import quote, unquote
 
+from dbt.adapters.deltamerge.common.store_options import is_object_uri, refused_scheme
+from dbt.adapters.deltamerge.delta.errors import StorageError
+
 HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"
 
 # Spark's ExternalCatalogUtils.charToEscape.
@@ -83,14 +86,32 @@ def encode_add_path(relative_path: str) -> str:
 
 
 def local_path(table_path: str, add_path: str) -> str:
-    """The local file an ``add.path`` (relative or absolute URI) refers to."""
-    if add_path.startswith("file:") or add_path.startswith("/"):
+    """The file an ``add.path`` (relative, or an absolute URI) refers to: a local path, or an
+    object-store URI for a table on one.
+
+    >>> local_path("s3a://lake/t", "k=a%20b/part-0.parquet"), local_path("/w/t", "file:/x/p.parquet")
+    ('s3a://lake/t/k=a b/part-0.parquet', '/x/p.parquet')
+    """
+    if add_path.startswith("file:") or add_path.startswith("/") or is_object_uri(add_path):
         return table_path_of(add_path)
     return os.path.join(table_path, unquote(add_path))
 
 
 def table_path_of(location: str) -> str:
-    """A local absolute table path from a location string (plain path or ``file:`` URI)."""
+    """A table's path from a location string: a local absolute path (from a plain path or a
+    ``file:`` URI), or an object-store URI as given (no trailing slash).
+
+    >>> table_path_of("file:/w/s.db/t"), table_path_of("s3://lake/wh/t/")
+    ('/w/s.db/t', 's3://lake/wh/t')
+    """
+    if is_object_uri(location):
+        return location.rstrip("/")
+    refused = refused_scheme(location)
+    if refused:
+        raise StorageError(
+            f"{location} is on {refused}, where a Delta commit cannot be made safely (no conditional "
+            "create); use a local path, s3:// (or s3a://), gs:// or abfss://."
+        )
     if location.startswith("file:"):
         location = "/" + unquote(location[len("file:") :]).lstrip("/")
     return os.path.abspath(location)

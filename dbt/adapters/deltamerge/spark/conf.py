@@ -9,6 +9,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from dbt.adapters.deltamerge.common.store_options import hadoop_conf
+
 DEFAULT_WAREHOUSE = "./warehouse"
 
 
@@ -81,6 +83,23 @@ def session_conf(warehouse: str, overrides: dict[str, str]) -> dict[str, str]:
     conf["spark.driver.extraJavaOptions"] = f"-Dderby.system.home={warehouse} {JVM_OPTIONS}"
     conf.update(overrides)
     return conf
+
+
+# Hadoop's S3A connector for the Hadoop pyspark bundles (3.5.0), with the AWS SDK bundle it was
+# released with (resolved by Ivy from Maven Central once, then from its cache, ~/.ivy2.5.2).
+S3A_PACKAGES = "org.apache.hadoop:hadoop-aws:3.5.0"
+
+
+def object_store_conf(options: dict[str, str]) -> dict[str, str]:
+    """Spark's settings to reach object stores with ``options`` (``common.store_options``): the S3A
+    connector's jars, its endpoint and region. Credentials are not settings: the JVM reads them from
+    its environment (``store_options.credential_environment``).
+
+    >>> conf = object_store_conf({"AWS_REGION": "eu-west-1"})
+    >>> conf["spark.jars.packages"], conf["spark.hadoop.fs.s3a.endpoint.region"]
+    ('org.apache.hadoop:hadoop-aws:3.5.0', 'eu-west-1')
+    """
+    return {"spark.jars.packages": S3A_PACKAGES, **hadoop_conf(options)}
 
 
 def driver_memory(machine_bytes: int | None) -> str:

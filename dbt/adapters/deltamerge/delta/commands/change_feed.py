@@ -17,19 +17,22 @@ from __future__ import annotations
 import datetime as dt
 import os
 from collections.abc import Iterable
+from functools import reduce
 from typing import Any
+from urllib.parse import unquote
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from dbt.adapters.deltamerge.common.sql import quote_identifier
+from dbt.adapters.deltamerge.delta import storage
 from dbt.adapters.deltamerge.delta.data.files import CHANGE_DATA_DIR, CHANGE_TYPE
 from dbt.adapters.deltamerge.delta.errors import DeltaError, UnsupportedTableFeature
 from dbt.adapters.deltamerge.delta.log.mapping import mapping_mode
 from dbt.adapters.deltamerge.delta.log.protocol import change_data_feed_enabled
 from dbt.adapters.deltamerge.delta.log.snapshot import Snapshot, load_snapshot
-from dbt.adapters.deltamerge.delta.paths import local_path
+from dbt.adapters.deltamerge.delta.paths import local_path, parse_partition_folder, partition_folder
 from dbt.adapters.deltamerge.delta.txn.commit import latest_version, read_commit
 
 COMMIT_VERSION, COMMIT_TIMESTAMP = "_commit_version", "_commit_timestamp"
@@ -144,17 +147,48 @@ def _read(
     if with_change_type:
         schema = T.StructType([*schema.fields, T.StructField(CHANGE_TYPE, T.StringType())])
     reader = spark.read.schema(schema)
-    if snapshot.partition_columns:
-        reader = reader.option("basePath", base)
-    files = [local_path(snapshot.table_path, p) for p in paths]
-    return reader.parquet(*files)
+    if not snapshot.partition_columns:
+        return reader.parquet(*[local_path(snapshot.table_path, p) for p in paths])
+    columns = snapshot.partition_columns
+    by_values: dict[tuple[tuple[str, str | None], ...], list[str]] = {}
+    for path in paths:
+        values = parse_partition_folder(os.path.dirname(unquote(path)), columns)
+        by_values.setdefault(tuple(values.items()), []).append(path)
+    in_folders = all(
+        os.path.dirname(unquote(p)).removeprefix(CHANGE_DATA_DIR + "/") == partition_folder(columns, dict(v))
+        for v, group in by_values.items()
+        for p in group
+    )
+    if in_folders:  # Spark's partition inference reads the values from the folders
+        files = [local_path(snapshot.table_path, p) for p in paths]
+        return reader.option("basePath", base).parquet(*files)
+    # Files outside their partition folders (an object store's ``w<uuid>/`` folders): one scan per
+    # partition, its values from the folder names the file's path ends with.
+    data = T.StructType([f for f in schema.fields if f.name not in columns])
+    frames = []
+    for key, group in by_values.items():
+        known = dict(key)
+        rows = spark.read.schema(data).parquet(*[local_path(snapshot.table_path, p) for p in group])
+        frames.append(
+            rows.select(
+                *[
+                    F.lit(known[f.name]).cast(f.dataType).alias(f.name)
+                    if f.name in known
+                    else F.col(quote_identifier(f.name))
+                    for f in schema.fields
+                ]
+            )
+        )
+    return reduce(DataFrame.unionAll, frames)
 
 
 def _timestamp(table_path: str, version: int, actions: list[dict[str, Any]]) -> dt.datetime:
     info: dict[str, Any] = next((a["commitInfo"] for a in actions if "commitInfo" in a), {})
     millis = info.get("inCommitTimestamp") or info.get("timestamp")
     if millis is None:
-        millis = os.path.getmtime(os.path.join(table_path, "_delta_log", f"{version:020d}.json")) * 1000
+        millis = (
+            storage.size_and_mtime(os.path.join(table_path, "_delta_log", f"{version:020d}.json"))[1] * 1000
+        )
     return dt.datetime.fromtimestamp(millis / 1000)
 
 

@@ -36,7 +36,7 @@ from dbt.adapters.deltamerge.delta.log.schema import (
     to_delta_schema,
 )
 from dbt.adapters.deltamerge.delta.log.stats import DEFAULT_NUM_INDEXED_COLS
-from dbt.adapters.deltamerge.delta.paths import encode_add_path
+from dbt.adapters.deltamerge.delta.paths import encode_add_path, table_path_of
 from dbt.adapters.deltamerge.delta.txn.commit import (
     CommitInfo,
     encode_actions,
@@ -72,7 +72,7 @@ def convert_to_delta(
     source_name: str | None = None,
 ) -> ConvertResult:
     """Convert the parquet files under ``path`` into version 0 of a Delta table there."""
-    path = os.path.abspath(path)
+    path = table_path_of(path)
     name = source_name or path
     if not storage.is_dir(path):
         raise ConvertError(f"CONVERT TO DELTA: {name}: no directory at {path}")

@@ -1,9 +1,13 @@
 """Writing a Spark DataFrame as new data files of a Delta table.
 
-Spark writes parquet into a staging folder inside the table (hidden by its ``_`` prefix,
-so no Delta or Hive reader lists it); each file is then renamed to its final place
-under its partition folder and described by an ``add`` action with statistics from its
-footer. Files become part of the table only when a commit references them.
+On a local disk Spark writes parquet into a staging folder inside the table (hidden by its
+``_`` prefix, so no Delta or Hive reader lists it); each file is then renamed to its final place
+under its partition folder. An object store has no rename: there Spark writes into a folder of
+the table named for the write (``w<uuid>/``, then Spark's partition folders), where the files stay
+(``add.path`` names them there, as Delta allows any relative path); a write that fails or is
+killed leaves files no commit names, which VACUUM removes as any orphan. Each file is described by
+an ``add`` action with statistics from its footer; files become part of the table only when a
+commit references them.
 """
 
 from __future__ import annotations
@@ -58,7 +62,7 @@ def write_data_and_changes(
     under ``_change_data/`` in the same partition layout.
     """
     flagged = df.withColumn(_CDC_PARTITION, F.col(CHANGE_TYPE).isNotNull())
-    staging = os.path.join(table_path, STAGING_DIR, uuid.uuid4().hex)
+    staging, kept = _write_folder(table_path)
     writer = flagged.write.mode("error").option("compression", "snappy")
     try:
         crash_point("before_data_files")
@@ -70,7 +74,15 @@ def write_data_and_changes(
         changes: list[ChangeFile] = []
         for relative in _staged_files(staging):
             flag, _, rest = relative.partition(os.sep)
-            if flag == f"{_CDC_PARTITION}=true":
+            if kept:
+                at = os.path.join(os.path.basename(staging), relative)
+                if flag == f"{_CDC_PARTITION}=true":
+                    changes.append(_describe_change(table_path, at, rest, partition_columns))
+                else:
+                    data.append(
+                        _describe(table_path, at, rest, partition_columns, data_schema, num_indexed_cols)
+                    )
+            elif flag == f"{_CDC_PARTITION}=true":
                 changes.append(_place_change(staging, table_path, relative, rest, partition_columns))
             else:
                 placed = _place(
@@ -78,9 +90,14 @@ def write_data_and_changes(
                 )
                 data.append(placed)
         return _without_empty(table_path, data), changes
+    except BaseException:
+        if kept:
+            storage.delete_tree(staging)
+        raise
     finally:
-        storage.delete_tree(staging)
-        _remove_if_empty(os.path.join(table_path, STAGING_DIR))
+        if not kept:
+            storage.delete_tree(staging)
+            _remove_if_empty(os.path.join(table_path, STAGING_DIR))
 
 
 def _place_change(
@@ -90,9 +107,23 @@ def _place_change(
     final = os.path.join(table_path, destination)
     storage.make_dirs(os.path.dirname(final))
     storage.rename(os.path.join(staging, relative), final)
-    folder = os.path.dirname(rest)
+    return _describe_change(table_path, destination, rest, partition_columns)
+
+
+def _describe_change(table_path: str, at: str, partitioned: str, partition_columns: list[str]) -> ChangeFile:
+    """The ``cdc`` action of the change file at ``at`` (relative to the table; ``partitioned``: its
+    path from its partition folders on)."""
+    folder = os.path.dirname(partitioned)
     values = parse_partition_folder(folder, partition_columns) if partition_columns else {}
-    return ChangeFile(encode_add_path(destination), storage.size_and_mtime(final)[0], values)
+    return ChangeFile(encode_add_path(at), storage.size_and_mtime(os.path.join(table_path, at))[0], values)
+
+
+def _write_folder(table_path: str) -> tuple[str, bool]:
+    """Where Spark writes a new set of files, and whether they stay there (an object store) or are
+    staged to be renamed into their partition folders (a local disk)."""
+    if storage.on_object_store(table_path):
+        return os.path.join(table_path, f"w{uuid.uuid4().hex}"), True
+    return os.path.join(table_path, STAGING_DIR, uuid.uuid4().hex), False
 
 
 def _without_empty(table_path: str, placed: list[WrittenFile]) -> list[WrittenFile]:
@@ -112,7 +143,7 @@ def write_data_files(
 ) -> list[WrittenFile]:
     """Write ``df`` (already in table column order and types) as parquet files of the table
     (``unindexed``: columns not in the schema, such as materialized row ids: no statistics)."""
-    staging = os.path.join(table_path, STAGING_DIR, uuid.uuid4().hex)
+    staging, kept = _write_folder(table_path)
     writer = df.write.mode("error").option("compression", "snappy")
     if partition_columns:
         writer = writer.partitionBy(*partition_columns)
@@ -122,14 +153,24 @@ def write_data_files(
         crash_point("after_staging")
         skip = {*partition_columns, *unindexed}
         data_schema = T.StructType([f for f in df.schema.fields if f.name not in skip])
+        prefix = os.path.basename(staging)
         placed = [
-            _place(staging, table_path, rel, partition_columns, data_schema, num_indexed_cols)
+            _describe(
+                table_path, os.path.join(prefix, rel), rel, partition_columns, data_schema, num_indexed_cols
+            )
+            if kept
+            else _place(staging, table_path, rel, partition_columns, data_schema, num_indexed_cols)
             for rel in _staged_files(staging)
         ]
         return _without_empty(table_path, placed)
+    except BaseException:
+        if kept:
+            storage.delete_tree(staging)
+        raise
     finally:
-        storage.delete_tree(staging)
-        _remove_if_empty(os.path.join(table_path, STAGING_DIR))
+        if not kept:
+            storage.delete_tree(staging)
+            _remove_if_empty(os.path.join(table_path, STAGING_DIR))
 
 
 def _staged_files(root: str) -> list[str]:
@@ -164,11 +205,25 @@ def _place(
     storage.make_dirs(os.path.dirname(final))
     storage.rename(os.path.join(staging, staged or relative), final)
     crash_point("mid_placement")
+    return _describe(table_path, relative, relative, partition_columns, data_schema, num_indexed_cols)
+
+
+def _describe(
+    table_path: str,
+    at: str,
+    partitioned: str,
+    partition_columns: list[str],
+    data_schema: T.StructType,
+    num_indexed_cols: int,
+) -> WrittenFile:
+    """The ``add`` of the data file at ``at`` (relative to the table; ``partitioned``: its path from
+    its partition folders on), with statistics from its footer."""
+    final = os.path.join(table_path, at)
     stats = file_stats(final, data_schema, num_indexed_cols)
-    folder = os.path.dirname(relative)
+    folder = os.path.dirname(partitioned)
     values = parse_partition_folder(folder, partition_columns) if partition_columns else {}
     return WrittenFile(
-        path=encode_add_path(relative),
+        path=encode_add_path(at),
         size=storage.size_and_mtime(final)[0],
         partition_values=values,
         stats=stats_to_json(stats),

@@ -7,10 +7,10 @@ after a file was written read as null and partition values come back typed.
 
 from __future__ import annotations
 
-import os
 from collections import Counter
 from collections.abc import Sequence
 from functools import reduce
+from urllib.parse import unquote
 
 import numpy as np
 import pyarrow as pa
@@ -30,7 +30,7 @@ from dbt.adapters.deltamerge.delta.log.row_ids import (
     materialized_fields,
 )
 from dbt.adapters.deltamerge.delta.log.snapshot import AddFile, Snapshot
-from dbt.adapters.deltamerge.delta.paths import local_path, table_path_of
+from dbt.adapters.deltamerge.delta.paths import local_path, partition_folder, table_path_of
 
 _DELETED_FILE, _DELETED_ROW = "_deleted_file", "_deleted_row_index"
 _FILE, _ROW = "_live_file", "_live_row_index"
@@ -63,7 +63,9 @@ def read_files(
         if positions:
             extra += [T.StructField(FILE_URI, T.StringType()), T.StructField(ROW_INDEX, T.LongType())]
         return spark.createDataFrame([], T.StructType([*schema.fields, *extra]))
-    if mapping_mode(snapshot.metadata.configuration) in ("name", "id"):
+    if mapping_mode(snapshot.metadata.configuration) in ("name", "id") or not _in_partition_folders(
+        snapshot.partition_columns, files
+    ):
         return _read_mapped(spark, snapshot, files, hidden, positions)
     fields = [*schema.fields, *(materialized_fields(hidden) if hidden else [])]
     reader = spark.read.schema(T.StructType(fields))
@@ -123,6 +125,25 @@ def _stable(hidden: tuple[str, str] | None, paths: Sequence[str], files: Sequenc
     return stable_columns(hidden, file_path(), defaults)
 
 
+def _in_partition_folders(columns: Sequence[str], files: Sequence[AddFile]) -> bool:
+    """Whether each file lies in its partition's folder right under the table (``k=v/part-0``), so
+    that Spark infers its partition values from the path; otherwise (a file written elsewhere, such
+    as ``w<uuid>/k=v/...`` on an object store, or by a writer with random prefixes) the read takes
+    them from the log. Unpartitioned tables: always.
+
+    >>> from types import SimpleNamespace as F
+    >>> _in_partition_folders(["k"], [F(path="k=1/p.parquet", partition_values={"k": "1"})])
+    True
+    >>> _in_partition_folders(["k"], [F(path="w1/k=1/p.parquet", partition_values={"k": "1"})])
+    False
+    """
+    if not columns:
+        return True
+    return all(
+        unquote(f.path).startswith(partition_folder(list(columns), f.partition_values) + "/") for f in files
+    )
+
+
 def _read_mapped(
     spark: SparkSession,
     snapshot: Snapshot,
@@ -130,9 +151,10 @@ def _read_mapped(
     hidden: tuple[str, str] | None,
     positions: bool,
 ) -> DataFrame:
-    """Column mapping: each group of files with one partition's values read by physical names
-    (mode ``name``) or parquet field ids (mode ``id``), returned under the schema's names with
-    the log's partition values.
+    """Column mapping, or files outside their partition folders: each group of files with one
+    partition's values read by physical names (mode ``name``; the names themselves without
+    mapping) or parquet field ids (mode ``id``), returned under the schema's names with the log's
+    partition values.
 
     Spark resolves columns by field id only when the read schema carries ids and
     ``spark.sql.parquet.fieldId.read.enabled`` is on; a read schema without ids (every other
@@ -193,14 +215,12 @@ def _live(
     over scans of their own, so only past ``_SIZE_SCANS`` of one size) are named by Spark's own
     name of them (``input_file_name``, as ``inputFiles`` spells it), their positions anti-joined.
     """
-    vectors = {
-        os.path.abspath(p): f.deleted_rows for p, f in zip(paths, files, strict=True) if f.deleted_rows
-    }
+    vectors = {table_path_of(p): f.deleted_rows for p, f in zip(paths, files, strict=True) if f.deleted_rows}
     if not vectors:
         return rows
     # The sizes Spark reads (``_metadata.file_size`` is the file's length, not the log's record).
     lengths = known if known is not None else [storage.size_and_mtime(p)[0] for p in paths]
-    sizes = {os.path.abspath(p): size for p, size in zip(paths, lengths, strict=True)}
+    sizes = {table_path_of(p): size for p, size in zip(paths, lengths, strict=True)}
     shared = {size for size, n in Counter(sizes.values()).items() if n > 1}
     by_size = {
         sizes[p]: deleted

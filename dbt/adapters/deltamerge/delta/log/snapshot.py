@@ -176,7 +176,9 @@ def load_snapshot(location: TableLocation | str, version: int | None = None) -> 
             )
         return None
     try:
-        table = DeltaTable(table_path, version=version, storage_options=dict(where.options) or None)
+        table = DeltaTable(
+            table_path, version=version, storage_options=storage.table_options(table_path, where.options)
+        )
     except DeltaLakeError as error:
         raise _unreadable(table_path, error) from error
     return _snapshot_of(table, where)

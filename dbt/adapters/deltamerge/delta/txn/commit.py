@@ -266,7 +266,9 @@ def _holds_txn(actions: list[dict[str, Any]], app_id: str, txn_version: int) -> 
 def _transaction_version(table_path: str, app_id: str) -> int | None:
     from deltalake import DeltaTable
 
-    version = DeltaTable(table_path).transaction_version(app_id)
+    version = DeltaTable(table_path, storage_options=storage.table_options(table_path)).transaction_version(
+        app_id
+    )
     return None if version is None else int(version)
 
 
@@ -289,7 +291,9 @@ def maybe_checkpoint(table_path: str, version: int, interval: int) -> bool:
     from deltalake import DeltaTable
 
     try:
-        DeltaTable(table_path, version=version).create_checkpoint()
+        DeltaTable(
+            table_path, version=version, storage_options=storage.table_options(table_path)
+        ).create_checkpoint()
     except Exception as exc:  # whatever failed, the commit stands
         _LOG.warning("Delta table at %s: checkpoint of version %s failed (%s)", table_path, version, exc)
         return False
@@ -311,6 +315,6 @@ def clean_expired_logs(table_path: str, configuration: Mapping[str, str]) -> Non
     from deltalake import DeltaTable
 
     try:
-        DeltaTable(table_path).cleanup_metadata()
+        DeltaTable(table_path, storage_options=storage.table_options(table_path)).cleanup_metadata()
     except Exception as exc:  # whatever failed, the commit stands
         _LOG.warning("Delta table at %s: log cleanup failed (%s)", table_path, exc)

@@ -1,0 +1,163 @@
+"""Where a table's object store is and how to reach it: one place for endpoints and credentials.
+
+A table's location is a path on a local disk or an object-store URI: ``s3://`` / ``s3a://`` (S3 and
+S3-compatible stores through an endpoint), ``gs://``, ``abfss://`` / ``az://``. Both sides of the
+product must reach the same store with the same credentials: the dbt process (the Delta log, data
+files' footers, deletion vectors, through obstore) and Spark (data files, through Hadoop's
+connectors). Both are derived here from one set of options: each cloud's standard environment
+variables (``AWS_ACCESS_KEY_ID``, ``AWS_SECRET_ACCESS_KEY``, ``AWS_SESSION_TOKEN``, ``AWS_REGION``,
+``AWS_ENDPOINT_URL`` / ``AWS_ENDPOINT_URL_S3``, ``AWS_ALLOW_HTTP``; ``GOOGLE_*``; ``AZURE_*``),
+overlaid with the profile's ``storage_options`` (the same names). Values never print: ``redacted``
+is the one way options reach a message or a log.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from urllib.parse import urlsplit
+
+# A URI scheme of an object store -> the store's kind.
+OBJECT_SCHEMES = {"s3": "s3", "s3a": "s3", "gs": "gcs", "abfss": "azure", "abfs": "azure", "az": "azure"}
+# Schemes Spark or Hadoop know but this product cannot commit to safely (no conditional create).
+REFUSED_SCHEMES = {
+    "s3n": "Hadoop's retired s3n connector",
+    "wasb": "Azure's WASB driver (removed from Hadoop 3.5)",
+    "wasbs": "Azure's WASB driver (removed from Hadoop 3.5)",
+    "hdfs": "HDFS (not supported by this version)",
+    "http": "plain HTTP",
+    "https": "plain HTTP",
+    "dbfs": "the Databricks file system",
+}
+_PREFIXES = ("AWS_", "GOOGLE_", "AZURE_")
+_SECRET_WORDS = ("SECRET", "TOKEN", "KEY", "PASSWORD", "CREDENTIAL", "SAS")
+# S3's options as obstore's S3 store names them.
+_S3_KEYS = {
+    "AWS_ACCESS_KEY_ID": "aws_access_key_id",
+    "AWS_SECRET_ACCESS_KEY": "aws_secret_access_key",
+    "AWS_SESSION_TOKEN": "aws_session_token",
+    "AWS_REGION": "aws_region",
+    "AWS_DEFAULT_REGION": "aws_region",
+    "AWS_ENDPOINT_URL": "aws_endpoint",
+    "AWS_ENDPOINT_URL_S3": "aws_endpoint",
+}
+
+
+def is_object_uri(path: str) -> bool:
+    """Whether ``path`` names an object store (``s3://b/k`` yes; ``/w/t``, ``file:/w/t`` no).
+
+    >>> is_object_uri("s3a://lake/t"), is_object_uri("/w/t"), is_object_uri("file:/w/t")
+    (True, False, False)
+    """
+    return urlsplit(path).scheme.lower() in OBJECT_SCHEMES
+
+
+def refused_scheme(path: str) -> str | None:
+    """What ``path``'s store is when this product refuses it (no safe commit there), else None.
+
+    >>> refused_scheme("wasbs://c@a.blob.core.windows.net/t"), refused_scheme("s3://b/t")
+    ("Azure's WASB driver (removed from Hadoop 3.5)", None)
+    """
+    return REFUSED_SCHEMES.get(urlsplit(path).scheme.lower())
+
+
+def split_uri(uri: str) -> tuple[str, str, str]:
+    """``(scheme, bucket, key)`` of an object-store URI (the bucket of Azure is ``container@account``).
+
+    >>> split_uri("s3a://lake/wh/t/_delta_log/")
+    ('s3a', 'lake', 'wh/t/_delta_log')
+    """
+    parts = urlsplit(uri)
+    return parts.scheme.lower(), parts.netloc, parts.path.strip("/")
+
+
+def store_kind(uri: str) -> str:
+    """``s3``, ``gcs`` or ``azure``.
+
+    >>> store_kind("s3a://lake/t")
+    's3'
+    """
+    return OBJECT_SCHEMES[split_uri(uri)[0]]
+
+
+def effective_options(environment: Mapping[str, str], profile: Mapping[str, str]) -> dict[str, str]:
+    """The stores' options: the clouds' variables from ``environment``, overlaid by the profile's.
+
+    >>> effective_options({"AWS_REGION": "eu-west-1", "HOME": "/root"}, {"AWS_REGION": "us-east-1"})
+    {'AWS_REGION': 'us-east-1'}
+    """
+    found = {k: v for k, v in environment.items() if k.startswith(_PREFIXES) and v}
+    found.update({str(k).upper(): str(v) for k, v in profile.items() if v is not None})
+    return found
+
+
+def redacted(options: Mapping[str, str]) -> dict[str, str]:
+    """``options`` safe to print: every value of a secret-looking name replaced.
+
+    >>> redacted({"AWS_SECRET_ACCESS_KEY": "s", "AWS_REGION": "r", "AWS_ACCESS_KEY_ID": "AKIA"})
+    {'AWS_SECRET_ACCESS_KEY': '***', 'AWS_REGION': 'r', 'AWS_ACCESS_KEY_ID': '***'}
+    """
+    return {k: "***" if any(w in k.upper() for w in _SECRET_WORDS) else v for k, v in options.items()}
+
+
+def obstore_config(kind: str, options: Mapping[str, str]) -> tuple[dict[str, str], dict[str, object]]:
+    """obstore's ``(config, client_options)`` for a store of ``kind`` from the effective options.
+
+    >>> obstore_config("s3", {"AWS_ENDPOINT_URL": "http://127.0.0.1:9000", "AWS_REGION": "r"})
+    ({'aws_endpoint': 'http://127.0.0.1:9000', 'aws_region': 'r'}, {'allow_http': True})
+    """
+    config: dict[str, str] = {}
+    if kind == "s3":
+        for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"):
+            if name in options:
+                config[_S3_KEYS[name]] = options[name]
+        region = options.get("AWS_REGION") or options.get("AWS_DEFAULT_REGION")
+        endpoint = options.get("AWS_ENDPOINT_URL_S3") or options.get("AWS_ENDPOINT_URL")
+        if endpoint:
+            config["aws_endpoint"] = endpoint
+        if region:
+            config["aws_region"] = region
+    else:
+        prefix = "GOOGLE_" if kind == "gcs" else "AZURE_"
+        config = {k.lower(): v for k, v in options.items() if k.startswith(prefix)}
+    endpoint_text = config.get("aws_endpoint", "") or options.get("AZURE_STORAGE_ENDPOINT", "")
+    plain_http = endpoint_text.startswith("http://") or options.get("AWS_ALLOW_HTTP", "") == "true"
+    client: dict[str, object] = {"allow_http": True} if plain_http else {}
+    return config, client
+
+
+_CREDENTIALS = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE")
+
+
+def credential_environment(options: Mapping[str, str]) -> dict[str, str]:
+    """The credentials of ``options`` as the environment variables Spark's JVM reads them from (S3A's
+    default providers read ``AWS_*``): a secret goes to Spark through its process environment, never
+    a setting (pyspark puts settings on the JVM's command line, visible to every user of the machine).
+
+    >>> credential_environment({"AWS_ACCESS_KEY_ID": "k", "AWS_REGION": "r"})
+    {'AWS_ACCESS_KEY_ID': 'k'}
+    """
+    return {k: options[k] for k in _CREDENTIALS if options.get(k)}
+
+
+def hadoop_conf(options: Mapping[str, str]) -> dict[str, str]:
+    """Spark's settings for Hadoop's S3A connector from the effective options, credentials aside
+    (``credential_environment``); ``s3://`` is served by S3A too; a custom endpoint means an
+    S3-compatible store: path-style requests.
+
+    >>> conf = hadoop_conf({"AWS_ENDPOINT_URL": "http://127.0.0.1:9000", "AWS_SECRET_ACCESS_KEY": "s"})
+    >>> conf["spark.hadoop.fs.s3a.endpoint"], conf["spark.hadoop.fs.s3a.path.style.access"]
+    ('http://127.0.0.1:9000', 'true')
+    >>> any("s" == v for v in conf.values())
+    False
+    """
+    prefix = "spark.hadoop.fs.s3a."
+    conf = {"spark.hadoop.fs.s3.impl": "org.apache.hadoop.fs.s3a.S3AFileSystem"}
+    region = options.get("AWS_REGION") or options.get("AWS_DEFAULT_REGION")
+    if region:
+        conf[prefix + "endpoint.region"] = region
+    endpoint = options.get("AWS_ENDPOINT_URL_S3") or options.get("AWS_ENDPOINT_URL")
+    if endpoint:
+        conf[prefix + "endpoint"] = endpoint
+        conf[prefix + "path.style.access"] = "true"
+        conf[prefix + "connection.ssl.enabled"] = str(endpoint.startswith("https://")).lower()
+    return conf

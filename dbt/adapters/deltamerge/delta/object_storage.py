@@ -1,0 +1,254 @@
+"""The storage calls of the Delta layer on an object store (S3, GCS, Azure), through obstore.
+
+Why obstore: it is the Python face of the Rust ``object_store`` crate that delta-rs commits with,
+so a commit here is the same request delta-rs makes: one conditional create
+(``PutMode::Create``: S3 ``If-None-Match: *``, GCS ``ifGenerationMatch=0``, Azure
+``If-None-Match: *``), which of two writers exactly one wins. It also gives ranged reads (parquet
+footers, deletion vectors), listing from a key on, the SDKs' retries with backoff on throttling and
+5xx, and one client per bucket. fsspec's s3fs has no conditional create; pyarrow.fs neither.
+
+Object stores have no folders, renames or hard links: a "folder" is a key prefix (it exists while
+a key is under it; creating one does nothing), and data files are written by Spark at their final
+keys (``delta.data.files``), so no data file is ever copied here. Every failure names the store,
+the bucket and the operation (``StorageError``), never a credential.
+"""
+
+from __future__ import annotations
+
+import io
+import posixpath
+import threading
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import obstore
+from obstore.exceptions import (
+    AlreadyExistsError,
+    BaseError,
+    NotFoundError,
+    NotSupportedError,
+    PreconditionError,
+)
+from obstore.store import from_url
+
+from dbt.adapters.deltamerge.common.store_options import obstore_config, split_uri, store_kind
+from dbt.adapters.deltamerge.delta.errors import StorageError
+
+# obstore raises its own classes, and Python's FileNotFoundError / PermissionError for some.
+_MISSING = (NotFoundError, FileNotFoundError)
+_FAILED = (BaseError, OSError)
+
+
+class ObjectStoreError(StorageError):
+    """A request to an object store failed (the message names store, bucket and operation)."""
+
+
+class ConditionalCreateUnsupported(ObjectStoreError):
+    """The store cannot create an object only if it is absent: no commit is safe there."""
+
+
+class _Stores:
+    """The process's obstore clients, one per bucket, built from the options ``configure`` set."""
+
+    def __init__(self) -> None:
+        self.options: dict[str, str] = {}
+        self.clients: dict[tuple[str, str], Any] = {}
+        self.lock = threading.Lock()
+
+    def configure(self, options: Mapping[str, str]) -> None:
+        with self.lock:
+            if dict(options) != self.options:
+                self.options = dict(options)
+                self.clients.clear()
+
+    def client(self, uri: str) -> tuple[Any, str]:
+        scheme, bucket, key = split_uri(uri)
+        kind = store_kind(uri)
+        with self.lock:
+            found = self.clients.get((kind, bucket))
+            if found is None:
+                config, client_options = obstore_config(kind, self.options)
+                root = f"{'s3' if kind == 's3' else scheme}://{bucket}"
+                try:
+                    found = from_url(root, config=config, client_options=client_options)  # type: ignore[call-overload]
+                except _FAILED as error:
+                    raise ObjectStoreError(f"cannot reach {kind} bucket {bucket}: {error}") from error
+                self.clients[(kind, bucket)] = found
+        return found, key
+
+
+STORES = _Stores()
+
+
+def configure(options: Mapping[str, str]) -> None:
+    """Use ``options`` (``store_options.effective_options``) for every store from now on."""
+    STORES.configure(options)
+
+
+def deltalake_options() -> dict[str, str]:
+    """The options as deltalake (delta-rs) takes them, for the reads it serves here."""
+    options = dict(STORES.options)
+    endpoint = options.get("AWS_ENDPOINT_URL_S3") or options.get("AWS_ENDPOINT_URL") or ""
+    if endpoint.startswith("http://"):
+        options["AWS_ALLOW_HTTP"] = "true"
+    return options
+
+
+def _fail(action: str, uri: str, error: Exception) -> ObjectStoreError:
+    bucket = split_uri(uri)[1]
+    first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+    return ObjectStoreError(
+        f"cannot {action} {uri} ({store_kind(uri)} bucket {bucket!r}): {type(error).__name__}: {first}"
+    )
+
+
+def read_bytes(uri: str) -> bytes:
+    """The whole object ``uri``."""
+    store, key = STORES.client(uri)
+    try:
+        return bytes(obstore.get(store, key).bytes())
+    except _FAILED as error:
+        raise _fail("read", uri, error) from error
+
+
+class _Reader(io.RawIOBase):
+    """A seekable reader of one object: each read past the buffer is one ranged GET."""
+
+    def __init__(self, uri: str) -> None:
+        store, key = STORES.client(uri)
+        try:
+            self._file = obstore.open_reader(store, key, buffer_size=64 * 1024)
+        except _FAILED as error:
+            raise _fail("open", uri, error) from error
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        return int(self._file.seek(offset, whence))
+
+    def tell(self) -> int:
+        return int(self._file.tell())
+
+    def readinto(self, buffer: Any) -> int:
+        data = bytes(self._file.read(len(buffer)))
+        buffer[: len(data)] = data
+        return len(data)
+
+    def close(self) -> None:
+        self._file.close()
+        super().close()
+
+
+def open_input(uri: str) -> io.BufferedReader:
+    """``uri`` opened for reading, seekable (footers, deletion vectors: ranged reads)."""
+    return io.BufferedReader(_Reader(uri), buffer_size=64 * 1024)
+
+
+def put_if_absent(uri: str, data: bytes) -> bool:
+    """Create ``uri`` with ``data`` unless it exists (one conditional create); True if created.
+
+    Raises:
+        ConditionalCreateUnsupported: the store answered that it cannot create conditionally.
+    """
+    store, key = STORES.client(uri)
+    try:
+        obstore.put(store, key, data, mode="create")
+        return True
+    except (AlreadyExistsError, PreconditionError):
+        return False
+    except NotSupportedError as error:
+        bucket = split_uri(uri)[1]
+        raise ConditionalCreateUnsupported(
+            f"the {store_kind(uri)} store of bucket {bucket!r} cannot create an object only if it is "
+            f"absent ({error}): commits to it would not be safe against another writer, so nothing is "
+            "written there. Use a store with conditional writes (S3, GCS, Azure, or a compatible server)."
+        ) from error
+    except _FAILED as error:
+        if "501" in str(error) or "NotImplemented" in str(error):
+            raise ConditionalCreateUnsupported(
+                f"the {store_kind(uri)} store behind {uri} does not implement conditional writes "
+                "(If-None-Match): commits to it would not be safe against another writer, so nothing "
+                "is written there."
+            ) from error
+        raise _fail("write", uri, error) from error
+
+
+def write_new(uri: str, data: bytes) -> None:
+    """Write the new object ``uri`` (an existing one is an error, as a local ``open(..., "x")``)."""
+    if not put_if_absent(uri, data):
+        raise ObjectStoreError(f"cannot write {uri}: it exists already")
+
+
+def _entries(uri: str) -> tuple[list[str], list[str]]:
+    store, key = STORES.client(uri)
+    try:
+        listed = obstore.list_with_delimiter(store, f"{key}/" if key else None)
+    except _MISSING:
+        return [], []
+    except _FAILED as error:
+        raise _fail("list", uri, error) from error
+    folders = [posixpath.basename(p.rstrip("/")) for p in listed["common_prefixes"]]
+    names = [posixpath.basename(o["path"]) for o in listed["objects"]]
+    return folders, names
+
+
+def list_names(uri: str) -> list[str]:
+    """The names directly under the prefix ``uri`` (objects and "folders")."""
+    folders, names = _entries(uri)
+    return sorted({*folders, *names})
+
+
+def walk(root: str) -> Iterator[tuple[str, list[str], list[str]]]:
+    """Top-down ``(folder, dirs, names)`` under the prefix ``root``, as ``os.walk`` (pruning works)."""
+    pending = [root.rstrip("/")]
+    while pending:
+        folder = pending.pop()
+        dirs, names = _entries(folder)
+        if not dirs and not names and folder != root.rstrip("/"):
+            continue
+        yield folder, dirs, names
+        pending.extend(posixpath.join(folder, d) for d in reversed(dirs))
+
+
+def head(uri: str) -> tuple[int, float] | None:
+    """``(size, modification time in seconds)`` of the object ``uri``, None when there is none."""
+    store, key = STORES.client(uri)
+    try:
+        meta = obstore.head(store, key)
+    except _MISSING:
+        return None
+    except _FAILED as error:
+        raise _fail("look up", uri, error) from error
+    return int(meta["size"]), meta["last_modified"].timestamp()
+
+
+def is_dir(uri: str) -> bool:
+    """Whether any object lies under the prefix ``uri``."""
+    folders, names = _entries(uri)
+    return bool(folders or names)
+
+
+def delete(uri: str) -> None:
+    """Remove the object ``uri`` (no error when it is gone)."""
+    store, key = STORES.client(uri)
+    try:
+        obstore.delete(store, key)
+    except _MISSING:
+        return
+    except _FAILED as error:
+        raise _fail("delete", uri, error) from error
+
+
+def delete_prefix(uri: str) -> None:
+    """Remove every object under the prefix ``uri``."""
+    store, key = STORES.client(uri)
+    try:
+        keys = [meta["path"] for batch in obstore.list(store, f"{key.rstrip('/')}/") for meta in batch]
+        for start in range(0, len(keys), 1000):
+            obstore.delete(store, keys[start : start + 1000])
+    except _FAILED as error:
+        raise _fail("delete the objects under", uri, error) from error

@@ -1,0 +1,238 @@
+"""Delta tables on a real S3 server (S3Proxy on loopback): the engine writes data through Spark's S3A
+connector and commits through obstore's conditional create; delta-rs reads every table back.
+
+Run with ``DELTAMERGE_TEST_STORE=s3`` (``make test`` does: a pytest run of its own, since Spark
+takes the S3A connector when its JVM starts).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import uuid
+from typing import Any
+
+import pyarrow as pa
+import pytest
+from deltalake import DeltaTable, QueryBuilder
+
+from dbt.adapters.deltamerge.delta import (
+    ConcurrentModification,
+    StorageError,
+    WriteRequest,
+    load_snapshot,
+    object_storage,
+    storage,
+    write_dataframe,
+)
+from dbt.adapters.deltamerge.merge import MergeSpec, merge_into
+from dbt.adapters.deltamerge.statements.dml import delete_rows
+
+pytestmark = pytest.mark.s3
+
+
+def _table(s3_server: Any, name: str) -> str:
+    bucket = s3_server.make_bucket(f"lake-{uuid.uuid4().hex[:8]}")
+    return f"s3a://{bucket}/warehouse/{name}"
+
+
+def _delta(path: str, version: int | None = None) -> DeltaTable:
+    return DeltaTable(path, version=version, storage_options=storage.table_options(path))
+
+
+def _live(path: str) -> list[dict[str, Any]]:
+    query = QueryBuilder().register("t", _delta(path)).execute("select * from t")
+    return pa.table(query.read_all()).to_pylist()
+
+
+def _keys(s3_server: Any, path: str) -> list[str]:
+    """Every object of the table's bucket (read from the server's own folder, not through S3)."""
+    bucket = s3_server.root / path.split("/")[2]
+    return sorted(str(p.relative_to(bucket)) for p in bucket.rglob("*") if p.is_file())
+
+
+def test_conditional_create_has_exactly_one_winner_per_version(s3_server):
+    log = _table(s3_server, "race") + "/_delta_log"
+    winners: dict[int, list[int]] = {}
+
+    def writer(version: int, who: int) -> None:
+        if storage.put_if_absent(f"{log}/{version:020d}.json", json.dumps({"who": who}).encode()):
+            winners.setdefault(version, []).append(who)
+
+    for version in range(20):
+        threads = [threading.Thread(target=writer, args=(version, who)) for who in range(8)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    assert sorted(winners) == list(range(20))
+    assert all(len(won) == 1 for won in winners.values())
+    for version, (who,) in winners.items():
+        assert json.loads(storage.read_bytes(f"{log}/{version:020d}.json")) == {"who": who}
+    assert storage.list_names(log)[:2] == [f"{0:020d}.json", f"{1:020d}.json"]
+
+
+def test_write_merge_and_delete_on_s3_read_by_delta_rs(spark, s3_server):
+    path = _table(s3_server, "orders")
+    frame = spark.range(100).selectExpr("id", "cast(id % 3 as string) as day", "id * 10 as amount")
+    properties = {"delta.enableChangeDataFeed": "true", "delta.enableDeletionVectors": "true"}
+    created = write_dataframe(
+        spark, frame, WriteRequest(path, "create_or_replace", partition_by=("day",), properties=properties)
+    )
+    assert created.version == 0
+    assert _delta(path).version() == 0 and len(_live(path)) == 100
+
+    source = spark.createDataFrame([(5, "2", 1), (500, "1", 2)], "id long, day string, amount long")
+    spec = MergeSpec.from_config("orders", {"unique_key": "id", "source_alias": "s", "target_alias": "t"})
+    merged = merge_into(spark, source, load_snapshot(path), spec)  # type: ignore[arg-type]
+    metrics = merged.metrics
+    assert (metrics["numTargetRowsUpdated"], metrics["numTargetRowsInserted"]) == (1, 1)
+    deleted = delete_rows(spark, load_snapshot(path), "id < 10")  # type: ignore[arg-type]
+    assert deleted.metrics["numDeletedRows"] == 10
+
+    live = {row["id"]: row["amount"] for row in _live(path)}
+    assert len(live) == 91 and live[500] == 2 and 5 not in live and live[50] == 500
+    assert _delta(path).history()[0]["operation"] == "DELETE"
+    changes = pa.table(_delta(path).load_cdf(starting_version=1, ending_version=1).read_all()).to_pylist()
+    assert sorted((r["id"], r["_change_type"]) for r in changes) == [
+        (5, "update_postimage"),
+        (5, "update_preimage"),
+        (500, "insert"),
+    ]
+    keys = _keys(s3_server, path)
+    # Data files stay where Spark wrote them (a folder per write, then the partition folders); no
+    # staging folder is left, and nothing of the table lies outside its prefix.
+    data = [k for k in keys if k.endswith(".parquet") and "/_delta_log/" not in k]
+    assert data and all(k.split("/")[2].startswith("w") for k in data)
+    assert not [k for k in keys if "_deltamerge_staging" in k or "_temporary" in k]
+    assert all(k.startswith("warehouse/orders/") for k in keys)
+    commits = [k for k in keys if k.startswith("warehouse/orders/_delta_log/") and k.endswith(".json")]
+    assert len(commits) == 3
+
+
+def test_two_writers_append_concurrently_and_neither_is_lost(spark, s3_server):
+    path = _table(s3_server, "events")
+    write_dataframe(spark, spark.range(10), WriteRequest(path, "create_or_replace"))
+    base = load_snapshot(path)
+    assert base is not None
+    errors: list[BaseException] = []
+
+    def append(start: int) -> None:
+        try:
+            frame = spark.range(start, start + 5)
+            write_dataframe(spark, frame, WriteRequest(path, "append"))
+        except BaseException as error:
+            errors.append(error)
+
+    threads = [threading.Thread(target=append, args=(start,)) for start in (100, 200, 300)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert [e for e in errors if not isinstance(e, ConcurrentModification)] == []
+    assert _delta(path).version() == 3
+    assert len(_live(path)) == 25
+
+
+def test_stores_without_a_safe_commit_are_refused_by_name():
+    with pytest.raises(StorageError, match="WASB"):
+        load_snapshot("wasbs://container@account.blob.core.windows.net/t")
+    with pytest.raises(StorageError, match="HDFS"):
+        load_snapshot("hdfs://namenode/t")
+
+
+def test_a_missing_bucket_names_the_bucket_and_the_operation(s3_server):
+    with pytest.raises(StorageError) as raised:
+        storage.put_if_absent("s3a://no-such-bucket/t/_delta_log/00000000000000000000.json", b"{}")
+    assert "no-such-bucket" in str(raised.value) and "write" in str(raised.value)
+    assert object_storage.STORES.options["AWS_SECRET_ACCESS_KEY"] not in str(raised.value)
+
+
+SOURCE_V1 = (
+    "select 1 as id, 'placed' as status, date'2026-01-01' as day "
+    "union all select 2, 'placed', date'2026-01-01' union all select 3, 'placed', date'2026-01-02'"
+)
+SOURCE_V2 = (
+    "select 2 as id, 'shipped' as status, date'2026-01-01' as day "
+    "union all select 4, 'placed', date'2026-01-03'"
+)
+
+
+class TestModelsOnS3:
+    """dbt models whose ``location_root`` is on S3: a table, a delta_merge model with deletion
+    vectors and the change feed, and a downstream model that reads it through the catalog."""
+
+    @pytest.fixture(scope="class")
+    def lake(self, s3_server):
+        return f"s3a://{s3_server.make_bucket('lake')}/{uuid.uuid4().hex[:8]}"
+
+    @pytest.fixture(scope="class")
+    def models(self, lake):
+        merge_config = {
+            "materialized": "incremental",
+            "incremental_strategy": "delta_merge",
+            "unique_key": "id",
+            "partition_by": ["day"],
+            "location_root": lake,
+            "tblproperties": {"delta.enableDeletionVectors": "true", "delta.enableChangeDataFeed": "true"},
+        }
+        source = "{% if var('batch', 1) == 1 %}" + SOURCE_V1 + "{% else %}" + SOURCE_V2 + "{% endif %}"
+        return {
+            "orders.sql": "{{ config("
+            + ", ".join(f"{k}={v!r}" for k, v in merge_config.items())
+            + ") }}\n"
+            + source,
+            "per_day.sql": "{{ config(materialized='table', location_root="
+            + repr(lake)
+            + ") }}\nselect day, count(*) as n, max(status) as top from {{ ref('orders') }} group by day",
+        }
+
+    def test_run_merge_and_read_through_the_catalog(self, project, s3_server, lake):
+        from dbt.tests.util import run_dbt
+
+        first = run_dbt(["run"])
+        assert {r.node.name: r.adapter_response["delta_version"] for r in first.results} == {
+            "orders": 0,
+            "per_day": 0,
+        }
+        second = run_dbt(["run", "--vars", "batch: 2"])
+        merged = next(r for r in second.results if r.node.name == "orders").adapter_response
+        assert merged["delta_version"] == 1
+        assert (merged["numTargetRowsUpdated"], merged["numTargetRowsInserted"]) == (1, 1)
+        orders = f"{lake}/orders"
+        live = {r["id"]: (r["status"], str(r["day"])) for r in _live(orders)}
+        assert live == {
+            1: ("placed", "2026-01-01"),
+            2: ("shipped", "2026-01-01"),
+            3: ("placed", "2026-01-02"),
+            4: ("placed", "2026-01-03"),
+        }
+        # The downstream model read version 1 through the catalog (the manifest view): partition
+        # values from the paths, the updated row's old version left out by its deletion vector.
+        per_day = {str(r["day"]): (r["n"], r["top"]) for r in _live(f"{lake}/per_day")}
+        assert per_day == {
+            "2026-01-01": (2, "shipped"),
+            "2026-01-02": (1, "placed"),
+            "2026-01-03": (1, "placed"),
+        }
+        catalog = project.run_sql(
+            f"select id, status, day from {project.test_schema}.orders order by id", fetch="all"
+        )
+        assert [(r[0], r[1], str(r[2])) for r in catalog] == [
+            (1, "placed", "2026-01-01"),
+            (2, "shipped", "2026-01-01"),
+            (3, "placed", "2026-01-02"),
+            (4, "placed", "2026-01-03"),
+        ]
+        changes = pa.table(
+            _delta(orders).load_cdf(starting_version=1, ending_version=1).read_all()
+        ).to_pylist()
+        assert sorted((r["id"], r["_change_type"]) for r in changes) == [
+            (2, "update_postimage"),
+            (2, "update_preimage"),
+            (4, "insert"),
+        ]
+        keys = _keys(s3_server, orders)
+        prefix = orders.split("/", 3)[3]
+        assert all(k.startswith(prefix.split("/")[0] + "/") for k in keys)
+        assert any("/_deltamerge_catalog/v00000000000000000001/_spark_metadata/0" in k for k in keys)

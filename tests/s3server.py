@@ -1,0 +1,122 @@
+"""A real S3 server for the tests: S3Proxy (Maven Central) on loopback over a folder of this machine.
+
+S3Proxy's filesystem backend publishes an object with a hard link, so its conditional create
+(``If-None-Match: *``) is atomic: of racing writers exactly one wins (moto's server checks then
+writes without a lock, which is why it is not used here). The jar (~55 MB) is downloaded once into
+``~/.cache/dbt-deltamerge/jars`` (``DELTAMERGE_CACHE`` moves it) and checked against Maven's SHA-1.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import socket
+import subprocess
+import time
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+
+VERSION = "4.1.0"
+JAR = f"s3proxy-{VERSION}-jar-with-dependencies.jar"
+URL = f"https://repo1.maven.org/maven2/org/gaul/s3proxy/{VERSION}/{JAR}"
+ACCESS_KEY, SECRET_KEY, REGION = "deltamerge-test", "deltamerge-test-secret", "us-east-1"
+
+
+def cache_dir() -> Path:
+    return Path(os.environ.get("DELTAMERGE_CACHE", Path.home() / ".cache" / "dbt-deltamerge")) / "jars"
+
+
+def s3proxy_jar() -> Path:
+    """The S3Proxy jar, downloaded into the cache on first use (its SHA-1 checked)."""
+    jar = cache_dir() / JAR
+    if jar.exists():
+        return jar
+    jar.parent.mkdir(parents=True, exist_ok=True)
+    partial = jar.with_suffix(f".{os.getpid()}.part")
+    urllib.request.urlretrieve(URL, partial)
+    with urllib.request.urlopen(URL + ".sha1") as answer:
+        expected = answer.read().decode().split()[0]
+    digest = hashlib.sha1(partial.read_bytes()).hexdigest()
+    if digest != expected:
+        partial.unlink()
+        raise RuntimeError(f"{URL}: SHA-1 {digest}, Maven Central says {expected}")
+    partial.replace(jar)
+    return jar
+
+
+@dataclass
+class S3Server:
+    """A running S3Proxy: its endpoint and the folder holding its buckets."""
+
+    endpoint: str
+    root: Path
+    process: subprocess.Popen[bytes]
+    log: Path
+
+    def options(self) -> dict[str, str]:
+        """The environment-variable options that reach it (``AWS_*``, as a user would set them)."""
+        return {
+            "AWS_ACCESS_KEY_ID": ACCESS_KEY,
+            "AWS_SECRET_ACCESS_KEY": SECRET_KEY,
+            "AWS_REGION": REGION,
+            "AWS_ENDPOINT_URL": self.endpoint,
+        }
+
+    def make_bucket(self, name: str) -> str:
+        (self.root / name).mkdir(exist_ok=True)
+        return name
+
+    def stop(self) -> None:
+        self.process.terminate()
+        try:
+            self.process.wait(10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def start_s3_server(folder: str) -> S3Server:
+    """Start S3Proxy over ``folder``/buckets; returns once it answers."""
+    root = Path(folder) / "buckets"
+    root.mkdir(parents=True, exist_ok=True)
+    port = _free_port()
+    endpoint = f"http://127.0.0.1:{port}"
+    conf = Path(folder) / "s3proxy.conf"
+    conf.write_text(
+        "\n".join(
+            [
+                f"s3proxy.endpoint={endpoint}",
+                "s3proxy.authorization=aws-v2-or-v4",
+                f"s3proxy.identity={ACCESS_KEY}",
+                f"s3proxy.credential={SECRET_KEY}",
+                "jclouds.provider=filesystem-nio2",
+                f"jclouds.filesystem.basedir={root}",
+                "",
+            ]
+        )
+    )
+    log = Path(folder) / "s3proxy.log"
+    with open(log, "wb") as out:
+        process = subprocess.Popen(
+            ["java", "-Xmx256m", "-jar", str(s3proxy_jar()), "--properties", str(conf)],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"S3Proxy exited with {process.returncode}: {log.read_text()[-2000:]}")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=1):
+                return S3Server(endpoint, root, process, log)
+        except OSError:
+            time.sleep(0.2)
+    process.kill()
+    raise RuntimeError(f"S3Proxy did not listen on {endpoint} within 60 s: {log.read_text()[-2000:]}")
