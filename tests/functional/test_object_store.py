@@ -14,7 +14,7 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
-from deltalake import DeltaTable, QueryBuilder
+from deltalake import DeltaTable, QueryBuilder, write_deltalake
 
 from dbt.adapters.deltamerge.delta import (
     ConcurrentModification,
@@ -132,6 +132,50 @@ def test_two_writers_append_concurrently_and_neither_is_lost(spark, s3_server):
     assert [e for e in errors if not isinstance(e, ConcurrentModification)] == []
     assert _delta(path).version() == 3
     assert len(_live(path)) == 25
+
+
+def test_delta_rs_and_the_engine_commit_to_one_s3_table_at_once(spark, s3_server):
+    """A table delta-rs created on S3 (its own conditional-put commits), merged into by the engine,
+    then appended to by both at once: every commit lands, each version has one writer."""
+    path = _table(s3_server, "shared")
+    options = storage.table_options(path)
+    write_deltalake(
+        path, pa.table({"id": pa.array([1, 2], pa.int64()), "v": ["a", "b"]}), storage_options=options
+    )
+    source = spark.createDataFrame([(2, "B"), (3, "c")], "id long, v string")
+    spec = MergeSpec.from_config("shared", {"unique_key": "id", "source_alias": "s", "target_alias": "t"})
+    merged = merge_into(spark, source, load_snapshot(path), spec)  # type: ignore[arg-type]
+    assert merged.version == 1 and merged.metrics["numTargetRowsUpdated"] == 1
+    errors: list[BaseException] = []
+
+    def ours(start: int) -> None:
+        try:
+            frame = spark.range(start, start + 5).selectExpr("id", "'ours' as v")
+            write_dataframe(spark, frame, WriteRequest(path, "append"))
+        except BaseException as error:
+            errors.append(error)
+
+    def theirs(start: int) -> None:
+        try:
+            rows = pa.table({"id": pa.array(range(start, start + 5), pa.int64()), "v": ["rs"] * 5})
+            write_deltalake(path, rows, mode="append", storage_options=options)
+        except BaseException as error:
+            errors.append(error)
+
+    threads = [threading.Thread(target=ours, args=(100 * (i + 1),)) for i in range(3)]
+    threads += [threading.Thread(target=theirs, args=(1000 * (i + 1),)) for i in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    table = _delta(path)
+    assert table.version() == 7
+    live = _live(path)
+    assert len(live) == 3 + 15 + 15
+    assert {r["id"]: r["v"] for r in live}[2] == "B"
+    writers = [h.get("engineInfo") or h.get("clientVersion") or "" for h in table.history()]
+    assert len(writers) == 8
 
 
 def test_stores_without_a_safe_commit_are_refused_by_name():
