@@ -8,8 +8,13 @@ takes the S3A connector when its JVM starts).
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 import threading
 import uuid
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -49,6 +54,12 @@ def _keys(s3_server: Any, path: str) -> list[str]:
     """Every object of the table's bucket (read from the server's own folder, not through S3)."""
     bucket = s3_server.root / path.split("/")[2]
     return sorted(str(p.relative_to(bucket)) for p in bucket.rglob("*") if p.is_file())
+
+
+def _data_file(key: str) -> bool:
+    """Whether an object is a data file (not the log's, the binding's or a change file)."""
+    parts = key.split("/")
+    return not any(p.startswith("_") and "=" not in p for p in parts) and "__is_cdc=true" not in parts
 
 
 def test_conditional_create_has_exactly_one_winner_per_version(s3_server):
@@ -280,3 +291,161 @@ class TestModelsOnS3:
         prefix = orders.split("/", 3)[3]
         assert all(k.startswith(prefix.split("/")[0] + "/") for k in keys)
         assert any("/_deltamerge_catalog/v00000000000000000001/_spark_metadata/0" in k for k in keys)
+
+    def test_optimize_vacuum_and_convert_on_s3(self, project, spark, s3_server, lake):
+        from dbt.tests.util import run_dbt, run_dbt_and_capture
+
+        orders = f"{lake}/orders"
+        if not storage.is_dir(orders):
+            run_dbt(["run"])
+            run_dbt(["run", "--vars", "batch: 2"])
+        before = sorted((r["id"], r["status"]) for r in _live(orders))
+        relation = f"{project.test_schema}.orders"
+        run_dbt(["run-operation", "optimize", "--args", json.dumps({"relation": relation})])
+        assert _delta(orders).history(1)[0]["operation"] == "OPTIMIZE"
+        assert sorted((r["id"], r["status"]) for r in _live(orders)) == before
+        prefix = orders.split("/", 3)[3] + "/"
+
+        def data_keys() -> list[str]:
+            return [k for k in _keys(s3_server, orders) if k.startswith(prefix) and k.endswith(".parquet")]
+
+        files_before = [k for k in data_keys() if _data_file(k)]
+        args = {"relation": relation, "retain_hours": 0, "enforce_retention": False}
+        _, out = run_dbt_and_capture(["run-operation", "vacuum", "--args", json.dumps(args)])
+        assert "Deleted " in out
+        files_after = [k for k in data_keys() if _data_file(k)]
+        assert len(files_after) == len(_delta(orders).file_uris()) < len(files_before)
+        assert sorted((r["id"], r["status"]) for r in _live(orders)) == before
+        catalog = project.run_sql(f"select count(*) from {relation}", fetch="one")
+        assert catalog[0] == len(before)
+
+        raw = f"{lake}/raw_events"
+        spark.range(20).selectExpr("id", "id * 2 as twice").write.parquet(raw)
+        convert_args = {"path": raw, "relation_name": f"{project.test_schema}.raw_events"}
+        _, out = run_dbt_and_capture(
+            ["run-operation", "convert_to_delta", "--args", json.dumps(convert_args)]
+        )
+        assert _delta(raw).version() == 0 and len(_live(raw)) == 20
+        total = project.run_sql(f"select sum(twice) from {project.test_schema}.raw_events", fetch="one")
+        assert total[0] == sum(i * 2 for i in range(20))
+        # An existing table on S3 registered by its location, then written by a statement.
+        registered = f"{project.test_schema}.orders_again"
+        project.run_sql(f"create table {registered} using delta location '{orders}'")
+        assert project.run_sql(f"select count(*) from {registered}", fetch="one")[0] == len(before)
+        project.run_sql(f"delete from {registered} where id = 1")
+        assert sorted(r["id"] for r in _live(orders)) == sorted(i for i, _ in before if i != 1)
+        assert project.run_sql(f"select count(*) from {registered}", fetch="one")[0] == len(before) - 1
+
+
+# --- separate dbt processes on one S3 table (each its own warehouse: two machines sharing a bucket)
+
+DBT = str(Path(sys.executable).with_name("dbt"))
+RACE_ORDERS = ["ab", "ba"] if os.environ.get("DELTAMERGE_RACE_ROUNDS") == "all" else ["ab"]
+S3_KILL_POINTS = (
+    ["after_staging", "commit_file_written", "before_catalog_bind"]
+    if os.environ.get("DELTAMERGE_KILL_POINTS") == "all"
+    else ["after_staging"]
+)
+PROFILE = """s3:
+  target: dev
+  outputs:
+    dev:
+      type: deltamerge
+      method: session
+      schema: s3
+      warehouse: ./warehouse
+      threads: 1
+      storage_options: {}
+      server_side_parameters: {spark.master: "local[1]", spark.sql.shuffle.partitions: "2"}
+"""
+
+
+def _project(root: Path, name: str, lake: str) -> Path:
+    """A dbt project whose merge model ``orders`` lives at ``<lake>/orders``; the batch is a var:
+    ``{start: n, count: k, status: s}`` upserts ids ``start .. start+k-1``."""
+    project = root / name
+    (project / "models").mkdir(parents=True)
+    (project / "dbt_project.yml").write_text(
+        f"name: {name}\nversion: '1.0'\nprofile: s3\nconfig-version: 2\n"
+    )
+    (project / "profiles.yml").write_text(PROFILE)
+    (project / "models" / "orders.sql").write_text(
+        "{{ config(materialized='incremental', incremental_strategy='delta_merge', unique_key='id', "
+        f"location_root={lake!r}) }}}}\n"
+        "select cast(id as bigint) as id, '{{ var('status', '') }}' as status "
+        "from range({{ var('start', 0) }}, {{ var('start', 0) + var('count', 0) }})"
+    )
+    return project
+
+
+def _dbt(project: Path, batch: dict[str, Any], **env: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [DBT, "run", "--profiles-dir", ".", "--vars", json.dumps(batch)],
+        cwd=project,
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+
+
+@pytest.mark.parametrize("order", RACE_ORDERS)
+def test_two_dbt_processes_race_on_one_s3_table(s3_server, tmp_path, order):
+    lake = f"s3a://{s3_server.make_bucket('race')}/{uuid.uuid4().hex[:8]}"
+    a, b = _project(tmp_path, "a", lake), _project(tmp_path, "b", lake)
+    created = _dbt(a, {"start": 0, "count": 10, "status": "base"})
+    assert created.returncode == 0, created.stdout[-3000:]
+    gate = tmp_path / "gate"
+    gate.mkdir()
+    roles = {"a": "first", "b": "second"} if order == "ab" else {"a": "second", "b": "first"}
+    batches = {"a": {"start": 5, "count": 10, "status": "a"}, "b": {"start": 100, "count": 5, "status": "b"}}
+    with ThreadPoolExecutor(2) as pool:
+        runs = {
+            name: pool.submit(_dbt, project, batches[name], DELTAMERGE_COMMIT_GATE=f"{gate}:{roles[name]}")
+            for name, project in (("a", a), ("b", b))
+        }
+        results = {name: run.result() for name, run in runs.items()}
+    for name, result in results.items():
+        assert result.returncode == 0, f"{name}: {result.stdout[-3000:]}"
+    table = _delta(f"{lake}/orders")
+    assert table.version() == 2
+    assert [h["operation"] for h in table.history()] == ["MERGE", "MERGE", "CREATE TABLE AS SELECT"]
+    live = {r["id"]: r["status"] for r in _live(f"{lake}/orders")}
+    expected = (
+        {i: "base" for i in range(5)} | {i: "a" for i in range(5, 15)} | {i: "b" for i in range(100, 105)}
+    )
+    assert live == expected
+
+
+@pytest.mark.parametrize("point", S3_KILL_POINTS)
+def test_a_dbt_process_killed_on_s3_leaves_a_valid_version_and_the_next_run_converges(
+    s3_server, tmp_path, point
+):
+    lake = f"s3a://{s3_server.make_bucket('kill')}/{uuid.uuid4().hex[:8]}"
+    project = _project(tmp_path, "k", lake)
+    first, second = {"start": 0, "count": 10, "status": "one"}, {"start": 5, "count": 10, "status": "two"}
+    assert _dbt(project, first).returncode == 0
+    killed = _dbt(project, second, DELTAMERGE_CRASH_AT=point)
+    assert killed.returncode == -9, killed.stdout[-3000:]
+    table = f"{lake}/orders"
+    committed = point == "before_catalog_bind"
+    assert _delta(table).version() == (1 if committed else 0)
+    one = {i: "one" for i in range(10)}
+    two = {**one, **{i: "two" for i in range(5, 15)}}
+    assert {r["id"]: r["status"] for r in _live(table)} == (two if committed else one)
+    again = _dbt(project, second)
+    assert again.returncode == 0, again.stdout[-3000:]
+    assert {r["id"]: r["status"] for r in _live(table)} == two
+    # The killed write's files are orphans no version names: VACUUM (no retention) removes them,
+    # with the files older versions removed, leaving exactly the latest version's.
+    before = {k for k in _keys(s3_server, table) if k.endswith(".parquet") and _data_file(k)}
+    named = {uri.split("/", 3)[3] for uri in _delta(table).file_uris()}
+    assert named < before
+    vacuum = {"relation": "s3.orders", "retain_hours": 0, "enforce_retention": False}
+    vacuumed = subprocess.run(
+        [DBT, "run-operation", "vacuum", "--profiles-dir", ".", "--args", json.dumps(vacuum)],
+        cwd=project, capture_output=True, text=True, timeout=900,
+    )  # fmt: skip
+    assert vacuumed.returncode == 0, vacuumed.stdout[-3000:]
+    assert {k for k in _keys(s3_server, table) if k.endswith(".parquet") and _data_file(k)} == named
+    assert {r["id"]: r["status"] for r in _live(table)} == two

@@ -182,6 +182,14 @@ def _write_version_zero(
     data = encode_actions(
         [head, protocol_for(required_features(schema)).to_action(), metadata.to_action(), *adds]
     )
+    if storage.on_object_store(path):
+        # No folder rename there: version 0 is one conditional create, all of it or nothing.
+        if not storage.put_if_absent(os.path.join(log_dir(path), f"{0:020d}.json"), data):
+            raise ConvertError(
+                f"CONVERT TO DELTA: {log_dir(path)} has a version 0 already (another writer?); "
+                "nothing was committed"
+            )
+        return
     staging = os.path.join(path, f".deltamerge_convert_{uuid.uuid4().hex}")
     storage.make_new_dir(staging)
     try:
