@@ -196,6 +196,26 @@ def test_stores_without_a_safe_commit_are_refused_by_name():
         load_snapshot("hdfs://namenode/t")
 
 
+def test_wrong_credentials_fail_naming_the_bucket_and_the_operation_not_the_secret(s3_server):
+    from dbt.adapters.deltamerge.common.store_options import effective_options
+
+    path = _table(s3_server, "locked")
+    right = dict(object_storage.STORES.options)
+    object_storage.configure(effective_options(right, {"AWS_SECRET_ACCESS_KEY": "not-the-secret"}))
+    try:
+        with pytest.raises(StorageError) as raised:
+            load_snapshot(path)
+        with pytest.raises(StorageError) as written:
+            storage.put_if_absent(f"{path}/_delta_log/{0:020d}.json", b"{}")
+    finally:
+        object_storage.configure(right)
+    bucket = path.split("/")[2]
+    for error in (raised.value, written.value):
+        assert bucket in str(error) and "not-the-secret" not in str(error)
+    assert "list" in str(raised.value) and "write" in str(written.value)
+    assert load_snapshot(path) is None  # nothing was written
+
+
 def test_a_missing_bucket_names_the_bucket_and_the_operation(s3_server):
     with pytest.raises(StorageError) as raised:
         storage.put_if_absent("s3a://no-such-bucket/t/_delta_log/00000000000000000000.json", b"{}")
@@ -287,6 +307,13 @@ class TestModelsOnS3:
             (2, "update_preimage"),
             (4, "insert"),
         ]
+        # No secret in the log, dbt's logs or run_results.json (the server's secret key).
+        secret = s3_server.options()["AWS_SECRET_ACCESS_KEY"]
+        texts = [Path(project.project_root, "target", "run_results.json").read_text()]
+        logs = Path("logs", project.test_schema.split("_")[0])  # dbt-tests-adapter's log folder
+        texts += [p.read_text() for p in [*Path(project.project_root).rglob("*.log"), *logs.glob("*.log")]]
+        texts += [storage.read_bytes(f"{orders}/_delta_log/{v:020d}.json").decode() for v in (0, 1)]
+        assert texts[0] and all(secret not in text for text in texts)
         keys = _keys(s3_server, orders)
         prefix = orders.split("/", 3)[3]
         assert all(k.startswith(prefix.split("/")[0] + "/") for k in keys)
