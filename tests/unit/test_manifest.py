@@ -1,0 +1,45 @@
+"""The object-store binding's pure parts: Spark's URIs, the manifest, the view's SQL."""
+
+from __future__ import annotations
+
+import json
+from types import SimpleNamespace
+
+from pyspark.sql import types as T
+
+from dbt.adapters.deltamerge.binding.manifest import manifest_text, partition_value, spark_uri, view_statement
+
+
+def _snapshot(files, partitions=()):
+    return SimpleNamespace(table_path="s3a://lake/t", files=files, partition_columns=list(partitions))
+
+
+def test_the_manifest_names_each_live_file_by_its_uri_in_sparks_v1_format():
+    files = [
+        SimpleNamespace(path="w1/day=2026-01-01/part-0.parquet", size=10),
+        SimpleNamespace(path="w1/day=a%2520b/part-1.parquet", size=20),
+    ]
+    lines = manifest_text(_snapshot(files, ["day"])).decode().split("\n")
+    assert lines[0] == "v1"
+    entries = [json.loads(line) for line in lines[1:]]
+    assert [e["path"] for e in entries] == [
+        "s3a://lake/t/w1/day=2026-01-01/part-0.parquet",
+        "s3a://lake/t/w1/day=a%2520b/part-1.parquet",  # the key holds Hive's "a%20b"
+    ]
+    assert [e["size"] for e in entries] == [10, 20]
+    assert all(e["action"] == "add" and e["isDir"] is False for e in entries)
+
+
+def test_spark_uri_encodes_what_java_uri_would():
+    assert spark_uri("s3a://lake/t/k=a b/x y.parquet") == "s3a://lake/t/k=a%20b/x%20y.parquet"
+    assert spark_uri("gs://b/t/k=1/p.parquet") == "gs://b/t/k=1/p.parquet"
+
+
+def test_the_view_takes_partition_values_from_paths_and_masks_only_when_asked():
+    schema = T.StructType([T.StructField("id", T.LongType()), T.StructField("day", T.DateType())])
+    snapshot = _snapshot([], ["day"])
+    plain = view_statement("`s`.`v`", "`s`.`f`", snapshot, "s3a://lake/t/_c/v1", schema, "", "", masked=False)
+    assert "AS `day`" in plain and "d.`id`" in plain and "JOIN" not in plain
+    assert "AS DATE" in partition_value("s3a://lake/t", "day", T.DateType())
+    masked = view_statement("`s`.`v`", "`s`.`f`", snapshot, "s3a://lake/t/_c/v1", schema, "", "", masked=True)
+    assert "LEFT JOIN parquet.`s3a://lake/t/_c/v1/_masks` m ON m.file = d._metadata.file_path" in masked
