@@ -122,15 +122,7 @@ def view_statement(
     """``CREATE VIEW name`` over the files table: the Delta schema's columns in order, partition
     values from the files' paths, and without the rows the masks delete (``masked``)."""
     partitions = set(snapshot.partition_columns)
-    columns = ", ".join(
-        quote_identifier(f.name)
-        + (
-            f" COMMENT {string_literal(f.metadata['comment'])}"
-            if isinstance(f.metadata.get("comment"), str)
-            else ""
-        )
-        for f in schema.fields
-    )
+    columns = binding_view.view_columns(schema)
     selected = ", ".join(
         f"{partition_value(snapshot.table_path, f.name, f.dataType)} AS {quote_identifier(f.name)}"
         if f.name in partitions

@@ -102,6 +102,23 @@ def has_masks(folder: str) -> bool:
     return storage.is_dir(os.path.join(folder, MASKS_DIR))
 
 
+def view_columns(schema: T.StructType) -> str:
+    """A bound view's column list: each column's name and, where the schema has one, its comment.
+
+    >>> view_columns(T.StructType([T.StructField("id", T.LongType(), metadata={"comment": "key"})]))
+    "`id` COMMENT 'key'"
+    """
+    return ", ".join(
+        quote_identifier(f.name)
+        + (
+            f" COMMENT {string_literal(f.metadata['comment'])}"
+            if isinstance(f.metadata.get("comment"), str)
+            else ""
+        )
+        for f in schema.fields
+    )
+
+
 def view_statement(
     name: str, files_name: str, folder: str, schema: T.StructType, comment: str, properties: str
 ) -> str:
@@ -115,15 +132,7 @@ def view_statement(
     AND m.block = shiftright(d._metadata.row_index, 6)
     WHERE m.mask IS NULL OR (shiftrightunsigned(m.mask, CAST(d._metadata.row_index & 63 AS INT)) & 1) = 0
     """
-    columns = ", ".join(
-        quote_identifier(f.name)
-        + (
-            f" COMMENT {string_literal(f.metadata['comment'])}"
-            if isinstance(f.metadata.get("comment"), str)
-            else ""
-        )
-        for f in schema.fields
-    )
+    columns = view_columns(schema)
     selected = ", ".join(f"d.{quote_identifier(f.name)}" for f in schema.fields)
     masks = quote_identifier(os.path.join(folder, MASKS_DIR))
     return (
