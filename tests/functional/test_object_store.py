@@ -56,6 +56,12 @@ def _keys(s3_server: Any, path: str) -> list[str]:
     return sorted(str(p.relative_to(bucket)) for p in bucket.rglob("*") if p.is_file())
 
 
+def _table_keys(s3_server: Any, path: str) -> list[str]:
+    """The objects under the table's own prefix (a bucket may hold other tests' tables)."""
+    prefix = path.split("/", 3)[3] + "/"
+    return [k for k in _keys(s3_server, path) if k.startswith(prefix)]
+
+
 def _data_file(key: str) -> bool:
     """Whether an object is a data file (not the log's, the binding's or a change file)."""
     parts = key.split("/")
@@ -331,10 +337,9 @@ class TestModelsOnS3:
         run_dbt(["run-operation", "optimize", "--args", json.dumps({"relation": relation})])
         assert _delta(orders).history(1)[0]["operation"] == "OPTIMIZE"
         assert sorted((r["id"], r["status"]) for r in _live(orders)) == before
-        prefix = orders.split("/", 3)[3] + "/"
 
         def data_keys() -> list[str]:
-            return [k for k in _keys(s3_server, orders) if k.startswith(prefix) and k.endswith(".parquet")]
+            return [k for k in _table_keys(s3_server, orders) if k.endswith(".parquet")]
 
         files_before = [k for k in data_keys() if _data_file(k)]
         args = {"relation": relation, "retain_hours": 0, "enforce_retention": False}
@@ -465,7 +470,7 @@ def test_a_dbt_process_killed_on_s3_leaves_a_valid_version_and_the_next_run_conv
     assert {r["id"]: r["status"] for r in _live(table)} == two
     # The killed write's files are orphans no version names: VACUUM (no retention) removes them,
     # with the files older versions removed, leaving exactly the latest version's.
-    before = {k for k in _keys(s3_server, table) if k.endswith(".parquet") and _data_file(k)}
+    before = {k for k in _table_keys(s3_server, table) if k.endswith(".parquet") and _data_file(k)}
     named = {uri.split("/", 3)[3] for uri in _delta(table).file_uris()}
     assert named < before
     vacuum = {"relation": "s3.orders", "retain_hours": 0, "enforce_retention": False}
@@ -474,5 +479,5 @@ def test_a_dbt_process_killed_on_s3_leaves_a_valid_version_and_the_next_run_conv
         cwd=project, capture_output=True, text=True, timeout=900,
     )  # fmt: skip
     assert vacuumed.returncode == 0, vacuumed.stdout[-3000:]
-    assert {k for k in _keys(s3_server, table) if k.endswith(".parquet") and _data_file(k)} == named
+    assert {k for k in _table_keys(s3_server, table) if k.endswith(".parquet") and _data_file(k)} == named
     assert {r["id"]: r["status"] for r in _live(table)} == two
