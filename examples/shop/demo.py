@@ -4,7 +4,8 @@ Seeds, a run, then a build of the second batch (incremental merges, then the tes
 profile's default target,
 the warehouse's warm local Spark server (``method: server``): the first demo starts it (as a
 first ``dbt`` command would), a second demo finds it warm. Then every table's Delta history as
-an independent reader (delta-rs) sees it. ``--target local`` runs it on an embedded session.
+an independent reader (delta-rs) sees it. ``--target local`` runs it on an embedded session;
+``--target s3`` with the warehouse on S3 (``SHOP_WAREHOUSE``, credentials in the ``AWS_*`` variables).
 """
 
 from __future__ import annotations
@@ -21,10 +22,11 @@ from dbt.cli.main import dbtRunner
 from deltalake import DeltaTable
 
 HERE = Path(__file__).resolve().parent
-WAREHOUSE = HERE / "warehouse"
-
-
 TARGET = sys.argv[sys.argv.index("--target") + 1] if "--target" in sys.argv else "server"
+# The profile's warehouse: this folder's ./warehouse, or an object-store URI for the `s3` target.
+LAKE = os.environ.get("SHOP_WAREHOUSE", "s3://my-lake/dbt")
+WAREHOUSE = LAKE if TARGET == "s3" else str(HERE / "warehouse")
+SCHEMA = f"{WAREHOUSE.rstrip('/')}/shop.db"
 
 
 def dbt(*args: str) -> None:
@@ -38,9 +40,16 @@ def dbt(*args: str) -> None:
     print(f"(dbt {args[0]}: {time.monotonic() - started:.1f} s)", flush=True)
 
 
-def show_history(path: Path) -> None:
-    table = DeltaTable(str(path))
-    print(f"\n{path.name}: Delta version {table.version()}, {len(table.to_pyarrow_table())} rows")
+def tables() -> list[str]:
+    """The project's seeds and models that are Delta tables, by location."""
+    names = sorted(p.stem for folder in ("seeds", "models") for p in (HERE / folder).iterdir())
+    return [f"{SCHEMA}/{name}" for name in names if DeltaTable.is_deltatable(f"{SCHEMA}/{name}")]
+
+
+def show_history(path: str) -> None:
+    table = DeltaTable(path)
+    name = path.rsplit("/", 1)[1]
+    print(f"\n{name}: Delta version {table.version()}, {len(table.to_pyarrow_table())} rows")
     for entry in reversed(table.history()):
         metrics = {
             k: v
@@ -54,26 +63,27 @@ def main() -> None:
     os.chdir(HERE)  # where the demo runs; the profile's ./warehouse is relative to this project
     # A fresh start that keeps a running server (and its metastore): the schema and its folders go.
     dbt("run-operation", "reset_schema")
-    shutil.rmtree(WAREHOUSE / "shop.db", ignore_errors=True)
+    if TARGET != "s3":
+        shutil.rmtree(SCHEMA, ignore_errors=True)
     dbt("seed")
     dbt("run")
     os.environ["SHOP_BATCH"] = "2"  # the second batch arrives: new orders, changed ones
     dbt("build", "--exclude", "resource_type:seed")  # orders: MERGE of new and changed orders; the tests
     print("\n=== Delta history, read with deltalake (delta-rs) ===")
-    for path in sorted((WAREHOUSE / "shop.db").iterdir()):
-        if (path / "_delta_log").is_dir():
-            show_history(path)
-    show_changes(WAREHOUSE / "shop.db" / "orders")
-    if TARGET == "server":
+    for path in tables():
+        show_history(path)
+    show_changes(f"{SCHEMA}/orders")
+    if TARGET in ("server", "s3"):
+        where = WAREHOUSE if TARGET == "s3" else "examples/shop/warehouse"
         print(
             "\nThe warm Spark server keeps running for the next dbt command (it stops after 30 idle "
-            "minutes; `.venv/bin/deltamerge-server stop --warehouse examples/shop/warehouse` stops it now)."
+            f"minutes; `.venv/bin/deltamerge-server stop --warehouse {where}` stops it now)."
         )
 
 
-def show_changes(path: Path) -> None:
-    feed = pa.table(DeltaTable(str(path)).load_cdf(starting_version=1).read_all())
-    print(f"\n=== {path.name}: change data feed of the merge (version 1), read with deltalake ===")
+def show_changes(path: str) -> None:
+    feed = pa.table(DeltaTable(path).load_cdf(starting_version=1).read_all())
+    print("\n=== orders: change data feed of the merge (version 1), read with deltalake ===")
     for row in sorted(feed.to_pylist(), key=lambda r: (r["order_id"], r["_change_type"])):
         print(f"  order {row['order_id']:>3}  {row['_change_type']:<17} status={row['status']}")
 

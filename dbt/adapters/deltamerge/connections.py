@@ -30,11 +30,17 @@ from dbt.adapters.deltamerge.common.store_options import (
     credential_environment,
     effective_options,
     is_object_uri,
+    refused_scheme,
 )
 from dbt.adapters.deltamerge.delta import object_storage
 from dbt.adapters.deltamerge.namespace import expose_package_namespace
 from dbt.adapters.deltamerge.spark import connect, embedded, server, warm
-from dbt.adapters.deltamerge.spark.conf import DEFAULT_WAREHOUSE, object_store_conf
+from dbt.adapters.deltamerge.spark.conf import (
+    DEFAULT_WAREHOUSE,
+    object_store_conf,
+    warehouse_conf,
+    warehouse_home,
+)
 from dbt.adapters.deltamerge.spark.logs import quiet_python_loggers
 from dbt.adapters.deltamerge.spark.process import PROCESS, freeze_imports
 from dbt.adapters.deltamerge.spark.warm import DEFAULT_IDLE_MINUTES, DEFAULT_WARMUP_ROUNDS
@@ -98,14 +104,21 @@ class DeltaMergeCredentials(SparkCredentials):
         if self.method == ConnectionMethod.CONNECT:
             connect.check_url(self.host)
         super().__post_init__()
+        refused = refused_scheme(self.warehouse)
+        if refused is not None:
+            raise DbtRuntimeError(f"`warehouse` is {self.warehouse}: {refused} is not supported")
         if is_object_uri(self.warehouse):
-            raise DbtRuntimeError(
-                f"`warehouse` is {self.warehouse}: the warehouse holds the local metastore and must be a "
-                "local folder in this version; put tables on the object store with a model's "
-                "`location_root` (or a table's LOCATION)."
-            )
+            # Tables on the store; the metastore, server state and logs in a local ``home``.
+            self.warehouse = self.warehouse.rstrip("/")
+            return
         # Relative to the dbt project's folder, not to where dbt runs (``--project-dir`` from elsewhere).
         self.warehouse = os.path.normpath(os.path.join(project_dir(), os.path.expanduser(self.warehouse)))
+
+    @property
+    def home(self) -> str:
+        """The local folder of the warehouse's metastore, server state and logs: the warehouse
+        itself, or for one on an object store a folder of this machine (``conf.warehouse_home``)."""
+        return warehouse_home(self.warehouse, os.environ)
 
     @property
     def type(self) -> str:
@@ -186,10 +199,10 @@ def store_settings(creds: DeltaMergeCredentials) -> dict[str, str]:
     starts), and Spark's S3A settings returned when the profile asks for them (``storage_options``)."""
     options = effective_options(os.environ, creds.storage_options or {})
     object_storage.configure(options)
-    if creds.storage_options is None:
+    if creds.storage_options is None and not is_object_uri(creds.warehouse):
         return {}
     os.environ.update(credential_environment(options))
-    return object_store_conf(options)
+    return {**object_store_conf(options), **warehouse_conf(creds.warehouse)}
 
 
 def _warm_session(warehouse: str, overrides: dict[str, str], idle_minutes: float, warmup_rounds: int) -> Any:
@@ -229,7 +242,7 @@ class DeltaMergeConnectionManager(SparkConnectionManager):
         if server_method and _command_runs_queries():
             params = {**store_settings(creds), **creds.server_side_parameters}
             warm.prepare(
-                creds.warehouse, params, creds.server_idle_minutes, logger.info, creds.server_warmup_rounds
+                creds.home, params, creds.server_idle_minutes, logger.info, creds.server_warmup_rounds
             )
 
     @classmethod
@@ -253,14 +266,14 @@ class DeltaMergeConnectionManager(SparkConnectionManager):
             if embedded.running():
                 raise DbtRuntimeError(embedded.ONE_KIND_MESSAGE)
             spark = _warm_session(
-                creds.warehouse, overrides, creds.server_idle_minutes, creds.server_warmup_rounds
+                creds.home, overrides, creds.server_idle_minutes, creds.server_warmup_rounds
             )
         elif creds.method == ConnectionMethod.CONNECT:
             if embedded.running():
                 raise DbtRuntimeError(embedded.ONE_KIND_MESSAGE)
             spark = connect.connect_session(str(creds.host), overrides)
         else:
-            spark = embedded.start_session(creds.warehouse, overrides)
+            spark = embedded.start_session(creds.home, overrides)
             connect.apply_settings(spark, overrides)  # the session may predate this profile
         freeze_imports("spark client")  # pyspark, pandas, grpc: they live until exit (spark/process.py)
         # Statements writing Delta-bound tables must reach the engine, not Spark's INSERT.

@@ -292,8 +292,11 @@ def schema_folder(spark: SparkSession, schema: str) -> str:
 
 
 def registered_root(spark: SparkSession, table_path: str) -> str:
-    """The binding root under the warehouse of a table registered by its location."""
+    """The binding root under the warehouse of a table registered by its location (the table's own
+    when the warehouse is on an object store: links cannot reach a local table from there)."""
     warehouse = table_path_of(spark.conf.get("spark.sql.warehouse.dir") or "spark-warehouse")
+    if storage.on_object_store(warehouse):
+        return bindings_root(table_path)
     digest = hashlib.sha256(os.path.normpath(table_path).encode()).hexdigest()[:24]
     return os.path.join(warehouse, BINDINGS_DIR, digest)
 

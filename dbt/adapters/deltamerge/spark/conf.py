@@ -6,10 +6,12 @@ Spark Connect server): both run a warehouse with the same defaults.
 
 from __future__ import annotations
 
+import hashlib
 import os
+from collections.abc import Mapping
 from pathlib import Path
 
-from dbt.adapters.deltamerge.common.store_options import hadoop_conf
+from dbt.adapters.deltamerge.common.store_options import hadoop_conf, is_object_uri, split_uri
 
 DEFAULT_WAREHOUSE = "./warehouse"
 
@@ -65,6 +67,37 @@ SERVER_SESSION_DEFAULTS = {
     "spark.sql.connect.serverStacktrace.enabled": "false",
     "spark.sql.pyspark.jvmStacktrace.enabled": "false",
 }
+
+
+def warehouse_home(warehouse: str, environment: Mapping[str, str]) -> str:
+    """The local folder of ``warehouse``'s metastore, server state, logs and locks.
+
+    A local warehouse is its own home. A warehouse on an object store keeps its tables there
+    (Spark's ``spark.sql.warehouse.dir``) and the rest on this machine, under
+    ``$XDG_DATA_HOME/dbt-deltamerge/warehouses/`` (``~/.local/share`` by default), one folder per
+    warehouse URI, shared by every project of this machine that names it, as one metastore.
+
+    >>> warehouse_home("/w", {})
+    '/w'
+    >>> warehouse_home("s3://lake/dbt/", {"XDG_DATA_HOME": "/d"})
+    '/d/dbt-deltamerge/warehouses/s3-lake-aefb41ace843'
+    """
+    if not is_object_uri(warehouse):
+        return warehouse
+    uri = warehouse.rstrip("/")
+    scheme, bucket, _ = split_uri(uri)
+    data_home = environment.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
+    digest = hashlib.sha256(uri.encode()).hexdigest()[:12]
+    return os.path.join(data_home, "dbt-deltamerge", "warehouses", f"{scheme}-{bucket}-{digest}")
+
+
+def warehouse_conf(warehouse: str) -> dict[str, str]:
+    """Spark's settings for a warehouse on an object store (its tables' folder), else none.
+
+    >>> warehouse_conf("s3://lake/dbt/"), warehouse_conf("/w")
+    ({'spark.sql.warehouse.dir': 's3://lake/dbt'}, {})
+    """
+    return {"spark.sql.warehouse.dir": warehouse.rstrip("/")} if is_object_uri(warehouse) else {}
 
 
 def session_conf(warehouse: str, overrides: dict[str, str]) -> dict[str, str]:

@@ -25,7 +25,9 @@ logger = AdapterLogger("DeltaMerge")
 
 
 def start_session(warehouse: str, overrides: dict[str, str]) -> Any:
-    """The process's SparkSession for ``warehouse``, built on first use.
+    """The process's SparkSession for ``warehouse`` (the local folder of its metastore; the tables'
+    folder is ``overrides``' ``spark.sql.warehouse.dir`` when it is on an object store), built on
+    first use.
 
     Raises:
         DbtRuntimeError: a session for another warehouse is already running in this
@@ -40,10 +42,11 @@ def start_session(warehouse: str, overrides: dict[str, str]) -> Any:
     active = PROCESS.embedded
     if active is not None:
         running = active.conf.get("spark.sql.warehouse.dir", "") or ""
-        if os.path.abspath(running.removeprefix("file:")) != warehouse:
+        wanted = overrides.get("spark.sql.warehouse.dir", warehouse)
+        if running.rstrip("/") != wanted and os.path.abspath(running.removeprefix("file:")) != wanted:
             raise DbtRuntimeError(
                 f"A Spark session with warehouse {running} is already running in this process; "
-                f"the profile asks for {warehouse}. Use one warehouse per process."
+                f"the profile asks for {wanted}. Use one warehouse per process."
             )
         return active
     holder = metastore_holder(warehouse)

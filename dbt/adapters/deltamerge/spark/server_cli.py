@@ -11,8 +11,14 @@ import argparse
 import os
 import sys
 
+from dbt.adapters.deltamerge.common.store_options import effective_options, is_object_uri
 from dbt.adapters.deltamerge.spark import server
-from dbt.adapters.deltamerge.spark.conf import DEFAULT_WAREHOUSE
+from dbt.adapters.deltamerge.spark.conf import (
+    DEFAULT_WAREHOUSE,
+    object_store_conf,
+    warehouse_conf,
+    warehouse_home,
+)
 from dbt.adapters.deltamerge.spark.warm import DEFAULT_WARMUP_ROUNDS
 
 
@@ -20,7 +26,11 @@ def main(argv: list[str] | None = None) -> int:
     """The ``deltamerge-server`` command; its exit code (``status``: 1 when none runs)."""
     parser = argparse.ArgumentParser(prog="deltamerge-server", description=__doc__.splitlines()[0])
     parser.add_argument("action", choices=["start", "stop", "status"])
-    parser.add_argument("--warehouse", default=DEFAULT_WAREHOUSE, help="the profile's warehouse folder")
+    parser.add_argument(
+        "--warehouse",
+        default=DEFAULT_WAREHOUSE,
+        help="the profile's warehouse (folder or URI)",
+    )
     parser.add_argument("--port", type=int, default=server.DEFAULT_PORT)
     parser.add_argument("--master", default="local[*]", help="Spark master (default: local[*])")
     parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="a Spark setting")
@@ -32,7 +42,12 @@ def main(argv: list[str] | None = None) -> int:
         help=f"warm-up rounds between commands after the start (default {DEFAULT_WARMUP_ROUNDS}; 0: none)",
     )  # fmt: skip
     args = parser.parse_args(argv)
-    warehouse = os.path.abspath(os.path.expanduser(args.warehouse))
+    on_store = is_object_uri(args.warehouse)
+    local = os.path.abspath(os.path.expanduser(args.warehouse))
+    warehouse = warehouse_home(args.warehouse, os.environ) if on_store else local
+    if on_store:  # tables on the store: Spark's S3A connector and the warehouse's folder there
+        store = object_store_conf(effective_options(os.environ, {}))
+        args.conf = [f"{k}={v}" for k, v in {**store, **warehouse_conf(args.warehouse)}.items()] + args.conf
     try:
         return _act(args, warehouse)
     except server.ServerError as error:
