@@ -183,6 +183,11 @@ def _commit(
             return attempt
         for version in range(attempt, max(latest_version(table_path), attempt) + 1):
             winner = read_commit(table_path, version)
+            if version == attempt and _txn_id(winner) == head["commitInfo"]["txnId"]:  # type: ignore[index]
+                # This attempt's own file: its create landed, the answer was lost and the client's
+                # retry found it there (an object store's 500 or timeout after the write).
+                crash_point("after_commit")
+                return attempt
             mark = max(mark, winner_high_water_mark(winner))
             if info.txn is not None and _holds_txn(winner, *info.txn):
                 return version  # the same write, committed concurrently by a duplicate of this call
@@ -205,6 +210,12 @@ def _commit(
     raise ConcurrentModification(
         f"Delta table at {table_path}: gave up after {MAX_COMMIT_ATTEMPTS} concurrent commits."
     )
+
+
+def _txn_id(actions: Sequence[dict[str, Any]]) -> object:
+    """The ``commitInfo.txnId`` of a commit's actions (None without one: another writer's may lack it)."""
+    info: object = next((a["commitInfo"] for a in actions if "commitInfo" in a), None)
+    return info.get("txnId") if isinstance(info, dict) else None
 
 
 def _attempt(
