@@ -18,8 +18,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-import pyarrow.parquet as pq
 from pyspark.sql import types as T
+
+from dbt.adapters.deltamerge.delta import storage
 
 IDENTITY_START = "delta.identity.start"
 IDENTITY_STEP = "delta.identity.step"
@@ -137,7 +138,7 @@ def _extreme(files: Sequence[str], column: str, largest: bool) -> int | None:
     """The largest (or smallest) value of ``column`` in the files, from their footers."""
     found: list[int] = []
     for path in files:
-        meta = pq.read_metadata(path)
+        meta = storage.parquet_metadata(path)
         names = [meta.schema.column(i).path for i in range(meta.num_columns)]
         if column not in names:
             continue

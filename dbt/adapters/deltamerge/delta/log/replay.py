@@ -129,8 +129,9 @@ def _checkpoint_actions(log: str, parts: list[str]) -> Iterator[dict[str, Any]]:
 
 def _parquet_actions(path: str) -> Iterator[dict[str, Any]]:
     wanted = ("add", "remove", "domainMetadata", "sidecar")
+    names = storage.parquet_schema(path).names
     with storage.open_input(path) as handle:
-        table = pq.read_table(handle, columns=[c for c in wanted if c in pq.read_schema(path).names])
+        table = pq.read_table(handle, columns=[c for c in wanted if c in names])
     for row in table.to_pylist():
         for kind, value in row.items():
             if value is not None:
