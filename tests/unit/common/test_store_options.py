@@ -58,6 +58,26 @@ def test_s3_options_for_obstore_prefer_the_s3_endpoint():
     }
 
 
+def test_only_the_stores_own_variables_reach_obstore_and_plain_http_is_asked_per_cloud():
+    """obstore refuses a key it does not know (a panic of its Rust side): Azure's CLI sets
+    AZURE_SUBSCRIPTION_ID, which is no store option; *_ALLOW_HTTP is a client option."""
+    environment = {
+        "AZURE_SUBSCRIPTION_ID": "sub",
+        "AZURE_STORAGE_ACCOUNT_NAME": "acct",
+        "AZURE_STORAGE_USE_EMULATOR": "true",
+        "GOOGLE_SERVICE_ACCOUNT_KEY": "{}",
+        "GOOGLE_ALLOW_HTTP": "true",
+        "GOOGLE_CLOUD_PROJECT": "p",
+    }
+    assert obstore_config("azure", environment) == (
+        {"azure_storage_account_name": "acct", "azure_storage_use_emulator": "true"},
+        {},
+    )
+    assert obstore_config("gcs", environment) == ({"google_service_account_key": "{}"}, {"allow_http": True})
+    assert obstore_config("s3", {"AWS_ALLOW_HTTP": "TRUE"})[1] == {"allow_http": True}
+    assert obstore_config("s3", {"GOOGLE_ALLOW_HTTP": "true"})[1] == {}
+
+
 def test_spark_gets_no_secret_as_a_setting_only_through_its_environment():
     conf = hadoop_conf(S3)
     assert conf["spark.hadoop.fs.s3a.endpoint"] == "http://127.0.0.1:9000"

@@ -42,6 +42,47 @@ _S3_KEYS = {
 }
 
 
+# The GCS and Azure variables obstore's stores take (the object_store crate's names); others of the
+# environment (AZURE_SUBSCRIPTION_ID of Azure's CLI, say) are not theirs: obstore refuses unknown keys.
+_GCS_KEYS = frozenset(
+    [
+        "GOOGLE_SERVICE_ACCOUNT",
+        "GOOGLE_SERVICE_ACCOUNT_PATH",
+        "GOOGLE_SERVICE_ACCOUNT_KEY",
+        "GOOGLE_APPLICATION_CREDENTIALS",
+        "GOOGLE_SKIP_SIGNATURE",
+    ]
+)
+_AZURE_KEYS = frozenset(
+    f"AZURE_{k}"
+    for k in [
+        "STORAGE_ACCOUNT_NAME",
+        "STORAGE_ACCOUNT_KEY",
+        "STORAGE_ACCESS_KEY",
+        "STORAGE_CLIENT_ID",
+        "CLIENT_ID",
+        "STORAGE_CLIENT_SECRET",
+        "CLIENT_SECRET",
+        "STORAGE_TENANT_ID",
+        "TENANT_ID",
+        "AUTHORITY_HOST",
+        "STORAGE_SAS_KEY",
+        "STORAGE_SAS_TOKEN",
+        "STORAGE_TOKEN",
+        "STORAGE_USE_EMULATOR",
+        "STORAGE_ENDPOINT",
+        "ENDPOINT",
+        "MSI_ENDPOINT",
+        "OBJECT_ID",
+        "MSI_RESOURCE_ID",
+        "FEDERATED_TOKEN_FILE",
+        "USE_AZURE_CLI",
+        "USE_FABRIC_ENDPOINT",
+        "SKIP_SIGNATURE",
+    ]
+)
+
+
 def is_object_uri(path: str) -> bool:
     """Whether ``path`` names an object store (``s3://b/k`` yes; ``/w/t``, ``file:/w/t`` no).
 
@@ -117,12 +158,23 @@ def obstore_config(kind: str, options: Mapping[str, str]) -> tuple[dict[str, str
         if region:
             config["aws_region"] = region
     else:
-        prefix = "GOOGLE_" if kind == "gcs" else "AZURE_"
-        config = {k.lower(): v for k, v in options.items() if k.startswith(prefix)}
-    endpoint_text = config.get("aws_endpoint", "") or options.get("AZURE_STORAGE_ENDPOINT", "")
-    plain_http = endpoint_text.startswith("http://") or options.get("AWS_ALLOW_HTTP", "") == "true"
-    client: dict[str, object] = {"allow_http": True} if plain_http else {}
+        known = _GCS_KEYS if kind == "gcs" else _AZURE_KEYS
+        config = {k.lower(): v for k, v in options.items() if k in known}
+    client: dict[str, object] = {"allow_http": True} if allows_http(kind, options) else {}
     return config, client
+
+
+def allows_http(kind: str, options: Mapping[str, str]) -> bool:
+    """Whether the store of ``kind`` may be reached over plain HTTP (an emulator, a local server):
+    its endpoint says ``http://``, or ``<CLOUD>_ALLOW_HTTP`` is ``true``.
+
+    >>> allows_http("gcs", {"GOOGLE_ALLOW_HTTP": "true"}), allows_http("s3", {"AWS_REGION": "r"})
+    (True, False)
+    """
+    prefix = {"s3": "AWS_", "gcs": "GOOGLE_", "azure": "AZURE_"}[kind]
+    endpoints = ("AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL", "AZURE_STORAGE_ENDPOINT")
+    endpoint = next((options[k] for k in endpoints if k.startswith(prefix) and options.get(k)), "")
+    return endpoint.startswith("http://") or options.get(f"{prefix}ALLOW_HTTP", "").lower() == "true"
 
 
 _CREDENTIALS = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE")

@@ -31,7 +31,7 @@ from obstore.exceptions import (
 )
 from obstore.store import from_url
 
-from dbt.adapters.deltamerge.common.store_options import obstore_config, split_uri, store_kind
+from dbt.adapters.deltamerge.common.store_options import allows_http, obstore_config, split_uri, store_kind
 from dbt.adapters.deltamerge.delta.errors import StorageError
 
 # obstore raises its own classes, and Python's FileNotFoundError / PermissionError for some.
@@ -88,9 +88,10 @@ def configure(options: Mapping[str, str]) -> None:
 def deltalake_options() -> dict[str, str]:
     """The options as deltalake (delta-rs) takes them, for the reads it serves here."""
     options = dict(STORES.options)
-    endpoint = options.get("AWS_ENDPOINT_URL_S3") or options.get("AWS_ENDPOINT_URL") or ""
-    if endpoint.startswith("http://"):
+    if allows_http("s3", options):
         options["AWS_ALLOW_HTTP"] = "true"
+    if any(allows_http(kind, options) for kind in ("s3", "gcs", "azure")):
+        options["allow_http"] = "true"
     return options
 
 
