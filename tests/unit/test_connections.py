@@ -35,6 +35,26 @@ def test_an_empty_warehouse_is_not_the_current_folder():
         DeltaMergeCredentials.from_dict({**BASE, "warehouse": " "})
 
 
+def test_a_warehouse_on_an_object_store_keeps_its_uri_and_a_local_home(monkeypatch, tmp_path):
+    from dbt.adapters.deltamerge.connections import store_settings
+
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path))
+    creds = DeltaMergeCredentials.from_dict({**BASE, "warehouse": "s3://lake/dbt/"})
+    assert creds.warehouse == "s3://lake/dbt" and creds.unique_field == "s3://lake/dbt"
+    assert creds.home.startswith(f"{tmp_path}/dbt-deltamerge/warehouses/s3-lake-")
+    # Twice the same home: the metastore of this warehouse is found again by the next command.
+    assert DeltaMergeCredentials.from_dict({**BASE, "warehouse": "s3://lake/dbt"}).home == creds.home
+    settings = store_settings(creds)  # no storage_options: the warehouse alone asks for S3A
+    assert settings["spark.sql.warehouse.dir"] == "s3://lake/dbt"
+    assert settings["spark.jars.packages"].startswith("org.apache.hadoop:hadoop-aws:")
+
+
+@pytest.mark.parametrize("uri", ["hdfs://nn:8020/wh", "wasbs://c@a.blob.core.windows.net/wh"])
+def test_a_warehouse_on_a_refused_store_is_named(uri):
+    with pytest.raises(DbtRuntimeError, match=f"`warehouse` is {uri}: .* is not supported"):
+        DeltaMergeCredentials.from_dict({**BASE, "warehouse": uri})
+
+
 def test_connect_needs_a_spark_connect_url():
     with pytest.raises(DbtRuntimeError, match="needs `host` to be a Spark Connect URL"):
         DeltaMergeCredentials.from_dict({**BASE, "method": "connect", "host": "localhost:15002"})
