@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import filecmp
 import os
+import uuid
 from pathlib import Path
 
 import pytest
@@ -85,8 +86,11 @@ def s3_server(tmp_path_factory: pytest.TempPathFactory):
     from tests.s3server import start_s3_server
 
     server = start_s3_server(str(tmp_path_factory.mktemp("s3")))
-    # As a user would: the standard variables, read by the dbt process and Spark's JVM alike.
-    os.environ.update(server.options())
+    # As a user would: the standard variables, read by the dbt process, Spark's JVM and delta-rs
+    # alike (delta-rs reaches a plain-HTTP endpoint only when allowed); a warehouse on S3 keeps its
+    # metastore in a folder of this run (``conf.warehouse_home``), not the user's.
+    os.environ.update({**server.options(), "AWS_ALLOW_HTTP": "true"})
+    os.environ["XDG_DATA_HOME"] = str(tmp_path_factory.mktemp("data"))
     object_storage.configure(effective_options(os.environ, {}))
     yield server
     server.stop()
@@ -94,9 +98,22 @@ def s3_server(tmp_path_factory: pytest.TempPathFactory):
 
 @pytest.fixture(scope="session")
 def warehouse(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> str:
+    """The profile's warehouse: a folder, the cluster's, or on S3 (``DELTAMERGE_TEST_STORE=s3``)."""
     if ON_CONNECT:
         return request.getfixturevalue("cluster").warehouse
+    if ON_S3:
+        bucket = request.getfixturevalue("s3_server").make_bucket("warehouse")
+        return f"s3a://{bucket}/{uuid.uuid4().hex[:8]}"
     return str(tmp_path_factory.mktemp("warehouse"))
+
+
+@pytest.fixture
+def lake_root(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A folder for a test's own tables: ``tmp_path``, or a fresh prefix of a bucket on S3."""
+    if not ON_S3:
+        return str(tmp_path)
+    bucket = request.getfixturevalue("s3_server").make_bucket("lake")
+    return f"s3a://{bucket}/{uuid.uuid4().hex[:12]}"
 
 
 @pytest.fixture(scope="session")
@@ -108,10 +125,11 @@ def spark(request: pytest.FixtureRequest, warehouse: str):
     from dbt.adapters.deltamerge.spark.embedded import start_session
 
     if ON_S3:
-        from dbt.adapters.deltamerge.spark.conf import object_store_conf
+        from dbt.adapters.deltamerge.spark.conf import object_store_conf, warehouse_conf, warehouse_home
 
         options = request.getfixturevalue("s3_server").options()
-        return start_session(warehouse, {**SPARK_PARAMS, **object_store_conf(options)})
+        conf = {**SPARK_PARAMS, **object_store_conf(options), **warehouse_conf(warehouse)}
+        return start_session(warehouse_home(warehouse, os.environ), conf)
     return start_session(warehouse, dict(SPARK_PARAMS))
 
 
@@ -144,14 +162,18 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "connect: also runs on the Spark Connect cluster backend by default")
     config.addinivalue_line("markers", "embedded_only: needs the embedded session (JVM access from the test)")
     config.addinivalue_line(
-        "markers", "s3: runs on an S3 server (DELTAMERGE_TEST_STORE=s3, a run of its own)"
+        "markers", "s3: runs on an S3 server only (DELTAMERGE_TEST_STORE=s3, a run of its own)"
+    )
+    config.addinivalue_line(
+        "markers", "stores: runs on a local disk, and on S3 too in the DELTAMERGE_TEST_STORE=s3 run"
     )
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     on_s3 = [item for item in items if item.get_closest_marker("s3") is not None]
     if on_s3 or ON_S3:
-        keep = on_s3 if ON_S3 else [item for item in items if item.get_closest_marker("s3") is None]
+        also = [item for item in items if item.get_closest_marker("stores") is not None]
+        keep = on_s3 + also if ON_S3 else [item for item in items if item.get_closest_marker("s3") is None]
         config.hook.pytest_deselected(items=[i for i in items if i not in keep])
         items[:] = keep
     if ON_CONNECT:

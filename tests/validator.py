@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import os
 import uuid
 import zlib
 from urllib.parse import unquote
@@ -26,12 +25,16 @@ import pyarrow as pa
 from deltalake import DeltaTable, QueryBuilder
 from pyroaring import BitMap64
 
+from tests import files
+
 
 def problems(path: str) -> list[str]:
     """Every inconsistency found in the table at ``path`` (empty: the table is sound)."""
-    log = os.path.join(path, "_delta_log")
+    log = files.join(path, "_delta_log")
     versions = sorted(
-        int(n[:20]) for n in os.listdir(log) if len(n) == 25 and n.endswith(".json") and n[:20].isdigit()
+        int(n[:20])
+        for n in files.list_names(log)
+        if len(n) == 25 and n.endswith(".json") and n[:20].isdigit()
     )
     found: list[str] = []
     if versions != list(range(len(versions))):
@@ -39,8 +42,8 @@ def problems(path: str) -> list[str]:
     live: dict[str, int] = {}
     state = _FeatureState(path)
     for version in versions:
-        with open(os.path.join(log, f"{version:020d}.json")) as handle:
-            actions = [json.loads(line) for line in handle if line.strip()]
+        text = files.read_text(files.join(log, f"{version:020d}.json"))
+        actions = [json.loads(line) for line in text.splitlines() if line.strip()]
         found.extend(state.problems(version, actions))
         removed = {a["remove"]["path"] for a in actions if "remove" in a}
         added = {a["add"]["path"]: int(a["add"]["size"]) for a in actions if "add" in a}
@@ -58,17 +61,15 @@ def problems(path: str) -> list[str]:
         if both:
             found.append(f"v{version}: files both added and removed: {sorted(both)}")
         for relative, size in live.items():
-            full = os.path.join(path, unquote(relative))
-            if not os.path.exists(full):
+            actual = files.size(files.join(path, unquote(relative)))
+            if actual is None:
                 found.append(f"v{version}: live file missing: {relative}")
-            elif os.path.getsize(full) != size:
-                found.append(f"v{version}: {relative} has {os.path.getsize(full)} bytes, log says {size}")
+            elif actual != size:
+                found.append(f"v{version}: {relative} has {actual} bytes, log says {size}")
         try:
-            theirs = {unquote(p) for p in DeltaTable(path, version=version).file_uris()}
-            ours = {os.path.join(path, unquote(p)) for p in live}
-            if {os.path.normpath(p.removeprefix("file://")) for p in theirs} != {
-                os.path.normpath(p) for p in ours
-            }:
+            theirs = {files.same_place(unquote(p)) for p in DeltaTable(path, version=version).file_uris()}
+            ours = {files.same_place(files.join(path, unquote(p))) for p in live}
+            if theirs != ours:
                 found.append(f"v{version}: delta-rs lists other live files than the log replay")
         except Exception as exc:  # delta-rs cannot open this version
             found.append(f"v{version}: delta-rs cannot read it: {exc}")
@@ -97,15 +98,18 @@ def read_vector(table: str, descriptor: dict) -> BitMap64:
     else:
         where = descriptor["pathOrInlineDv"]
         prefix, name = where[:-20], f"deletion_vector_{uuid.UUID(bytes=_z85(where[-20:]))}.bin"
-        file = os.path.join(table, prefix, name) if descriptor["storageType"] == "u" else where
-        with open(file, "rb") as handle:
-            handle.seek(int(descriptor.get("offset") or 0))
-            size = int.from_bytes(handle.read(4), "big")
-            data = handle.read(size)
-            if size != int(descriptor["sizeInBytes"]) or zlib.crc32(data) != int.from_bytes(
-                handle.read(4), "big"
-            ):
-                raise ValueError("size or checksum mismatch")
+        file = (
+            files.join(table, f"{prefix}/{name}" if prefix else name)
+            if descriptor["storageType"] == "u"
+            else where
+        )
+        start = int(descriptor.get("offset") or 0)
+        content = files.read_bytes(file)
+        size = int.from_bytes(content[start : start + 4], "big")
+        data = content[start + 4 : start + 4 + size]
+        checksum = int.from_bytes(content[start + 4 + size : start + 8 + size], "big")
+        if size != int(descriptor["sizeInBytes"]) or zlib.crc32(data) != checksum:
+            raise ValueError("size or checksum mismatch")
     if int.from_bytes(data[:4], "little") != 1681511377:
         raise ValueError("not the portable RoaringBitmapArray format")
     return BitMap64.deserialize(data[4:])

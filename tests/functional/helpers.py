@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
-import os
 from typing import Any
 
 import pyarrow as pa
 from deltalake import DeltaTable, QueryBuilder
+
+from tests.files import read_text
 
 # Table properties switching on every writer feature a table of ours may be created with: the
 # reliability tests (kill harness, races) run on such tables too.
@@ -22,7 +23,7 @@ FEATURE_PROPERTIES = {
 def table_path(project: Any, name: str) -> str:
     """The Delta table folder of model ``name`` in the test schema (the default location)."""
     database_dir = project.adapter.config.credentials.warehouse
-    return os.path.join(database_dir, f"{project.test_schema}.db", name)
+    return f"{database_dir}/{project.test_schema}.db/{name}"
 
 
 def rows(path: str, version: int | None = None, order_by: str | None = None) -> list[dict[str, Any]]:
@@ -47,8 +48,8 @@ def operations(path: str) -> list[str]:
 
 def log_actions(path: str, version: int) -> list[dict[str, Any]]:
     """The actions of one commit file."""
-    with open(os.path.join(path, "_delta_log", f"{version:020d}.json")) as handle:
-        return [json.loads(line) for line in handle]
+    text = read_text(f"{path.rstrip('/')}/_delta_log/{version:020d}.json")
+    return [json.loads(line) for line in text.splitlines() if line.strip()]
 
 
 def add_stats(path: str, version: int) -> list[dict[str, Any]]:
