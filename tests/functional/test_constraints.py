@@ -129,12 +129,14 @@ class DeltaErrors:
         return ["[DELTA_NOT_NULL_CONSTRAINT_VIOLATED] NOT NULL constraint violated for column: id."]
 
 
+@pytest.mark.stores
 class TestTableConstraintsRollback(DeltaErrors, BaseConstraintsRollback):
     @pytest.fixture(scope="class")
     def models(self):
         return {"my_model.sql": fixtures.my_model_sql, "constraints_schema.yml": _SCHEMA_YML}
 
 
+@pytest.mark.stores
 class TestIncrementalConstraintsRollback(DeltaErrors, BaseIncrementalConstraintsRollback):
     @pytest.fixture(scope="class")
     def models(self):

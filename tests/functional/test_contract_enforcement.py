@@ -12,13 +12,13 @@ backends (the Connect half too: the errors come back through Spark Connect).
 from __future__ import annotations
 
 import datetime as dt
-import os
 import re
 
 import pytest
 from dbt.tests.util import run_dbt, run_dbt_and_capture, write_file
 from deltalake import DeltaTable
 
+from tests import files
 from tests.functional.helpers import live_rows, table_path
 
 # Rows are stamped yesterday (UTC), so a microbatch's batches are in the past whatever the time.
@@ -81,6 +81,7 @@ snapshots:
 """
 
 
+@pytest.mark.stores
 @pytest.mark.connect
 class TestEveryWritePathEnforcesConstraints:
     @pytest.fixture(scope="class")
@@ -149,7 +150,7 @@ class TestEveryWritePathEnforcesConstraints:
         for name, path in paths.items():
             assert DeltaTable(path).version() == versions[name], name
             assert live_rows(path) == stored[name], name
-        assert all(os.path.isdir(p) for p in paths.values())
+        assert all(files.list_names(files.join(p, "_delta_log")) for p in paths.values())
 
 
 _EVOLVING = """
@@ -167,6 +168,7 @@ def _contract(id_constraints: str, v_constraints: str) -> str:
     )
 
 
+@pytest.mark.stores
 class TestContractChangesOnLaterRuns:
     @pytest.fixture(scope="class")
     def models(self):

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import os
 import random
-import shutil
 
 import pyarrow as pa
 import pytest
@@ -25,6 +24,7 @@ from dbt.adapters.deltamerge.delta import WriteRequest, load_snapshot, write_dat
 from dbt.adapters.deltamerge.statements import dml
 from dbt.adapters.deltamerge.statements.maintenance import set_properties
 from dbt.adapters.deltamerge.statements.parse_maintenance import SetPropertiesStatement
+from tests.files import copy_folder
 from tests.functional.helpers import live_rows
 
 CASES = int(os.environ.get("DELTAMERGE_DML_CASES", "6"))
@@ -66,8 +66,8 @@ def random_assignments(rng: random.Random) -> dict[str, str]:
     return rng.choice(choices)
 
 
-def _tables(spark, tmp_path, rng: random.Random, *, feed: bool, vectors: bool = False) -> tuple[str, str]:
-    ours, theirs = str(tmp_path / "ours"), str(tmp_path / "theirs")
+def _tables(spark, root: str, rng: random.Random, *, feed: bool, vectors: bool = False) -> tuple[str, str]:
+    ours, theirs = f"{root}/ours", f"{root}/theirs"
     partitioned = rng.random() < 0.5
     properties = {"delta.enableChangeDataFeed": "true"} if feed else {}
     frame = spark.createDataFrame(random_table(rng), SCHEMA).repartitionByRange(3, "v")
@@ -75,7 +75,7 @@ def _tables(spark, tmp_path, rng: random.Random, *, feed: bool, vectors: bool = 
         ours, "create_or_replace", partition_by=("p",) if partitioned else (), properties=properties
     )
     write_dataframe(spark, frame, request)
-    shutil.copytree(ours, theirs)
+    copy_folder(ours, theirs)
     if vectors:  # ours only: delta-rs rewrites files of a table with deletion vectors on
         assert enable_deletion_vectors(spark, ours) == 1
     return ours, theirs
@@ -109,12 +109,13 @@ def _changed_only(changes: list[tuple]) -> list[tuple]:
     return sorted(kept, key=repr)
 
 
+@pytest.mark.stores
 @pytest.mark.connect
 @pytest.mark.parametrize("seed", range(FIRST, FIRST + CASES))
-def test_delete_same_as_delta_rs(spark, tmp_path, seed):
+def test_delete_same_as_delta_rs(spark, lake_root, seed):
     rng = random.Random(seed)
     feed, vectors = seed % 3 == 0, seed % 2 == 1
-    ours, theirs = _tables(spark, tmp_path, rng, feed=feed, vectors=vectors)
+    ours, theirs = _tables(spark, lake_root, rng, feed=feed, vectors=vectors)
     condition = random_condition(rng)
     snapshot = load_snapshot(ours)
     assert snapshot is not None
@@ -131,12 +132,13 @@ def test_delete_same_as_delta_rs(spark, tmp_path, seed):
         assert change_rows(ours, start) == change_rows(theirs, 1), condition
 
 
+@pytest.mark.stores
 @pytest.mark.connect
 @pytest.mark.parametrize("seed", range(FIRST, FIRST + CASES))
-def test_update_same_as_delta_rs(spark, tmp_path, seed):
+def test_update_same_as_delta_rs(spark, lake_root, seed):
     rng = random.Random(10_000 + seed)
     feed, vectors = seed % 3 == 0, seed % 2 == 1
-    ours, theirs = _tables(spark, tmp_path, rng, feed=feed, vectors=vectors)
+    ours, theirs = _tables(spark, lake_root, rng, feed=feed, vectors=vectors)
     condition = random_condition(rng)
     assignments = random_assignments(rng)
     snapshot = load_snapshot(ours)

@@ -172,7 +172,7 @@ def _vectors_on(seed: int) -> bool:
 
 def _merge_both(
     spark,
-    tmp_path,
+    root: str,
     seed: int,
     *,
     feed: bool,
@@ -185,7 +185,7 @@ def _merge_both(
     target, source, config, builder = random_case(
         rng, by_source_only=by_source_only, weighted=weighted, one_join=one_join
     )
-    ours, theirs = str(tmp_path / "ours"), str(tmp_path / "theirs")
+    ours, theirs = f"{root}/ours", f"{root}/theirs"
     schema = "k bigint, v bigint, op string"
     properties = {"delta.enableChangeDataFeed": "true"} if feed else {}
     ours_properties = {**properties, "delta.enableDeletionVectors": "true"} if vectors else properties
@@ -225,29 +225,32 @@ def _assert_same_rows_and_counts(ours: str, theirs: str, config: dict, m: dict, 
     ), config
 
 
+@pytest.mark.stores
 @pytest.mark.connect
 @pytest.mark.parametrize("seed", range(CASES))
-def test_same_result_as_delta_rs(spark, tmp_path, seed, monkeypatch):
+def test_same_result_as_delta_rs(spark, lake_root, seed, monkeypatch):
     _shuffle_joins_on_odd(seed, monkeypatch)
-    _assert_same_rows_and_counts(*_merge_both(spark, tmp_path, seed, feed=False, vectors=_vectors_on(seed)))
+    _assert_same_rows_and_counts(*_merge_both(spark, lake_root, seed, feed=False, vectors=_vectors_on(seed)))
 
 
+@pytest.mark.stores
 @pytest.mark.parametrize("seed", range(CASES))
-def test_weighted_same_result_as_delta_rs(spark, tmp_path, seed, monkeypatch):
+def test_weighted_same_result_as_delta_rs(spark, lake_root, seed, monkeypatch):
     """Clause sets without WHEN MATCHED, with BY SOURCE clauses, predicates and shared target keys."""
     _shuffle_joins_on_odd(seed, monkeypatch)
     merged = _merge_both(
-        spark, tmp_path, 100_000 + seed, feed=False, weighted=True, vectors=_vectors_on(seed)
+        spark, lake_root, 100_000 + seed, feed=False, weighted=True, vectors=_vectors_on(seed)
     )
     _assert_same_rows_and_counts(*merged)
 
 
+@pytest.mark.stores
 @pytest.mark.parametrize("seed", range(CASES // 4))
 @pytest.mark.parametrize("feed", [False, True], ids=["feed_off", "feed_on"])
-def test_by_source_only_same_as_delta_rs(spark, tmp_path, seed, feed):
+def test_by_source_only_same_as_delta_rs(spark, lake_root, seed, feed):
     """Only NOT MATCHED BY SOURCE clauses: phase 2 learns which rows matched from phase 1's keys."""
     ours, theirs, config, m, expected = _merge_both(
-        spark, tmp_path, seed, feed=feed, by_source_only=True, vectors=bool(seed % 2)
+        spark, lake_root, seed, feed=feed, by_source_only=True, vectors=bool(seed % 2)
     )
     assert sorted_rows(ours) == sorted_rows(theirs), config
     assert (m["numTargetRowsUpdated"], m["numTargetRowsDeleted"]) == (
@@ -258,8 +261,9 @@ def test_by_source_only_same_as_delta_rs(spark, tmp_path, seed, feed):
         assert change_rows(ours, 1) == change_rows(theirs, 1), config
 
 
+@pytest.mark.stores
 @pytest.mark.parametrize("seed", range(CASES // 2))
-def test_one_join_same_as_delta_rs(spark, tmp_path, seed, monkeypatch):
+def test_one_join_same_as_delta_rs(spark, lake_root, seed, monkeypatch):
     """Merge-on-read with WHEN MATCHED clauses, no BY SOURCE clause and a broadcast source: the
     target is joined once (``execute/one_join.py``); odd seeds with the change feed on. In half
     the seeds the plan finds the whole source too big to broadcast: the join broadcasts the
@@ -267,7 +271,7 @@ def test_one_join_same_as_delta_rs(spark, tmp_path, seed, monkeypatch):
     feed = bool(seed % 2)
     if seed % 4 >= 2:
         monkeypatch.setattr("dbt.adapters.deltamerge.merge.plan.fits_in_broadcast", lambda *_: False)
-    merged = _merge_both(spark, tmp_path, 300_000 + seed, feed=feed, vectors=True, one_join=True)
+    merged = _merge_both(spark, lake_root, 300_000 + seed, feed=feed, vectors=True, one_join=True)
     _assert_same_rows_and_counts(*merged)
     if feed:
         assert change_rows(merged[0], 1) == change_rows(merged[1], 1), merged[2]
@@ -324,10 +328,11 @@ def change_rows(path: str, start: int) -> list[tuple]:
     return sorted((r["k"], r["v"], r["op"], r["_change_type"]) for r in feed)
 
 
+@pytest.mark.stores
 @pytest.mark.connect
 @pytest.mark.parametrize("seed", range(CASES // 2))
-def test_same_change_feed_as_delta_rs(spark, tmp_path, seed):
-    ours, theirs, config, _, _ = _merge_both(spark, tmp_path, seed, feed=True, vectors=bool(seed % 2))
+def test_same_change_feed_as_delta_rs(spark, lake_root, seed):
+    ours, theirs, config, _, _ = _merge_both(spark, lake_root, seed, feed=True, vectors=bool(seed % 2))
     assert sorted_rows(ours) == sorted_rows(theirs), config
     assert change_rows(ours, 1) == change_rows(theirs, 1), config
     if DeltaTable(ours).version() >= 1:

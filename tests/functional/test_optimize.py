@@ -66,6 +66,7 @@ def _files(path: str) -> list[dict]:
     return pa.table(DeltaTable(path).get_add_actions(flatten=True)).to_pylist()
 
 
+@pytest.mark.stores
 class TestOptimizeThroughDbt:
     @pytest.fixture(scope="class")
     def models(self):

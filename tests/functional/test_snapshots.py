@@ -57,6 +57,7 @@ class TestBasicSnapshotTimestamp(BaseSnapshotTimestamp):
     pass
 
 
+@pytest.mark.stores
 class TestSnapshotCheck(BaseSnapshotCheck):
     pass
 

@@ -25,6 +25,7 @@ HOOKED = (
 PARQUET = "{{ config(materialized='table', file_format='parquet') }}\nselect 1 as id"
 
 
+@pytest.mark.stores
 @pytest.mark.connect
 class TestInsertStatements:
     @pytest.fixture(scope="class")

@@ -16,7 +16,6 @@ import itertools
 import json
 import os
 import re
-import shutil
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -40,6 +39,8 @@ from dbt.adapters.deltamerge.delta import (
     vacuum,
     vector_file,
 )
+from tests import files
+from tests.backend import ON_S3, SLOW
 from tests.functional.helpers import live_rows, table_path
 from tests.validator import problems
 
@@ -68,11 +69,12 @@ ENGINE_READS = (
 )
 
 
-def _copy(name: str, root: Path) -> str:
-    target = root / name
-    if not target.exists():
-        shutil.copytree(FIXTURES / name, target)
-    return str(target)
+def _copy(name: str, root: Path | str) -> str:
+    """A copy of a fixture table under ``root`` (a folder, or a prefix of a bucket on S3)."""
+    target = files.join(str(root), name)
+    if files.is_uri(target) or not os.path.exists(target):
+        files.copy_folder(str(FIXTURES / name), target)
+    return target
 
 
 def _listing(path: str) -> dict[str, int]:
@@ -149,9 +151,10 @@ class TestRegisteredTablesOfOtherWriters:
         assert ident not in {str(r[1]) for r in relations}
 
 
+@pytest.mark.stores
 @pytest.mark.parametrize("name", ENGINE_READS)
-def test_the_engine_s_reads_apply_deletion_vectors_and_mapped_names(spark, tmp_path, name):
-    path = _copy(name, tmp_path)
+def test_the_engine_s_reads_apply_deletion_vectors_and_mapped_names(spark, lake_root, name):
+    path = _copy(name, lake_root)
     snapshot = load_snapshot(path)
     assert snapshot is not None
     columns = [f.name for f in snapshot.schema.fields]
@@ -321,6 +324,16 @@ WRITES: dict[str, dict[str, str]] = {
     },
 }
 
+# On an object store, a table mapping column names is bound in the catalog only with Delta's jars
+# (``binding/entry._version_folder``): the S3 run writes to the others;
+# ``make test``'s S3 sample takes two of them (deletion vectors with row ids, the change feed).
+_ON_THIS_STORE = sorted(
+    n
+    for n in WRITES
+    if not ON_S3
+    or ("mapping" not in n and (SLOW or n in ("table_with_deletion_logs", "cdf-table-with-cdc-and-dvs")))
+)
+
 
 def _reference_sql(path: str, version: int, sql: str) -> list[tuple]:
     table = DeltaTable(path, version=version)
@@ -391,7 +404,7 @@ def _on_source(expression: str, columns: Sequence[str]) -> str:
 
 
 def _log(path: str, version: int) -> list[dict[str, Any]]:
-    text = (Path(path) / "_delta_log" / f"{version:020d}.json").read_text()
+    text = files.read_text(files.join(path, f"_delta_log/{version:020d}.json"))
     return [json.loads(line) for line in text.splitlines() if line.strip()]
 
 
@@ -405,9 +418,10 @@ def _features(path: str) -> tuple[set[str], set[str], dict[str, str]]:
     )
 
 
-@pytest.mark.parametrize("name", sorted(WRITES))
-def test_delete_update_and_merge_on_tables_of_other_writers_keep_their_features(project, tmp_path, name):
-    path = _copy(name, tmp_path)
+@pytest.mark.stores
+@pytest.mark.parametrize("name", _ON_THIS_STORE)
+def test_delete_update_and_merge_on_tables_of_other_writers_keep_their_features(project, lake_root, name):
+    path = _copy(name, lake_root)
     spec = WRITES[name]
     ident = f"{project.test_schema}.{name.replace('-', '_')}"
     project.run_sql(f"create table {ident} using delta location '{path}'")
@@ -470,10 +484,11 @@ def _check_feature_rules(
         assert "delta.liquid" in snapshot.domains  # every other domain kept
 
 
-def test_an_incremental_model_on_a_registered_table_of_another_writer_merges_into_it(project, tmp_path):
+@pytest.mark.stores
+def test_an_incremental_model_on_a_registered_table_of_another_writer_merges_into_it(project, lake_root):
     """Bringing an existing table into a project (README): register it, then a model of that name
     merges into it; never rebuilt (its id, history and features stay)."""
-    path = _copy("cdf-table-with-cdc-and-dvs", tmp_path)
+    path = _copy("cdf-table-with-cdc-and-dvs", lake_root)
     project.run_sql(f"create table {project.test_schema}.lake_events using delta location '{path}'")
     before, table_id = DeltaTable(path).version(), DeltaTable(path).metadata().id
     rows = _reference(path)
