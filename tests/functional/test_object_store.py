@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import threading
@@ -32,6 +33,7 @@ from dbt.adapters.deltamerge.delta import (
 )
 from dbt.adapters.deltamerge.merge import MergeSpec, merge_into
 from dbt.adapters.deltamerge.statements.dml import delete_rows
+from tests.backend import SLOW
 
 pytestmark = pytest.mark.s3
 
@@ -481,3 +483,43 @@ def test_a_dbt_process_killed_on_s3_leaves_a_valid_version_and_the_next_run_conv
     assert vacuumed.returncode == 0, vacuumed.stdout[-3000:]
     assert {k for k in _table_keys(s3_server, table) if k.endswith(".parquet") and _data_file(k)} == named
     assert {r["id"]: r["status"] for r in _live(table)} == two
+
+
+SHOP = Path(__file__).resolve().parents[2] / "examples" / "shop"
+
+
+@pytest.mark.skipif(not SLOW, reason="the slow tier: DELTAMERGE_SLOW=1 runs it (two minutes)")
+def test_the_example_project_runs_with_its_warehouse_on_s3(s3_server, tmp_path):
+    """The README's example project, its profile's `s3` target: the warehouse on S3 (its tables), the
+    metastore and the warm server's state on this machine; delta-rs reads every table there."""
+    project = tmp_path / "shop"
+    shutil.copytree(SHOP, project, ignore=shutil.ignore_patterns("warehouse", "target", "logs"))
+    warehouse = f"s3a://{s3_server.make_bucket('shop')}/dbt"
+    home = tmp_path / "data"
+    env = {**os.environ, "SHOP_WAREHOUSE": warehouse, "XDG_DATA_HOME": str(home), "AWS_ALLOW_HTTP": "true"}
+    try:
+        demo = subprocess.run(
+            [sys.executable, "demo.py", "--target", "s3"], cwd=project, env=env,
+            capture_output=True, text=True, timeout=1500,
+        )  # fmt: skip
+        (tmp_path / "demo.log").write_text(demo.stdout + demo.stderr)
+        assert demo.returncode == 0, demo.stdout[-4000:] + demo.stderr[-2000:]
+    finally:
+        stopped = subprocess.run(
+            [str(Path(sys.executable).parent / "deltamerge-server"), "stop", "--warehouse", warehouse],
+            env=env, capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+    assert stopped.stdout.startswith("Stopped the server"), stopped.stdout + stopped.stderr
+    orders = _delta(f"{warehouse}/shop.db/orders")
+    merge = orders.history()[0]
+    assert (merge["operation"], orders.version()) == ("MERGE", 1)
+    metrics = {k: merge["operationMetrics"][k] for k in ("numTargetRowsInserted", "numTargetRowsUpdated")}
+    assert {k: int(v) for k, v in metrics.items()} == {"numTargetRowsInserted": 2, "numTargetRowsUpdated": 1}
+    assert "orders: Delta version 1, 6 rows" in demo.stdout
+    assert "order   6  insert            status=placed" in demo.stdout
+    for name in ("raw_orders", "customers", "order_changes", "daily_revenue"):
+        assert _delta(f"{warehouse}/shop.db/{name}").version() >= 0, name
+    # Only the metastore, the server's state and logs are local: no table data left this bucket.
+    local = [p for p in home.rglob("*") if p.is_file()]
+    assert any("metastore_db" in p.parts for p in local)
+    assert not [p for p in local if p.suffix == ".parquet" or "_delta_log" in p.parts]
