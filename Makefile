@@ -34,9 +34,12 @@ test: install
 	DELTAMERGE_TEST_BACKEND=connect DELTAMERGE_CONNECT_ALL=$(CONNECT_ALL) \
 		DELTAMERGE_DIFF_CASES=$${DELTAMERGE_DIFF_CASES:-4} DELTAMERGE_DML_CASES=$${DELTAMERGE_DML_CASES:-2} \
 		$(PY) -m pytest tests/functional -n 2 --dist loadfile --durations=10
-	# The tests marked `s3` on a real S3 server (S3Proxy from Maven Central, cached in
-	# ~/.cache/dbt-deltamerge), Spark with Hadoop's S3A connector (Ivy's cache): a run of its own.
-	DELTAMERGE_TEST_STORE=s3 $(PY) -m pytest tests/functional --durations=5
+	# The tests marked `s3` and `stores` on a real S3 server (S3Proxy from Maven Central, cached in
+	# ~/.cache/dbt-deltamerge; the warehouse on S3), the fault proxy and Azurite (npm), Spark with
+	# Hadoop's S3A connector (Ivy's cache): a run of its own, a sample of the differentials.
+	DELTAMERGE_TEST_STORE=s3 \
+		DELTAMERGE_DIFF_CASES=$${DELTAMERGE_DIFF_CASES:-2} DELTAMERGE_DML_CASES=$${DELTAMERGE_DML_CASES:-2} \
+		$(PY) -m pytest tests/functional -n 2 --dist loadfile --durations=10
 
 ## The benchmark harness (not part of the tests): writes BENCHMARKS.md and benchmarks/*. About 80 minutes on 2 cores.
 bench: install
