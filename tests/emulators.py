@@ -18,13 +18,11 @@ import hashlib
 import hmac
 import http.client
 import shutil
-import socket
 import subprocess
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.s3server import _free_port, cache_dir
+from tests.s3server import _free_port, cache_dir, stop_process, wait_listening
 
 AZURITE_VERSION = "3.35.0"
 # Azurite's well-known development account (documented by Microsoft; not a secret).
@@ -68,25 +66,7 @@ class Emulator:
     environment: dict[str, str]
 
     def stop(self) -> None:
-        self.process.terminate()
-        try:
-            self.process.wait(10)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-
-
-def _wait(process: subprocess.Popen[bytes], port: int, log: Path) -> None:
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"exited with {process.returncode}: {log.read_text()[-1500:]}")
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=1):
-                return
-        except OSError:
-            time.sleep(0.2)
-    process.kill()
-    raise RuntimeError(f"did not listen on port {port} within 60 s: {log.read_text()[-1500:]}")
+        stop_process(self.process)
 
 
 def start_azurite(folder: str) -> Emulator:
@@ -99,7 +79,7 @@ def start_azurite(folder: str) -> Emulator:
              "--skipApiVersionCheck"],
             stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
         )  # fmt: skip
-    _wait(process, port, log)
+    wait_listening(process, port, log, "Azurite")
     endpoint = f"http://127.0.0.1:{port}"
     options = {
         "AZURE_STORAGE_ACCOUNT_NAME": AZURE_ACCOUNT,

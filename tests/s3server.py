@@ -68,11 +68,31 @@ class S3Server:
         return name
 
     def stop(self) -> None:
-        self.process.terminate()
+        stop_process(self.process)
+
+
+def stop_process(process: subprocess.Popen[bytes]) -> None:
+    """SIGTERM, then SIGKILL after 10 s."""
+    process.terminate()
+    try:
+        process.wait(10)
+    except subprocess.TimeoutExpired:
+        process.kill()
+
+
+def wait_listening(process: subprocess.Popen[bytes], port: int, log: Path, what: str) -> None:
+    """Return once ``process`` accepts connections on the loopback ``port`` (60 s at most)."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"{what} exited with {process.returncode}: {log.read_text()[-2000:]}")
         try:
-            self.process.wait(10)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
+            with socket.create_connection(("127.0.0.1", port), timeout=1):
+                return
+        except OSError:
+            time.sleep(0.2)
+    process.kill()
+    raise RuntimeError(f"{what} did not listen on port {port} within 60 s: {log.read_text()[-2000:]}")
 
 
 def _free_port() -> int:
@@ -109,14 +129,5 @@ def start_s3_server(folder: str) -> S3Server:
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"S3Proxy exited with {process.returncode}: {log.read_text()[-2000:]}")
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=1):
-                return S3Server(endpoint, root, process, log)
-        except OSError:
-            time.sleep(0.2)
-    process.kill()
-    raise RuntimeError(f"S3Proxy did not listen on {endpoint} within 60 s: {log.read_text()[-2000:]}")
+    wait_listening(process, port, log, "S3Proxy")
+    return S3Server(endpoint, root, process, log)
