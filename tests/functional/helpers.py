@@ -61,3 +61,34 @@ def catalog_rows(spark: Any, project: Any, name: str, order_by: str) -> list[dic
     """Rows that Spark's catalog returns for ``<schema>.<name>`` (what downstream models read)."""
     result = spark.sql(f"select * from {project.test_schema}.{name} order by {order_by}").collect()
     return [r.asDict() for r in result]
+
+
+def race_conditional_creates(log: str, versions: int, writers: int) -> None:
+    """``writers`` threads race to create each of ``versions`` commit files in ``log`` through the
+    engine's storage layer: exactly one wins each, its content stays, nobody fails."""
+    import threading
+
+    from dbt.adapters.deltamerge.delta import storage
+
+    winners: dict[int, list[int]] = {}
+    errors: list[Exception] = []
+
+    def writer(version: int, who: int) -> None:
+        try:
+            if storage.put_if_absent(f"{log}/{version:020d}.json", json.dumps({"who": who}).encode()):
+                winners.setdefault(version, []).append(who)
+        except Exception as error:
+            errors.append(error)
+
+    for version in range(versions):
+        threads = [threading.Thread(target=writer, args=(version, who)) for who in range(writers)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    assert errors == []
+    assert sorted(winners) == list(range(versions))
+    assert all(len(won) == 1 for won in winners.values()), winners
+    for version, (who,) in winners.items():
+        assert json.loads(storage.read_bytes(f"{log}/{version:020d}.json")) == {"who": who}
+    assert storage.list_names(log)[:2] == [f"{0:020d}.json", f"{1:020d}.json"]

@@ -34,6 +34,7 @@ from dbt.adapters.deltamerge.delta import (
 from dbt.adapters.deltamerge.merge import MergeSpec, merge_into
 from dbt.adapters.deltamerge.statements.dml import delete_rows
 from tests.backend import SLOW
+from tests.functional.helpers import race_conditional_creates
 
 pytestmark = pytest.mark.s3
 
@@ -72,23 +73,7 @@ def _data_file(key: str) -> bool:
 
 def test_conditional_create_has_exactly_one_winner_per_version(s3_server):
     log = _table(s3_server, "race") + "/_delta_log"
-    winners: dict[int, list[int]] = {}
-
-    def writer(version: int, who: int) -> None:
-        if storage.put_if_absent(f"{log}/{version:020d}.json", json.dumps({"who": who}).encode()):
-            winners.setdefault(version, []).append(who)
-
-    for version in range(20):
-        threads = [threading.Thread(target=writer, args=(version, who)) for who in range(8)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
-    assert sorted(winners) == list(range(20))
-    assert all(len(won) == 1 for won in winners.values())
-    for version, (who,) in winners.items():
-        assert json.loads(storage.read_bytes(f"{log}/{version:020d}.json")) == {"who": who}
-    assert storage.list_names(log)[:2] == [f"{0:020d}.json", f"{1:020d}.json"]
+    race_conditional_creates(log, versions=20, writers=8)
 
 
 def test_write_merge_and_delete_on_s3_read_by_delta_rs(spark, s3_server):

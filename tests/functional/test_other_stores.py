@@ -26,6 +26,7 @@ from deltalake import DeltaTable
 from dbt.adapters.deltamerge.common.store_options import effective_options
 from dbt.adapters.deltamerge.delta import CommitInfo, commit, load_snapshot, object_storage, storage
 from tests import emulators
+from tests.functional.helpers import race_conditional_creates
 from tests.validator import problems
 
 pytestmark = pytest.mark.s3
@@ -83,28 +84,7 @@ def _delta_rs(store: dict[str, Any], table: str) -> DeltaTable:
 
 def test_conditional_create_has_exactly_one_winner_per_version(store):
     log = f"{store['root']}/race/_delta_log"
-    winners: dict[int, list[int]] = {}
-    errors: list[Exception] = []
-
-    def writer(version: int, who: int) -> None:
-        try:
-            if storage.put_if_absent(f"{log}/{version:020d}.json", json.dumps({"who": who}).encode()):
-                winners.setdefault(version, []).append(who)
-        except Exception as error:
-            errors.append(error)
-
-    for version in range(15):
-        threads = [threading.Thread(target=writer, args=(version, who)) for who in range(6)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
-    assert errors == []
-    assert sorted(winners) == list(range(15))
-    assert all(len(won) == 1 for won in winners.values()), winners
-    for version, (who,) in winners.items():
-        assert json.loads(storage.read_bytes(f"{log}/{version:020d}.json")) == {"who": who}
-    assert storage.list_names(log)[:2] == [f"{0:020d}.json", f"{1:020d}.json"]
+    race_conditional_creates(log, versions=15, writers=6)
 
 
 def test_concurrent_appends_each_land_once_and_delta_rs_reads_the_table(store):
