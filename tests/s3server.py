@@ -80,25 +80,47 @@ def stop_process(process: subprocess.Popen[bytes]) -> None:
         process.kill()
 
 
-def wait_listening(process: subprocess.Popen[bytes], port: int, log: Path, what: str) -> None:
-    """Return once ``process`` accepts connections on the loopback ``port`` (60 s at most)."""
-    deadline = time.monotonic() + 60
+def wait_listening(
+    process: subprocess.Popen[bytes],
+    port: int,
+    log: Path,
+    what: str,
+    host: str = "127.0.0.1",
+    timeout: float = 60,
+) -> None:
+    """Return once ``process`` accepts connections on ``host``:``port`` (``timeout`` seconds at most)."""
+    deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if process.poll() is not None:
             raise RuntimeError(f"{what} exited with {process.returncode}: {log.read_text()[-2000:]}")
         try:
-            with socket.create_connection(("127.0.0.1", port), timeout=1):
+            with socket.create_connection((host, port), timeout=1):
                 return
         except OSError:
             time.sleep(0.2)
     process.kill()
-    raise RuntimeError(f"{what} did not listen on port {port} within 60 s: {log.read_text()[-2000:]}")
+    raise RuntimeError(
+        f"{what} did not listen on port {port} within {timeout:.0f} s: {log.read_text()[-2000:]}"
+    )
 
 
 def _free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return int(probe.getsockname()[1])
+
+
+def s3proxy_properties(endpoint: str, buckets: str) -> str:
+    """S3Proxy's settings: serve ``endpoint`` from the folder ``buckets`` (one subfolder a bucket)."""
+    lines = [
+        f"s3proxy.endpoint={endpoint}",
+        "s3proxy.authorization=aws-v2-or-v4",
+        f"s3proxy.identity={ACCESS_KEY}",
+        f"s3proxy.credential={SECRET_KEY}",
+        "jclouds.provider=filesystem-nio2",
+        f"jclouds.filesystem.basedir={buckets}",
+    ]
+    return "\n".join(lines) + "\n"
 
 
 def start_s3_server(folder: str) -> S3Server:
@@ -108,19 +130,7 @@ def start_s3_server(folder: str) -> S3Server:
     port = _free_port()
     endpoint = f"http://127.0.0.1:{port}"
     conf = Path(folder) / "s3proxy.conf"
-    conf.write_text(
-        "\n".join(
-            [
-                f"s3proxy.endpoint={endpoint}",
-                "s3proxy.authorization=aws-v2-or-v4",
-                f"s3proxy.identity={ACCESS_KEY}",
-                f"s3proxy.credential={SECRET_KEY}",
-                "jclouds.provider=filesystem-nio2",
-                f"jclouds.filesystem.basedir={root}",
-                "",
-            ]
-        )
-    )
+    conf.write_text(s3proxy_properties(endpoint, str(root)))
     log = Path(folder) / "s3proxy.log"
     with open(log, "wb") as out:
         process = subprocess.Popen(
