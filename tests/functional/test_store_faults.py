@@ -133,3 +133,39 @@ def test_every_request_is_counted_by_kind(spark, s3_server, through_proxy):
     kinds = [kind for kind, p, _ in through_proxy.requests()]
     assert kinds.count("PUT") == 1  # the commit: data files went through Spark, not this client
     assert all(re.match(r"/faults(/|$)", p) for _, p, _ in through_proxy.requests())
+
+
+def _log_and_data(proxy: FaultProxy) -> tuple[dict[str, int], dict[str, int]]:
+    log: dict[str, int] = {}
+    data: dict[str, int] = {}
+    for kind, path, query in proxy.requests():
+        side = log if "_delta_log" in path or "_delta_log" in query else data
+        side[kind] = side.get(kind, 0) + 1
+    return log, data
+
+
+def test_an_append_makes_no_more_log_requests_than_delta_rs_and_reads_each_footer_once(
+    spark, s3_server, through_proxy
+):
+    from deltalake import write_deltalake
+
+    ours, theirs = _table(s3_server), _table(s3_server)
+    frame = spark.range(0, 5, numPartitions=2).selectExpr("id", "cast(id as string) as s")
+    write_dataframe(spark, frame, WriteRequest(ours, "create_or_replace"))
+    arrow = frame.toArrow()
+    write_deltalake(theirs, arrow, storage_options=storage.table_options(theirs))
+
+    through_proxy.reset()
+    assert write_dataframe(spark, frame, WriteRequest(ours, "append")).version == 1
+    our_log, our_data = _log_and_data(through_proxy)
+    through_proxy.reset()
+    write_deltalake(theirs, arrow, mode="append", storage_options=storage.table_options(theirs))
+    their_log, _ = _log_and_data(through_proxy)
+
+    assert our_log.get("PUT") == 1, our_log
+    for kind in ("GET", "LIST", "HEAD"):
+        assert our_log.get(kind, 0) <= their_log.get(kind, 0), (kind, our_log, their_log)
+    # Spark writes the data (directly, not through the proxy); the engine lists its folder once and
+    # reads each of the two files' footers with one GET (no size probes).
+    assert our_data == {"LIST": 1, "GET": 2}, our_data
+    assert _ids(ours) == [0, 0, 1, 1, 2, 2, 3, 3, 4, 4]

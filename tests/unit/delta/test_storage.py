@@ -39,3 +39,24 @@ def test_delete_file_missing_ok(tmp_path):
     storage.delete_file(str(tmp_path / "gone"), missing_ok=True)
     with pytest.raises(FileNotFoundError):
         storage.delete_file(str(tmp_path / "gone"))
+
+
+def test_a_parquet_footer_and_the_file_size_come_from_one_read(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = str(tmp_path / "f.parquet")
+    pq.write_table(pa.table({"id": list(range(100))}), path)
+    footer, size = storage.parquet_footer(path)
+    assert (footer.num_rows, size) == (100, os.path.getsize(path))
+
+
+def test_a_tail_reader_serves_its_tail_and_seeks_from_the_end():
+    from dbt.adapters.deltamerge.delta.object_storage import _Tail
+
+    reader = _Tail("s3://bucket/key", b"6789", 10)
+    assert reader.seek(-3, 2) == 7
+    assert reader.read(10) == b"789"  # clipped at the object's end
+    assert reader.read(1) == b""
+    reader.seek(6)
+    assert (reader.read(2), reader.tell()) == (b"67", 8)

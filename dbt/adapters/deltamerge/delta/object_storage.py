@@ -144,6 +144,59 @@ class _Reader(io.RawIOBase):
         super().close()
 
 
+# A parquet footer is read with one GET of the object's last bytes (which also says its size).
+TAIL_BYTES = 64 * 1024
+
+
+class _Tail(io.RawIOBase):
+    """A seekable reader of one object of known ``size`` whose last bytes are ``tail``: reads in
+    the tail cost nothing, others one ranged GET each."""
+
+    def __init__(self, uri: str, tail: bytes, size: int) -> None:
+        self._uri, self._tail, self._size, self._at = uri, tail, size, 0
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        self._at = {0: 0, 1: self._at, 2: self._size}[whence] + offset
+        return self._at
+
+    def tell(self) -> int:
+        return self._at
+
+    def readinto(self, buffer: Any) -> int:
+        end = min(self._at + len(buffer), self._size)
+        if end <= self._at:
+            return 0
+        start_of_tail = self._size - len(self._tail)
+        if self._at >= start_of_tail:
+            data = self._tail[self._at - start_of_tail : end - start_of_tail]
+        else:
+            store, key = STORES.client(self._uri)
+            try:
+                data = bytes(obstore.get_range(store, key, start=self._at, end=end))
+            except _FAILED as error:
+                raise _fail("read", self._uri, error) from error
+        buffer[: len(data)] = data
+        self._at += len(data)
+        return len(data)
+
+
+def open_tail(uri: str) -> tuple[io.RawIOBase, int]:
+    """``uri`` opened for reading from its end (a parquet footer), and its size: one GET."""
+    store, key = STORES.client(uri)
+    try:
+        found = obstore.get(store, key, options={"range": {"suffix": TAIL_BYTES}})
+        tail, size = bytes(found.bytes()), int(found.meta["size"])
+    except _FAILED as error:
+        raise _fail("read", uri, error) from error
+    return _Tail(uri, tail, size), size
+
+
 def open_input(uri: str) -> io.BufferedReader:
     """``uri`` opened for reading, seekable (footers, deletion vectors: ranged reads)."""
     return io.BufferedReader(_Reader(uri), buffer_size=64 * 1024)

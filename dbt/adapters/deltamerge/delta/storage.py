@@ -93,6 +93,16 @@ def parquet_metadata(path: str) -> pq.FileMetaData:
         return pq.read_metadata(handle)
 
 
+def parquet_footer(path: str) -> tuple[pq.FileMetaData, int]:
+    """The footer of the parquet file ``path`` and the file's size (on a store: one request)."""
+    if on_object_store(path):
+        tail, size = remote.open_tail(path)
+        with tail:
+            return pq.read_metadata(tail), size
+    with _naming("read the parquet footer of", path), open(path, "rb") as handle:
+        return pq.read_metadata(handle), os.fstat(handle.fileno()).st_size
+
+
 def parquet_schema(path: str) -> pa.Schema:
     """The Arrow schema of the parquet file ``path``."""
     if on_object_store(path):

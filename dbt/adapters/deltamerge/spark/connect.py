@@ -1,8 +1,8 @@
 """Spark Connect sessions (``method: connect``): reaching the server, its version, the client's settings.
 
 The dbt process is a Spark Connect client: it starts no JVM. It still writes the Delta log
-itself, so it must reach the tables' storage at the paths the server writes to (a shared
-file system in this version). Spark's static settings (master, warehouse, catalog) belong
+itself, so it must reach the tables' storage at the paths the server writes to (an object
+store, or a shared file system). Spark's static settings (master, warehouse, catalog) belong
 to the server; the client sets the session settings the engine needs.
 """
 
@@ -37,7 +37,6 @@ CONNECT_SETTINGS = {
     "spark.sql.connect.serverStacktrace.enabled": "false",
     "spark.sql.pyspark.jvmStacktrace.enabled": "false",
 }
-
 
 
 def close_sessions() -> None:

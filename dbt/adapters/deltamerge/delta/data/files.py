@@ -26,7 +26,7 @@ from dbt.adapters.deltamerge.common.sql import quote_identifier
 from dbt.adapters.deltamerge.delta import storage
 from dbt.adapters.deltamerge.delta.faults import crash_point
 from dbt.adapters.deltamerge.delta.log.mapping import field_id, physical_name, physical_type
-from dbt.adapters.deltamerge.delta.log.stats import file_stats, stats_to_json
+from dbt.adapters.deltamerge.delta.log.stats import stats_from_metadata, stats_to_json
 from dbt.adapters.deltamerge.delta.paths import encode_add_path, parse_partition_folder
 from dbt.adapters.deltamerge.delta.txn.actions import ChangeFile, WrittenFile
 
@@ -175,19 +175,20 @@ def write_data_files(
 
 def _staged_files(root: str) -> list[str]:
     """The parquet files Spark wrote under ``root`` (relative paths, sorted)."""
-    if not storage.is_dir(root):
-        # Spark creates the folder of every write it finishes, even of an empty result: a
-        # missing one means Spark's storage is not this process's at this path.
-        raise storage.StorageError(
-            f"Spark wrote the data files to {root}, which this dbt process cannot see: the dbt process "
-            "and Spark must share the table's storage at the same paths. Nothing was committed."
-        )
-    found = []
+    found, seen = [], False
     for folder, dirs, names in storage.walk(root):
+        seen = seen or bool(dirs or names)
         dirs.sort()
         for name in sorted(names):
             if name.endswith(".parquet") and not name.startswith((".", "_")):
                 found.append(os.path.relpath(os.path.join(folder, name), root))
+    # Spark creates the folder of every write it finishes, even of an empty result (one empty
+    # file): a missing one means Spark's storage is not this process's at this path.
+    if not seen and not storage.is_dir(root):
+        raise storage.StorageError(
+            f"Spark wrote the data files to {root}, which this dbt process cannot see: the dbt process "
+            "and Spark must share the table's storage at the same paths. Nothing was committed."
+        )
     return found
 
 
@@ -218,13 +219,13 @@ def _describe(
 ) -> WrittenFile:
     """The ``add`` of the data file at ``at`` (relative to the table; ``partitioned``: its path from
     its partition folders on), with statistics from its footer."""
-    final = os.path.join(table_path, at)
-    stats = file_stats(final, data_schema, num_indexed_cols)
+    footer, size = storage.parquet_footer(os.path.join(table_path, at))
+    stats = stats_from_metadata(footer, data_schema, num_indexed_cols)
     folder = os.path.dirname(partitioned)
     values = parse_partition_folder(folder, partition_columns) if partition_columns else {}
     return WrittenFile(
         path=encode_add_path(at),
-        size=storage.size_and_mtime(final)[0],
+        size=size,
         partition_values=values,
         stats=stats_to_json(stats),
         num_records=int(stats["numRecords"]),

@@ -19,6 +19,7 @@ from urllib.parse import unquote
 import pyarrow as pa
 from deltalake import DeltaTable
 from deltalake.exceptions import DeltaError as DeltaLakeError
+from deltalake.exceptions import TableNotFoundError
 from pyroaring import FrozenBitMap64
 from pyspark.sql import types as T
 
@@ -97,6 +98,9 @@ class Snapshot:
     files: tuple[AddFile, ...]
     # Live metadata domains by name (``domainMetadata`` actions), for tables that support them.
     domains: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    # delta-rs's table this snapshot was read from: ``snapshot_after`` reads on from it (only the
+    # newer commits) instead of the whole log again. Not part of the snapshot's value.
+    log_reader: DeltaTable | None = field(default=None, compare=False, repr=False)
 
     @property
     def table_path(self) -> str:
@@ -165,7 +169,16 @@ def load_snapshot(location: TableLocation | str, version: int | None = None) -> 
     """
     where = location if isinstance(location, TableLocation) else TableLocation.of(location)
     table_path = where.path
-    if not has_delta_log(table_path):
+    options = storage.table_options(table_path, where.options)
+    try:
+        # delta-rs lists the log itself: no listing of ours first (one request less on a store).
+        table = DeltaTable(table_path, version=version, storage_options=options)
+    except TableNotFoundError:
+        if has_delta_log(table_path):  # created since delta-rs listed: read it once more
+            try:
+                return _snapshot_of(DeltaTable(table_path, version=version, storage_options=options), where)
+            except DeltaLakeError as error:
+                raise _unreadable(table_path, error) from error
         entries = visible_entries(table_path)
         if entries:
             shown = ", ".join(entries[:5]) + (" ..." if len(entries) > 5 else "")
@@ -173,15 +186,31 @@ def load_snapshot(location: TableLocation | str, version: int | None = None) -> 
                 f"{table_path} holds files but no _delta_log ({len(entries)} entries: {shown}). "
                 "Refusing to write a Delta table over them; nothing was deleted. Move them away, "
                 "choose another location, or convert them with the convert_to_delta operation."
-            )
+            ) from None
         return None
-    try:
-        table = DeltaTable(
-            table_path, version=version, storage_options=storage.table_options(table_path, where.options)
-        )
     except DeltaLakeError as error:
         raise _unreadable(table_path, error) from error
+    except OSError as error:  # the store failed (credentials, bucket, network): say it as ours do
+        has_delta_log(table_path)  # raises naming the store, the bucket and the operation
+        raise DeltaError(f"The Delta log at {table_path} cannot be read: {error}") from error
     return _snapshot_of(table, where)
+
+
+def snapshot_after(current: Snapshot | None, location: TableLocation, version: int) -> Snapshot:
+    """The snapshot at ``version``, a version this process just committed on top of ``current``:
+    read on from ``current``'s delta-rs table (only the commits after it), else from the log."""
+    reader = current.log_reader if current is not None else None
+    if reader is None or current is None or current.version >= version:
+        found = load_snapshot(location, version)
+        assert found is not None, f"version {version} of {location.path} was committed"
+        return found
+    try:
+        reader.load_as_version(version)  # forward: lists and reads only the newer commits
+    except DeltaLakeError as error:
+        raise _unreadable(location.path, error) from error
+    # ``current`` keeps its own values; its reader now belongs to the new snapshot.
+    object.__setattr__(current, "log_reader", None)
+    return _snapshot_of(reader, location)
 
 
 def _unreadable(table_path: str, error: Exception) -> DeltaError:
@@ -237,11 +266,11 @@ def _snapshot_of(table: DeltaTable, location: TableLocation) -> Snapshot:
     if mapping_mode(metadata.configuration) != "none":
         files = tuple(_logical(f, schema_from_json(metadata.schema_string)) for f in files)
     if not set(protocol.writer_features or ()) & _LOGGED_DETAILS:
-        return Snapshot(location, table.version(), protocol, metadata, files)
+        return Snapshot(location, table.version(), protocol, metadata, files, log_reader=table)
     state = log_state(location.path, table.version())
     detailed = tuple(_with_log_details(f, state.adds, location.path) for f in files)
     domains = {name: dict(action) for name, action in state.domains.items()}
-    return Snapshot(location, table.version(), protocol, metadata, detailed, domains)
+    return Snapshot(location, table.version(), protocol, metadata, detailed, domains, log_reader=table)
 
 
 def _logical(file: AddFile, schema: T.StructType) -> AddFile:

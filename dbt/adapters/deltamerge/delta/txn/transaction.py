@@ -21,7 +21,7 @@ from dbt.adapters.deltamerge.delta.log.identity import advanced_schema
 from dbt.adapters.deltamerge.delta.log.mapping import mapping_mode, physical_names
 from dbt.adapters.deltamerge.delta.log.protocol import Protocol
 from dbt.adapters.deltamerge.delta.log.schema import schema_from_json, schema_to_json
-from dbt.adapters.deltamerge.delta.log.snapshot import AddFile, Snapshot, load_snapshot
+from dbt.adapters.deltamerge.delta.log.snapshot import AddFile, Snapshot, snapshot_after
 from dbt.adapters.deltamerge.delta.log.stats import stats_to_json
 from dbt.adapters.deltamerge.delta.paths import local_path
 from dbt.adapters.deltamerge.delta.txn.actions import ChangeFile, CommitActions, WrittenFile, add_actions
@@ -177,8 +177,7 @@ def commit_files(
     interval = int(properties.get("delta.checkpointInterval", DEFAULT_CHECKPOINT_INTERVAL))
     if maybe_checkpoint(table_path, version, interval):
         clean_expired_logs(table_path, properties)
-    snapshot = load_snapshot(location, version)
-    assert snapshot is not None
+    snapshot = snapshot_after(current, location, version)
     return WriteResult(version, info.operation, dict(info.operation_metrics), snapshot)
 
 
