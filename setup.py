@@ -44,6 +44,9 @@ setup(
         "sqlglot>=30.30,<31",
         # Object stores (S3, GCS, Azure) for the log and footers: conditional create, ranged reads.
         "obstore>=0.12,<0.13",
+        # AWS_PROFILE for the dbt process: the shared config and credentials files (SSO, assumed
+        # roles, credential_process), which obstore and delta-rs do not read; obstore's provider.
+        "boto3>=1.34,<2",
     ],
     entry_points={"console_scripts": ["deltamerge-server=dbt.adapters.deltamerge.spark.server_cli:main"]},
     extras_require={

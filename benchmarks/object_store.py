@@ -34,7 +34,13 @@ from typing import Any
 from urllib.parse import unquote
 
 WORKLOADS = ("insert_beyond", "upsert_clustered", "upsert_random", "delete_window")
-RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "object_store.json")
+PHASES = ("times", "requests")
+
+
+def results_file(rows: int) -> str:
+    """The record of a run of ``rows`` rows: ``object_store.json`` for 1M, else named by the rows."""
+    name = "object_store.json" if rows == 1_000_000 else f"object_store_{rows}.json"
+    return os.path.join(os.path.dirname(os.path.abspath(__file__)), name)
 
 
 def _copy(source: str, target: str) -> None:
@@ -213,7 +219,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--files", type=int, default=40)
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--phase", choices=["times", "requests"])
+    parser.add_argument("--phase", choices=PHASES)
+    parser.add_argument("--phases", default=",".join(PHASES), help="which to run (the others kept)")
     parser.add_argument("--endpoint")
     parser.add_argument("--root")
     parser.add_argument("--bucket", default="bench")
@@ -234,9 +241,13 @@ def main(argv: list[str] | None = None) -> int:
         "AWS_SECRET_ACCESS_KEY": SECRET_KEY,
         "AWS_REGION": REGION,
     }
+    record_file = results_file(args.rows)
+    found: dict[str, Any] = {"times": {}, "requests": {}}
+    if os.path.exists(record_file):  # the phases not run this time are kept
+        with open(record_file) as handle:
+            found.update({k: v for k, v in json.load(handle).items() if k in PHASES})
     try:
-        found = {}
-        for phase in ("times", "requests"):
+        for phase in args.phases.split(","):
             command = [
                 sys.executable, "-m", "benchmarks.object_store", "--phase", phase,
                 "--endpoint", server.endpoint, "--root", os.path.join(root, phase),
@@ -250,7 +261,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         server.stop()
     record = {"rows": args.rows, "files": args.files, "rounds": args.rounds, **found}
-    with open(RESULTS, "w") as out:
+    with open(record_file, "w") as out:
         json.dump(record, out, indent=1)
     print(_markdown(found["times"], found["requests"], args.rows))
     shutil.rmtree(root, ignore_errors=True)

@@ -436,6 +436,49 @@ def test_two_dbt_processes_race_on_one_s3_table(s3_server, tmp_path, order):
     assert live == expected
 
 
+def _with_profile(tmp_path: Path, profile: str) -> dict[str, str]:
+    """The environment of a user whose S3 keys are only in a profile of the shared credentials file."""
+    from tests.s3server import ACCESS_KEY, SECRET_KEY
+
+    credentials = tmp_path / "aws-credentials"
+    keys_of_lake = f"aws_access_key_id = {ACCESS_KEY}\naws_secret_access_key = {SECRET_KEY}\n"
+    credentials.write_text(f"[lake]\n{keys_of_lake}")
+    keys = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN")
+    env = {k: v for k, v in os.environ.items() if k not in keys}
+    env.update(
+        AWS_PROFILE=profile,
+        AWS_SHARED_CREDENTIALS_FILE=str(credentials),
+        AWS_CONFIG_FILE=str(tmp_path / "aws-config"),
+        AWS_EC2_METADATA_DISABLED="true",
+    )
+    return env
+
+
+def test_an_aws_profile_alone_reaches_the_store_from_dbt_and_spark(s3_server, tmp_path):
+    lake = f"s3a://{s3_server.make_bucket('profile')}/{uuid.uuid4().hex[:8]}"
+    project = _project(tmp_path, "p", lake)
+
+    def run(batch: dict[str, Any], profile: str) -> subprocess.CompletedProcess[str]:
+        command = [DBT, "run", "--profiles-dir", ".", "--vars", json.dumps(batch)]
+        env = _with_profile(tmp_path, profile)
+        return subprocess.run(command, cwd=project, env=env, capture_output=True, text=True, timeout=900)
+
+    unknown = run({"start": 0, "count": 5, "status": "x"}, "no-such-profile")
+    assert unknown.returncode != 0, unknown.stdout[-3000:]
+    assert "the AWS profile 'no-such-profile'" in unknown.stdout, unknown.stdout[-3000:]
+    assert not storage.exists(f"{lake}/orders/_delta_log")
+    for batch in ({"start": 0, "count": 5, "status": "one"}, {"start": 3, "count": 5, "status": "two"}):
+        done = run(batch, "lake")
+        assert done.returncode == 0, done.stdout[-3000:]
+    table = _delta(f"{lake}/orders")
+    assert [h["operation"] for h in table.history()] == ["MERGE", "CREATE TABLE AS SELECT"]
+    assert {r["id"]: r["status"] for r in _live(f"{lake}/orders")} == {
+        **{i: "one" for i in range(3)},
+        **{i: "two" for i in range(3, 8)},
+    }
+    assert "deltamerge-test-secret" not in done.stdout
+
+
 @pytest.mark.parametrize("point", S3_KILL_POINTS)
 def test_a_dbt_process_killed_on_s3_leaves_a_valid_version_and_the_next_run_converges(
     s3_server, tmp_path, point

@@ -177,7 +177,28 @@ def allows_http(kind: str, options: Mapping[str, str]) -> bool:
     return endpoint.startswith("http://") or options.get(f"{prefix}ALLOW_HTTP", "").lower() == "true"
 
 
-_CREDENTIALS = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE")
+_CREDENTIALS = (
+    "AWS_ACCESS_KEY_ID",
+    "AWS_SECRET_ACCESS_KEY",
+    "AWS_SESSION_TOKEN",
+    "AWS_PROFILE",
+    "AWS_SHARED_CREDENTIALS_FILE",
+    "AWS_CONFIG_FILE",
+)
+# The AWS SDK's default chain (environment, system properties, web identity, the shared files'
+# profile, container, instance): S3A's own default list has no profile provider.
+SDK_DEFAULT_CHAIN = "software.amazon.awssdk.auth.credentials.DefaultCredentialsProvider"
+
+
+def aws_profile(options: Mapping[str, str]) -> str | None:
+    """The AWS profile that supplies S3's credentials: ``AWS_PROFILE``, unless keys are given.
+
+    >>> aws_profile({"AWS_PROFILE": "lake"}), aws_profile({"AWS_PROFILE": "lake", "AWS_ACCESS_KEY_ID": "k"})
+    ('lake', None)
+    """
+    if options.get("AWS_ACCESS_KEY_ID"):
+        return None
+    return options.get("AWS_PROFILE") or None
 
 
 def credential_environment(options: Mapping[str, str]) -> dict[str, str]:
@@ -204,6 +225,8 @@ def hadoop_conf(options: Mapping[str, str]) -> dict[str, str]:
     """
     prefix = "spark.hadoop.fs.s3a."
     conf = {"spark.hadoop.fs.s3.impl": "org.apache.hadoop.fs.s3a.S3AFileSystem"}
+    if aws_profile(options):  # the profile is read by the SDK's chain (AWS_PROFILE in the JVM's env)
+        conf[prefix + "aws.credentials.provider"] = SDK_DEFAULT_CHAIN
     region = options.get("AWS_REGION") or options.get("AWS_DEFAULT_REGION")
     if region:
         conf[prefix + "endpoint.region"] = region

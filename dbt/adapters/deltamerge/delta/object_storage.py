@@ -31,7 +31,13 @@ from obstore.exceptions import (
 )
 from obstore.store import from_url
 
-from dbt.adapters.deltamerge.common.store_options import allows_http, obstore_config, split_uri, store_kind
+from dbt.adapters.deltamerge.common.store_options import (
+    allows_http,
+    aws_profile,
+    obstore_config,
+    split_uri,
+    store_kind,
+)
 from dbt.adapters.deltamerge.delta.errors import StorageError
 
 # obstore raises its own classes, and Python's FileNotFoundError / PermissionError for some.
@@ -54,12 +60,38 @@ class _Stores:
         self.options: dict[str, str] = {}
         self.clients: dict[tuple[str, str], Any] = {}
         self.lock = threading.Lock()
+        self.profile: Any = None  # the boto3 session of the options' AWS profile, once asked for
 
     def configure(self, options: Mapping[str, str]) -> None:
         with self.lock:
             if dict(options) != self.options:
                 self.options = dict(options)
                 self.clients.clear()
+                self.profile = None
+
+    def aws_session(self) -> Any:
+        """boto3's session of the options' ``AWS_PROFILE`` (None without one): the shared config and
+        credentials files, SSO and assumed roles, refreshed by boto3 as they expire."""
+        name = aws_profile(self.options)
+        if name is None:
+            return None
+        if self.profile is None:
+            import boto3
+            import botocore.session
+            from botocore.exceptions import BotoCoreError
+
+            core = botocore.session.Session()
+            for variable, path in self.options.items():  # the files, named here or in the env
+                if variable in _AWS_FILES:
+                    core.set_config_variable(_AWS_FILES[variable], path)
+            try:
+                session = boto3.Session(botocore_session=core, profile_name=name)
+                if session.get_credentials() is None:
+                    raise ObjectStoreError(f"the AWS profile {name!r} gives no credentials")
+            except BotoCoreError as error:
+                raise ObjectStoreError(f"the AWS profile {name!r} cannot be used: {error}") from error
+            self.profile = session
+        return self.profile
 
     def client(self, uri: str) -> tuple[Any, str]:
         scheme, bucket, key = split_uri(uri)
@@ -69,8 +101,14 @@ class _Stores:
             if found is None:
                 config, client_options = obstore_config(kind, self.options)
                 root = f"{'s3' if kind == 's3' else scheme}://{bucket}"
+                extra = {}
+                session = self.aws_session() if kind == "s3" else None
+                if session is not None:
+                    from obstore.auth.boto3 import Boto3CredentialProvider
+
+                    extra["credential_provider"] = Boto3CredentialProvider(session)
                 try:
-                    found = from_url(root, config=config, client_options=client_options)  # type: ignore[call-overload]
+                    found = from_url(root, config=config, client_options=client_options, **extra)  # type: ignore[call-overload]
                 except _FAILED as error:
                     raise ObjectStoreError(f"cannot reach {kind} bucket {bucket}: {error}") from error
                 self.clients[(kind, bucket)] = found
@@ -85,9 +123,20 @@ def configure(options: Mapping[str, str]) -> None:
     STORES.configure(options)
 
 
+# The shared files' variables, as botocore's session names them.
+_AWS_FILES = {"AWS_SHARED_CREDENTIALS_FILE": "credentials_file", "AWS_CONFIG_FILE": "config_file"}
+
+
 def deltalake_options() -> dict[str, str]:
-    """The options as deltalake (delta-rs) takes them, for the reads it serves here."""
+    """The options as deltalake (delta-rs) takes them, for the reads it serves here (an AWS
+    profile's credentials resolved now: delta-rs does not read the shared files)."""
     options = dict(STORES.options)
+    session = STORES.aws_session()
+    if session is not None:
+        frozen = session.get_credentials().get_frozen_credentials()
+        options.update({"AWS_ACCESS_KEY_ID": frozen.access_key, "AWS_SECRET_ACCESS_KEY": frozen.secret_key})
+        if frozen.token:
+            options["AWS_SESSION_TOKEN"] = frozen.token
     if allows_http("s3", options):
         options["AWS_ALLOW_HTTP"] = "true"
     if any(allows_http(kind, options) for kind in ("s3", "gcs", "azure")):
