@@ -59,12 +59,14 @@ class Phase:
         os.environ.update({"AWS_ENDPOINT_URL": endpoint, "AWS_ALLOW_HTTP": "true"})
         from dbt.adapters.deltamerge.common.store_options import effective_options
         from dbt.adapters.deltamerge.delta import object_storage
+        from dbt.adapters.deltamerge.spark.committer import committer_conf, committer_jar
         from dbt.adapters.deltamerge.spark.conf import object_store_conf
         from dbt.adapters.deltamerge.spark.embedded import start_session
 
         options = effective_options(os.environ, {})
         object_storage.configure(options)
-        self.spark = start_session(os.path.join(root, "warehouse"), object_store_conf(options))
+        conf = {**object_store_conf(options), **committer_conf(committer_jar(os.environ))}
+        self.spark = start_session(os.path.join(root, "warehouse"), conf)
         self.rows, self.root = rows, root
         self.lake = f"s3a://{bucket}/bench"
         self.local = os.path.join(root, "lake")

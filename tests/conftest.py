@@ -125,10 +125,12 @@ def spark(request: pytest.FixtureRequest, warehouse: str):
     from dbt.adapters.deltamerge.spark.embedded import start_session
 
     if ON_S3:
+        from dbt.adapters.deltamerge.spark.committer import committer_conf, committer_jar
         from dbt.adapters.deltamerge.spark.conf import object_store_conf, warehouse_conf, warehouse_home
 
         options = request.getfixturevalue("s3_server").options()
         conf = {**SPARK_PARAMS, **object_store_conf(options), **warehouse_conf(warehouse)}
+        conf.update(committer_conf(committer_jar(os.environ)))  # as a profile's session gets it
         return start_session(warehouse_home(warehouse, os.environ), conf)
     return start_session(warehouse, dict(SPARK_PARAMS))
 

@@ -74,7 +74,8 @@ def list_names(folder: str) -> list[str]:
 
     store, key = _store(folder)
     listing = obstore.list_with_delimiter(store, prefix=key.rstrip("/") + "/")
-    return [item["path"].rsplit("/", 1)[1] for item in listing["objects"]]
+    # S3A's marker of the folder itself (``<folder>/``) is listed as the folder's own key: no file.
+    return [i["path"].rsplit("/", 1)[1] for i in listing["objects"] if i["path"] != key.rstrip("/")]
 
 
 def copy_folder(source: str, target: str) -> None:
@@ -93,6 +94,10 @@ def copy_folder(source: str, target: str) -> None:
                     obstore.put(store, f"{target_key}/{os.path.relpath(local, source)}", handle.read())
         return
     _, source_key = _store(source)
-    for batch in obstore.list(store, prefix=source_key.rstrip("/") + "/"):
-        for item in batch:
-            obstore.copy(store, item["path"], target_key + item["path"][len(source_key) :])
+    items = [item for batch in obstore.list(store, prefix=source_key.rstrip("/") + "/") for item in batch]
+    paths = {item["path"] for item in items}
+    for item in items:
+        path = item["path"]
+        if item["size"] == 0 and any(p.startswith(f"{path}/") for p in paths):
+            continue  # S3A's marker of a folder (``<folder>/``, listed without its slash)
+        obstore.copy(store, path, target_key + path[len(source_key) :])

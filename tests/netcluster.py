@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pyspark
 
+from dbt.adapters.deltamerge.spark.committer import committer_conf, committer_jar
 from dbt.adapters.deltamerge.spark.conf import object_store_conf, warehouse_conf
 from tests.s3server import ACCESS_KEY, REGION, SECRET_KEY, s3proxy_jar, s3proxy_properties, wait_listening
 
@@ -214,6 +215,7 @@ def _start(network: Network, warehouse: str) -> NoSharedDiskCluster:
         master_url,
     ]
     settings = {**_connect_settings(connect.address), **object_store_conf(cluster.options())}
+    settings.update(committer_conf(committer_jar(os.environ)))  # as recommended for a cluster
     for key, value in {**settings, **warehouse_conf(warehouse)}.items():
         command += ["--conf", f"{key}={value}"]
     process = connect.spawn(command, {**env, "SPARK_LOCAL_IP": connect.address}, "connect.log")

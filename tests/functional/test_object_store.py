@@ -17,6 +17,7 @@ import uuid
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 
 import pyarrow as pa
 import pytest
@@ -477,6 +478,34 @@ def test_an_aws_profile_alone_reaches_the_store_from_dbt_and_spark(s3_server, tm
         **{i: "two" for i in range(3, 8)},
     }
     assert "deltamerge-test-secret" not in done.stdout
+
+
+def test_spark_uploads_data_files_at_their_final_keys_never_copying_them(s3_server, tmp_path):
+    """A dbt run whose every request (Spark's S3A and the engine's obstore) goes through the counting
+    proxy: S3A's magic committer uploads each file to its key (multipart, completed at job commit);
+    nothing is written under ``_temporary/`` and then copied, as Spark's default committer does."""
+    from tests.s3faults import FaultProxy
+
+    lake = f"s3a://{s3_server.make_bucket('magic')}/{uuid.uuid4().hex[:8]}"
+    project = _project(tmp_path, "m", lake)
+    proxy = FaultProxy(s3_server.endpoint)
+    try:
+        for batch in ({"start": 0, "count": 5, "status": "one"}, {"start": 3, "count": 5, "status": "two"}):
+            done = _dbt(project, batch, AWS_ENDPOINT_URL=proxy.endpoint)
+            assert done.returncode == 0, done.stdout[-3000:]
+        requests = proxy.requests()
+    finally:
+        proxy.stop()
+    sent = [(kind, unquote(f"{path}?{query}")) for kind, path, query in requests]
+    staged = [p for kind, p in sent if kind in ("PUT", "POST") and "_temporary" in p]
+    assert not staged, f"files were written under _temporary/ (to be copied into place): {staged[:3]}"
+    assert [p for _, p in sent if "__magic" in p], "no upload went through S3A's magic committer"
+    completions = [p for kind, p in sent if kind == "POST" and "uploadId=" in p]
+    live = {uri.split("/", 3)[3] for uri in _delta(f"{lake}/orders").file_uris()}
+    assert live and all(any(key in p for p in completions) for key in live), (live, completions)
+    assert {r["id"]: r["status"] for r in _live(f"{lake}/orders")} == {
+        **{i: "one" for i in range(3)}, **{i: "two" for i in range(3, 8)}
+    }
 
 
 @pytest.mark.parametrize("point", S3_KILL_POINTS)

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 from dbt_common.dataclass_schema import ValidationError
 from dbt_common.exceptions import DbtRuntimeError
 
 from dbt.adapters.deltamerge.connections import DeltaMergeCredentials
+from dbt.adapters.deltamerge.spark import committer
 
 BASE = {"method": "session", "schema": "analytics", "warehouse": "/tmp/w"}
 
@@ -44,9 +47,27 @@ def test_a_warehouse_on_an_object_store_keeps_its_uri_and_a_local_home(monkeypat
     assert creds.home.startswith(f"{tmp_path}/dbt-deltamerge/warehouses/s3-lake-")
     # Twice the same home: the metastore of this warehouse is found again by the next command.
     assert DeltaMergeCredentials.from_dict({**BASE, "warehouse": "s3://lake/dbt"}).home == creds.home
+    jars = tmp_path / "cache" / "jars"
+    jars.mkdir(parents=True)
+    (jars / committer.JAR).write_bytes(b"cached")  # found in the cache: nothing fetched
+    monkeypatch.setenv("DELTAMERGE_CACHE", str(tmp_path / "cache"))
     settings = store_settings(creds)  # no storage_options: the warehouse alone asks for S3A
     assert settings["spark.sql.warehouse.dir"] == "s3://lake/dbt"
     assert settings["spark.jars.packages"].startswith("org.apache.hadoop:hadoop-aws:")
+    assert settings["spark.jars"] == str(jars / committer.JAR)
+    assert settings["spark.sql.sources.commitProtocolClass"] == committer.COMMIT_PROTOCOL
+    # A cluster's Spark (method: connect) keeps its own committer: no class it may not have.
+    cluster = DeltaMergeCredentials.from_dict(
+        {**BASE, "method": "connect", "host": "sc://spark:15002", "storage_options": {}}
+    )
+    assert not set(store_settings(cluster)) & {"spark.jars", *committer.STARTUP_ONLY}
+
+
+def test_without_the_committer_jar_spark_keeps_its_default_committer(monkeypatch, caplog):
+    monkeypatch.setenv("DELTAMERGE_CACHE", "/proc/no-such-cache")  # cannot be created
+    assert committer.committer_jar(os.environ) is None
+    assert committer.committer_conf(None) == {}
+    assert "S3A's magic committer is not used" in caplog.text
 
 
 @pytest.mark.parametrize("uri", ["hdfs://nn:8020/wh", "wasbs://c@a.blob.core.windows.net/wh"])

@@ -35,6 +35,7 @@ from dbt.adapters.deltamerge.common.store_options import (
 from dbt.adapters.deltamerge.delta import object_storage
 from dbt.adapters.deltamerge.namespace import expose_package_namespace
 from dbt.adapters.deltamerge.spark import connect, embedded, server, warm
+from dbt.adapters.deltamerge.spark.committer import committer_conf, committer_jar, merged_settings
 from dbt.adapters.deltamerge.spark.conf import (
     DEFAULT_WAREHOUSE,
     object_store_conf,
@@ -196,13 +197,17 @@ def _command_runs_queries() -> bool:
 def store_settings(creds: DeltaMergeCredentials) -> dict[str, str]:
     """Object stores for this process from the profile and the environment: the dbt process's
     stores configured, the credentials handed to Spark's JVM through the environment (before it
-    starts), and Spark's S3A settings returned when the profile asks for them (``storage_options``)."""
+    starts), and Spark's S3A settings returned when the profile asks for them (``storage_options``),
+    with S3A's magic committer for a Spark this process starts (``spark/committer.py``)."""
     options = effective_options(os.environ, creds.storage_options or {})
     object_storage.configure(options)
     if creds.storage_options is None and not is_object_uri(creds.warehouse):
         return {}
     os.environ.update(credential_environment(options))
-    return {**object_store_conf(options), **warehouse_conf(creds.warehouse)}
+    settings = {**object_store_conf(options), **warehouse_conf(creds.warehouse)}
+    if creds.method != ConnectionMethod.CONNECT:  # a cluster's committer is the cluster's own
+        settings.update(committer_conf(committer_jar(os.environ)))
+    return settings
 
 
 def _warm_session(warehouse: str, overrides: dict[str, str], idle_minutes: float, warmup_rounds: int) -> Any:
@@ -260,7 +265,7 @@ class DeltaMergeConnectionManager(SparkConnectionManager):
             return super().open(connection)
         if connection.state == ConnectionState.OPEN:
             return connection
-        overrides = {**store_settings(creds), **creds.server_side_parameters}
+        overrides = merged_settings(store_settings(creds), creds.server_side_parameters)
         quiet_python_loggers()
         if creds.method == ConnectionMethod.SERVER:
             if embedded.running():

@@ -295,7 +295,11 @@ def _entries(uri: str) -> tuple[list[str], list[str]]:
     except _FAILED as error:
         raise _fail("list", uri, error) from error
     folders = [posixpath.basename(p.rstrip("/")) for p in listed["common_prefixes"]]
-    names = [posixpath.basename(o["path"]) for o in listed["objects"]]
+    # A "folder" marker that Hadoop's S3A left (the zero-byte object ``<folder>/``, which obstore
+    # lists as the folder's own key) is no file of the folder.
+    names = [
+        posixpath.basename(o["path"]) for o in listed["objects"] if o["path"].rstrip("/") != key.rstrip("/")
+    ]
     return folders, names
 
 
@@ -350,7 +354,10 @@ def delete_prefix(uri: str) -> None:
     """Remove every object under the prefix ``uri``."""
     store, key = STORES.client(uri)
     try:
-        keys = [meta["path"] for batch in obstore.list(store, f"{key.rstrip('/')}/") for meta in batch]
+        found = [meta for batch in obstore.list(store, f"{key.rstrip('/')}/") for meta in batch]
+        keys = [meta["path"] for meta in found]
+        # S3A's folder markers (``<folder>/``, listed without their slash): deleted by their own key.
+        keys += [f"{key.rstrip('/')}/", *(f"{meta['path']}/" for meta in found if meta["size"] == 0)]
         for start in range(0, len(keys), 1000):
             obstore.delete(store, keys[start : start + 1000])
     except _FAILED as error:

@@ -16,6 +16,7 @@ from urllib.parse import urlsplit
 from dbt.adapters.events.logging import AdapterLogger
 from dbt_common.exceptions import DbtRuntimeError
 
+from dbt.adapters.deltamerge.spark.committer import STARTUP_ONLY
 from dbt.adapters.deltamerge.spark.process import PROCESS
 
 logger = AdapterLogger("DeltaMerge")
@@ -157,7 +158,8 @@ def check_versions(*, client: str, server: str, url: str) -> None:
 
 
 def apply_settings(session: Any, settings: dict[str, str]) -> None:
-    """Set ``settings`` on a running session; static ones (fixed when Spark started) are skipped.
+    """Set ``settings`` on a running session; static ones (fixed when Spark started) are skipped,
+    and so are those naming classes of a jar Spark may not have (``committer.STARTUP_ONLY``).
 
     A profile's ``server_side_parameters`` thus apply to every connection's session, as
     dbt-spark's own session cursor applies them; settings this process already set on
@@ -167,7 +169,7 @@ def apply_settings(session: Any, settings: dict[str, str]) -> None:
 
     applied = PROCESS.applied_settings.setdefault(id(session), {})
     for key, value in settings.items():
-        if applied.get(key) == value:
+        if applied.get(key) == value or key in STARTUP_ONLY:
             continue
         applied[key] = value
         try:
