@@ -151,6 +151,46 @@ def test_a_second_process_on_a_warehouse_in_use_says_so_in_one_line(tmp_path, sp
     assert "XSDB6" not in output and "`method: server`" in output
 
 
+SESSION_PROGRAM = """
+import sys, time
+from dbt.adapters.deltamerge.spark.embedded import start_session
+start_session(sys.argv[1], {"spark.master": "local[1]", "spark.ui.enabled": "false"})
+print("started", flush=True)
+time.sleep(float(sys.argv[2]))
+"""
+
+
+@pytest.mark.skipif(ON_CONNECT, reason="embedded sessions in processes of their own")
+def test_two_sessions_starting_at_once_on_a_warehouse_the_second_is_refused_before_its_jvm(tmp_path):
+    """The first process holds the warehouse's session lock from before its JVM starts; a second one
+    coming then (seconds before the first could open the metastore) gets the one-line message."""
+    from pathlib import Path
+
+    from dbt.adapters.deltamerge.spark.metastore import SESSION_LOCK, lock_holder
+
+    warehouse = str(tmp_path / "warehouse")
+    first = subprocess.Popen(
+        [sys.executable, "-c", SESSION_PROGRAM, warehouse, "120"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 120
+        while lock_holder(Path(warehouse) / SESSION_LOCK) != first.pid:
+            assert first.poll() is None and time.monotonic() < deadline, "the first never took the lock"
+            time.sleep(0.05)
+        second = subprocess.run(
+            [sys.executable, "-c", SESSION_PROGRAM, warehouse, "0"],
+            capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+    finally:
+        first.kill()
+        first.wait()
+    output = second.stdout + second.stderr
+    assert second.returncode != 0 and "started" not in output, output[-3000:]
+    assert f"The warehouse {warehouse} is in use by another process (pid {first.pid}" in output
+    assert "HiveException" not in output and "XSDB6" not in output
+
+
 @pytest.mark.connect
 def test_dbt_show_while_a_dbt_run_is_going(tmp_path, on_cluster):
     """Two dbt commands at once on one warehouse: the run is held mid-write by the commit gate."""

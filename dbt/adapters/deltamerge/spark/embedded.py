@@ -18,7 +18,7 @@ from dbt.adapters.deltamerge.spark import connect
 from dbt.adapters.deltamerge.spark.conf import session_conf
 from dbt.adapters.deltamerge.spark.java import java_problem, java_version_problem
 from dbt.adapters.deltamerge.spark.logs import java_option
-from dbt.adapters.deltamerge.spark.metastore import in_use_message, metastore_holder
+from dbt.adapters.deltamerge.spark.metastore import claim_warehouse, in_use_message, metastore_holder
 from dbt.adapters.deltamerge.spark.process import PROCESS
 
 logger = AdapterLogger("DeltaMerge")
@@ -57,6 +57,10 @@ def start_session(warehouse: str, overrides: dict[str, str]) -> Any:
         url = server.url if server is not None and holder in (server.pid, server.jvm_pid) else None
         raise DbtRuntimeError(in_use_message(warehouse, holder, url))
     os.makedirs(warehouse, exist_ok=True)
+    if PROCESS.session_lock is None:  # however early another process comes, before any JVM
+        PROCESS.session_lock, other = claim_warehouse(warehouse)
+        if other is not None:
+            raise DbtRuntimeError(in_use_message(warehouse, other))
     # Inherited from a parent process that used Spark Connect, this flag would make pyspark
     # refuse to start a classic session here; this process has opened none.
     os.environ.pop("SPARK_CONNECT_MODE_ENABLED", None)
@@ -70,11 +74,13 @@ def start_session(warehouse: str, overrides: dict[str, str]) -> Any:
         builder = builder.config(key, value)
     missing = java_problem()
     if missing is not None:
+        _release_lock()
         raise DbtRuntimeError(missing)
     logger.debug(f"Starting the embedded Spark session, warehouse {warehouse}")
     try:
         session = builder.getOrCreate()
     except Exception as error:  # the JVM did not start: a Java too old is said as such
+        _release_lock()
         problem = java_version_problem()
         if problem is not None:
             raise DbtRuntimeError(problem) from error
@@ -94,6 +100,12 @@ ONE_KIND_MESSAGE = (
 def running() -> bool:
     """Whether this process started its embedded session (it cannot then open a Spark Connect one)."""
     return PROCESS.embedded is not None
+
+
+def _release_lock() -> None:
+    descriptor, PROCESS.session_lock = PROCESS.session_lock, None
+    if descriptor is not None:
+        os.close(descriptor)
 
 
 def _stop() -> None:

@@ -9,11 +9,31 @@ finding the holder first turns that into one clear sentence.
 
 from __future__ import annotations
 
+import fcntl
 import os
 from pathlib import Path
 from typing import Any
 
 METASTORE_FOLDER = "metastore_db"
+
+
+# Taken by a process before its embedded session's JVM starts, held until it exits: Derby's own
+# lock comes only once that JVM has opened the metastore, seconds later.
+SESSION_LOCK = ".deltamerge-session.lock"
+
+
+def claim_warehouse(warehouse: str) -> tuple[int | None, int | None]:
+    """Take ``warehouse``'s session lock for this process: ``(descriptor, None)``, to keep open while
+    the session lives; ``(None, pid)`` when another process holds it (``pid`` 0: not knowable here).
+    """
+    path = os.path.join(warehouse, SESSION_LOCK)
+    descriptor = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.lockf(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(descriptor)
+        return None, lock_holder(Path(path)) or 0
+    return descriptor, None
 
 
 def metastore_holder(warehouse: str, *, locks: str = "/proc/locks") -> int | None:
@@ -22,7 +42,11 @@ def metastore_holder(warehouse: str, *, locks: str = "/proc/locks") -> int | Non
     Reads the kernel's lock table (Linux ``/proc/locks``); elsewhere nothing is known and
     Spark reports the conflict itself.
     """
-    lock_file = Path(warehouse) / METASTORE_FOLDER / "dbex.lck"
+    return lock_holder(Path(warehouse) / METASTORE_FOLDER / "dbex.lck", locks=locks)
+
+
+def lock_holder(lock_file: Path, *, locks: str = "/proc/locks") -> int | None:
+    """The process id holding a POSIX lock on ``lock_file`` (from ``/proc/locks``), or None."""
     try:
         inode = lock_file.stat().st_ino
         table = Path(locks).read_text()
@@ -90,8 +114,9 @@ def in_use_message(warehouse: str, pid: int, server_url: str | None = None) -> s
             f"`method: server` in the profile (or `method: connect`, `host: {server_url}`), or stop it "
             f"first (`deltamerge-server stop --warehouse {warehouse}`)."
         )
+    who = f" ({describe_process(pid)})" if pid > 0 else ""
     return (
-        f"The warehouse {warehouse} is in use by another process ({describe_process(pid)}): its "
+        f"The warehouse {warehouse} is in use by another process{who}: its "
         "embedded metastore admits one Spark process at a time. Wait for it to finish, or use "
         "`method: server` in the profile so that several dbt commands share one warm Spark."
     )

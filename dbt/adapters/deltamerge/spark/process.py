@@ -44,6 +44,9 @@ class ProcessState:
 
     # The embedded SparkSession (``method: session``), once started: one per process (spark/embedded.py).
     embedded: Any = None
+    # The warehouse's session lock, taken before the embedded session's JVM starts and held (open)
+    # until exit: a second process on the warehouse is refused at once (spark/metastore.py).
+    session_lock: int | None = None
     # Spark Connect sessions by URL; those other processes share (a warm server's) are never released
     # here; the settings set on each session (by id), so a later connection sets only what differs.
     connect_sessions: dict[str, Any] = field(default_factory=dict)

@@ -36,7 +36,6 @@ DEFAULT_IDLE_MINUTES = 30.0
 DEFAULT_WARMUP_ROUNDS = 40
 
 
-
 def prepare(
     warehouse: str,
     conf: dict[str, str],
