@@ -93,9 +93,7 @@ def _supervisors(warehouse: Path) -> list[int]:
     server's warm-up process, started by the supervisor, names it too)."""
     spec = f"daemon.py {warehouse / server.SPEC_FILE}"
     return [
-        int(pid)
-        for pid in os.listdir("/proc")
-        if pid.isdigit() and spec in server.command_line(int(pid))
+        int(pid) for pid in os.listdir("/proc") if pid.isdigit() and spec in server.command_line(int(pid))
     ]
 
 
@@ -182,3 +180,69 @@ def test_the_warm_server_life_cycle(tmp_path):
     assert sorted(r["batch"] for r in DeltaTable(str(table)).to_pyarrow_table().to_pylist()) == [4] * 5
     stop = subprocess.run([CLI, "stop", "--warehouse", str(warehouse)], capture_output=True, text=True)
     assert stop.stdout.strip() == "No server was running"
+
+
+# A dbt command's hold on a warm server: the clients lock every `method: server` command takes
+# (spark/warm.py) and keeps until it exits.
+CLIENT_PROGRAM = """
+import sys, time
+from dbt.adapters.deltamerge.spark import warm
+warm._lease(sys.argv[1])
+print("holding", flush=True)
+time.sleep(600)
+"""
+
+
+def _client(warehouse: Path) -> subprocess.Popen[str]:
+    client = subprocess.Popen(
+        [sys.executable, "-c", CLIENT_PROGRAM, str(warehouse)], stdout=subprocess.PIPE, text=True
+    )
+    assert client.stdout is not None and client.stdout.readline().strip() == "holding"
+    return client
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([CLI, *args], capture_output=True, text=True, timeout=300)
+
+
+@pytest.mark.skipif(not Path("/proc").exists(), reason="finds processes through /proc")
+def test_stop_refuses_while_a_command_uses_the_server_and_waits_or_forces(tmp_path):
+    warehouse = tmp_path / "warehouse"
+    started = _cli("start", "--warehouse", str(warehouse), "--port", str(server.free_port()),
+                   "--master", "local[1]", "--warmup-rounds", "0")  # fmt: skip
+    assert started.returncode == 0, started.stderr[-3000:]
+    state = server.status(str(warehouse))
+    assert state is not None
+    client = _client(warehouse)
+    try:
+        refused = _cli("stop", "--warehouse", str(warehouse))
+        assert refused.returncode == 1
+        assert f"The server at {state.url} is in use by dbt commands (pid {client.pid}" in refused.stderr
+        assert "`--wait`" in refused.stderr and server.status(str(warehouse)) == state
+        waiting = subprocess.Popen(
+            [CLI, "stop", "--wait", "--warehouse", str(warehouse)],
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        )  # fmt: skip
+        assert waiting.stdout is not None
+        assert waiting.stdout.readline().startswith("Waiting for the dbt commands using the server")
+        assert server.status(str(warehouse)) == state  # not stopped while the command runs
+    finally:
+        client.kill()
+        client.wait()
+    out = waiting.communicate(timeout=120)[0]
+    assert waiting.returncode == 0 and f"Stopped the server at {state.url}" in out, out
+    assert server.status(str(warehouse)) is None and _gone(state.jvm_pid)
+
+    # --force: stopped at once, although a command holds it.
+    assert _cli("start", "--warehouse", str(warehouse), "--port", str(server.free_port()),
+                "--master", "local[1]", "--warmup-rounds", "0").returncode == 0  # fmt: skip
+    again = server.status(str(warehouse))
+    assert again is not None
+    client = _client(warehouse)
+    try:
+        forced = _cli("stop", "--force", "--warehouse", str(warehouse))
+    finally:
+        client.kill()
+        client.wait()
+    assert forced.returncode == 0 and f"Stopped the server at {again.url}" in forced.stdout
+    assert server.status(str(warehouse)) is None

@@ -47,28 +47,32 @@ def metastore_holder(warehouse: str, *, locks: str = "/proc/locks") -> int | Non
 
 def lock_holder(lock_file: Path, *, locks: str = "/proc/locks") -> int | None:
     """The process id holding a POSIX lock on ``lock_file`` (from ``/proc/locks``), or None."""
+    holders = lock_holders(lock_file, "POSIX", locks=locks)
+    return holders[0] if holders else None
+
+
+def lock_holders(lock_file: Path, kind: str, *, locks: str = "/proc/locks") -> list[int]:
+    """The other processes holding a ``kind`` lock (``POSIX``, ``FLOCK``) on ``lock_file``."""
     try:
         inode = lock_file.stat().st_ino
         table = Path(locks).read_text()
     except OSError:
-        return None
-    for pid, locked_inode in _posix_locks(table):
-        if locked_inode == inode and pid != os.getpid():
-            return pid
-    return None
+        return []
+    return sorted({pid for pid, locked in _locks(table, kind) if locked == inode and pid != os.getpid()})
 
 
-def _posix_locks(table: str) -> list[tuple[int, int]]:
-    """``(pid, inode)`` of each POSIX lock in a ``/proc/locks`` text.
+def _locks(table: str, kind: str) -> list[tuple[int, int]]:
+    """``(pid, inode)`` of each ``kind`` lock in a ``/proc/locks`` text.
 
-    >>> _posix_locks("1: POSIX  ADVISORY  WRITE 32524 fe:00:2342920 0 EOF\\n"
-    ...              "2: FLOCK  ADVISORY  WRITE 9 fe:00:7 0 EOF")
-    [(32524, 2342920)]
+    >>> table = ("1: POSIX  ADVISORY  WRITE 32524 fe:00:2342920 0 EOF\\n"
+    ...          "2: FLOCK  ADVISORY  READ 9 fe:00:7 0 EOF")
+    >>> _locks(table, "POSIX"), _locks(table, "FLOCK")
+    ([(32524, 2342920)], [(9, 7)])
     """
     found = []
     for line in table.splitlines():
         fields = line.split()
-        if len(fields) >= 6 and fields[1] == "POSIX" and fields[4].isdigit():
+        if len(fields) >= 6 and fields[1] == kind and fields[4].isdigit():
             found.append((int(fields[4]), int(fields[5].rsplit(":", 1)[-1])))
     return found
 

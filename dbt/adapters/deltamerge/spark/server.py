@@ -9,6 +9,7 @@ listens. ``method: server`` profiles start one on first use (``spark/warm.py``);
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
@@ -22,12 +23,13 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from importlib.metadata import version
 from pathlib import Path
+from typing import IO
 
 from dbt.adapters.deltamerge.spark import daemon
 from dbt.adapters.deltamerge.spark.conf import SERVER_SESSION_DEFAULTS, session_conf
 from dbt.adapters.deltamerge.spark.java import java_problem, java_version_problem
 from dbt.adapters.deltamerge.spark.logs import server_java_option
-from dbt.adapters.deltamerge.spark.metastore import metastore_holder
+from dbt.adapters.deltamerge.spark.metastore import describe_process, lock_holders, metastore_holder
 
 SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
 DEFAULT_PORT = 15002
@@ -216,6 +218,28 @@ def _wait_until_serving(supervisor: subprocess.Popen[bytes], warehouse: str, log
         time.sleep(daemon.START_POLL_SECONDS)
     _end_group(supervisor.pid)
     raise ServerError(f"The Spark Connect server did not listen within {START_TIMEOUT_SECONDS:.0f} s: {log}")
+
+
+def hold_clients(warehouse: str, *, wait: bool, say: Callable[[str], None]) -> str:
+    """Take the clients lock of ``warehouse``'s server exclusively, held until this process exits
+    (a dbt command arriving meanwhile waits, then starts a new server): ``""`` once taken, else
+    who holds it (``wait``: wait for them to finish first, saying so once)."""
+    clients = os.path.join(warehouse, CLIENTS_FILE)
+    holder = open(clients, "a+b")  # noqa: SIM115 - held until exit, as a client's lease is
+    try:
+        fcntl.flock(holder, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        users = ", ".join(describe_process(p) for p in lock_holders(Path(clients), "FLOCK"))
+        if not wait:
+            holder.close()
+            return users or "a dbt command"
+        say(f"Waiting for the dbt commands using the server to finish ({users or 'a dbt command'})")
+        fcntl.flock(holder, fcntl.LOCK_EX)
+    _HELD.append(holder)
+    return ""
+
+
+_HELD: list[IO[bytes]] = []  # clients locks this process holds (``hold_clients``) until it exits
 
 
 def stop(warehouse: str) -> ServerState | None:

@@ -37,6 +37,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--idle-minutes", type=float, default=0.0, help="stop after this long unused (default: never)"
     )
+    parser.add_argument("--wait", action="store_true", help="stop: once no dbt command uses the server")
+    parser.add_argument("--force", action="store_true", help="stop: now, failing the commands using it")
     parser.add_argument(
         "--warmup-rounds", type=int, default=DEFAULT_WARMUP_ROUNDS,
         help=f"warm-up rounds between commands after the start (default {DEFAULT_WARMUP_ROUNDS}; 0: none)",
@@ -65,6 +67,16 @@ def _act(args: argparse.Namespace, warehouse: str) -> int:
         print(f"Profile: method: server, warehouse: {warehouse}  (or method: connect, host: {state.url})")
         return 0
     if args.action == "stop":
+        running = server.status(warehouse)
+        if running is not None and not args.force:
+            users = server.hold_clients(warehouse, wait=args.wait, say=print)
+            if users:
+                print(
+                    f"The server at {running.url} is in use by dbt commands ({users}); not stopped. "
+                    "`--wait` stops it once they finish, `--force` now (they fail).",
+                    file=sys.stderr,
+                )
+                return 1
         stopped = server.stop(warehouse)
         orphan = server.stop_orphan(warehouse) if stopped is None else None
         if orphan is not None:
