@@ -43,7 +43,7 @@ class Cluster:
     def stop(self) -> None:
         server.stop(self.warehouse)
         for process in reversed(self.processes):
-            _end(process)
+            end_group(process)
 
     def master_state(self) -> dict:
         with urllib.request.urlopen(f"http://127.0.0.1:{self.master_ui}/json/", timeout=10) as reply:
@@ -137,7 +137,7 @@ def start_cluster(root: str, server_conf: dict[str, str]) -> Cluster:
         return cluster
     except BaseException:
         for process in reversed(processes):
-            _end(process)
+            end_group(process)
         raise
 
 
@@ -179,7 +179,8 @@ def _wait_for(ready, what: str, process: subprocess.Popen[bytes], timeout: float
     raise RuntimeError(f"{what} was not ready within {timeout:.0f} s")
 
 
-def _end(process: subprocess.Popen[bytes]) -> None:
+def end_group(process: subprocess.Popen[bytes]) -> None:
+    """Stop ``process``'s process group: SIGTERM, then SIGKILL after 20 s."""
     for sig in (signal.SIGTERM, signal.SIGKILL):
         try:
             os.killpg(process.pid, sig)

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
 import subprocess
 import sys
 from dataclasses import dataclass, field
@@ -25,7 +24,8 @@ import pyspark
 
 from dbt.adapters.deltamerge.spark.committer import committer_conf, committer_jar
 from dbt.adapters.deltamerge.spark.conf import object_store_conf, warehouse_conf
-from tests.s3server import ACCESS_KEY, REGION, SECRET_KEY, s3proxy_jar, s3proxy_properties, wait_listening
+from tests.cluster import end_group
+from tests.s3server import s3_options, s3proxy_jar, s3proxy_properties, wait_listening
 
 SPARK_HOME = os.path.dirname(pyspark.__file__)
 HOSTS = ("s3", "master", "worker1", "worker2", "connect", "dbt")
@@ -75,7 +75,7 @@ class Host:
         try:
             code = process.wait(timeout)
         except subprocess.TimeoutExpired:
-            _end(process)
+            end_group(process)
             raise
         return code, (self.folder / log).read_text(errors="replace")
 
@@ -90,7 +90,7 @@ class Network:
     def stop(self) -> None:
         for host in reversed(list(self.hosts.values())):
             for process in reversed(host.processes):
-                _end(process)
+                end_group(process)
         for host in self.hosts.values():
             subprocess.run(["ip", "netns", "delete", host.namespace], check=False, capture_output=True)
         subprocess.run(["ip", "link", "delete", self.bridge], check=False, capture_output=True)
@@ -136,13 +136,7 @@ class NoSharedDiskCluster:
 
     def options(self) -> dict[str, str]:
         """The S3 server's variables, as every host and the test's own readers get them."""
-        return {
-            "AWS_ACCESS_KEY_ID": ACCESS_KEY,
-            "AWS_SECRET_ACCESS_KEY": SECRET_KEY,
-            "AWS_REGION": REGION,
-            "AWS_ENDPOINT_URL": self.endpoint,
-            "AWS_ALLOW_HTTP": "true",
-        }
+        return {**s3_options(self.endpoint), "AWS_ALLOW_HTTP": "true"}
 
     def bucket_folder(self, bucket: str) -> Path:
         """Where the S3 server keeps ``bucket`` (on its host's private disk)."""
@@ -254,16 +248,3 @@ def _ip(*args: str) -> None:
     done = subprocess.run(["ip", *args], capture_output=True, text=True)
     if done.returncode != 0:
         raise RuntimeError(f"ip {' '.join(args)}: {done.stderr.strip()}")
-
-
-def _end(process: subprocess.Popen[bytes]) -> None:
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        try:
-            os.killpg(process.pid, sig)
-        except ProcessLookupError:
-            return
-        try:
-            process.wait(timeout=20)
-            return
-        except subprocess.TimeoutExpired:
-            continue

@@ -45,6 +45,16 @@ def s3proxy_jar() -> Path:
     return jar
 
 
+def s3_options(endpoint: str) -> dict[str, str]:
+    """The ``AWS_*`` variables that reach an S3Proxy of these tests at ``endpoint``."""
+    return {
+        "AWS_ACCESS_KEY_ID": ACCESS_KEY,
+        "AWS_SECRET_ACCESS_KEY": SECRET_KEY,
+        "AWS_REGION": REGION,
+        "AWS_ENDPOINT_URL": endpoint,
+    }
+
+
 @dataclass
 class S3Server:
     """A running S3Proxy: its endpoint and the folder holding its buckets."""
@@ -56,12 +66,7 @@ class S3Server:
 
     def options(self) -> dict[str, str]:
         """The environment-variable options that reach it (``AWS_*``, as a user would set them)."""
-        return {
-            "AWS_ACCESS_KEY_ID": ACCESS_KEY,
-            "AWS_SECRET_ACCESS_KEY": SECRET_KEY,
-            "AWS_REGION": REGION,
-            "AWS_ENDPOINT_URL": self.endpoint,
-        }
+        return s3_options(self.endpoint)
 
     def make_bucket(self, name: str) -> str:
         (self.root / name).mkdir(exist_ok=True)
