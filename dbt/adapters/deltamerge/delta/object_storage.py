@@ -287,20 +287,26 @@ def write_new(uri: str, data: bytes) -> None:
 
 
 def _entries(uri: str) -> tuple[list[str], list[str]]:
+    folders, names, _ = _listing(uri)
+    return folders, names
+
+
+def _listing(uri: str) -> tuple[list[str], list[str], bool]:
+    """The folders and files directly under ``uri``, and whether the folder's own marker exists:
+    the zero-byte object ``<folder>/`` Hadoop's S3A makes (obstore lists it as the folder's key),
+    a sign Spark made the folder even where it wrote nothing in it (an empty result), no file."""
     store, key = STORES.client(uri)
     try:
         listed = obstore.list_with_delimiter(store, f"{key}/" if key else None)
     except _MISSING:
-        return [], []
+        return [], [], False
     except _FAILED as error:
         raise _fail("list", uri, error) from error
     folders = [posixpath.basename(p.rstrip("/")) for p in listed["common_prefixes"]]
-    # A "folder" marker that Hadoop's S3A left (the zero-byte object ``<folder>/``, which obstore
-    # lists as the folder's own key) is no file of the folder.
-    names = [
-        posixpath.basename(o["path"]) for o in listed["objects"] if o["path"].rstrip("/") != key.rstrip("/")
-    ]
-    return folders, names
+    own = key.rstrip("/")
+    names = [posixpath.basename(o["path"]) for o in listed["objects"] if o["path"].rstrip("/") != own]
+    marker = any(o["path"].rstrip("/") == own for o in listed["objects"])
+    return folders, names, marker
 
 
 def list_names(uri: str) -> list[str]:
@@ -334,9 +340,9 @@ def head(uri: str) -> tuple[int, float] | None:
 
 
 def is_dir(uri: str) -> bool:
-    """Whether any object lies under the prefix ``uri``."""
-    folders, names = _entries(uri)
-    return bool(folders or names)
+    """Whether any object lies under the prefix ``uri``, or S3A's marker of it."""
+    folders, names, marker = _listing(uri)
+    return bool(folders or names or marker)
 
 
 def delete(uri: str) -> None:
