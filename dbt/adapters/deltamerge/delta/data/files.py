@@ -183,7 +183,8 @@ def _staged_files(root: str) -> list[str]:
             if name.endswith(".parquet") and not name.startswith((".", "_")):
                 found.append(os.path.relpath(os.path.join(folder, name), root))
     # Spark creates the folder of every write it finishes, even of an empty result (one empty
-    # file): a missing one means Spark's storage is not this process's at this path.
+    # file; on S3, S3A's marker of the folder): a missing one means Spark's storage is not this
+    # process's at this path.
     if not seen and not storage.is_dir(root):
         raise storage.StorageError(
             f"Spark wrote the data files to {root}, which this dbt process cannot see: the dbt process "
