@@ -204,12 +204,12 @@ def snapshot_after(current: Snapshot | None, location: TableLocation, version: i
         found = load_snapshot(location, version)
         assert found is not None, f"version {version} of {location.path} was committed"
         return found
-    try:
-        reader.load_as_version(version)  # forward: lists and reads only the newer commits
-    except DeltaLakeError as error:
-        raise _unreadable(location.path, error) from error
     # ``current`` keeps its own values; its reader now belongs to the new snapshot.
     object.__setattr__(current, "log_reader", None)
+    try:
+        reader.load_as_version(version)  # forward: lists and reads only the newer commits
+    except (DeltaLakeError, OSError):  # read it whole instead: the version is committed
+        return snapshot_after(None, location, version)
     return _snapshot_of(reader, location)
 
 
