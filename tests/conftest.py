@@ -97,6 +97,21 @@ def s3_server(tmp_path_factory: pytest.TempPathFactory):
 
 
 @pytest.fixture(scope="session")
+def delta_spark(tmp_path_factory: pytest.TempPathFactory):
+    """Delta Lake on Spark in a process of its own (``tests/delta_spark.py``): the oracle."""
+    from tests.delta_spark import REQUIRED, DeltaSpark, DeltaUnavailable
+
+    try:
+        oracle = DeltaSpark(str(tmp_path_factory.mktemp("delta")))
+    except DeltaUnavailable as error:
+        if REQUIRED:
+            pytest.fail(f"DELTAMERGE_REQUIRE_DELTA=1: {error}")
+        pytest.skip(f"Delta on Spark is not available here (Maven Central unreachable?): {error}")
+    yield oracle
+    oracle.close()
+
+
+@pytest.fixture(scope="session")
 def warehouse(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> str:
     """The profile's warehouse: a folder, the cluster's, or on S3 (``DELTAMERGE_TEST_STORE=s3``)."""
     if ON_CONNECT:
@@ -165,6 +180,9 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "embedded_only: needs the embedded session (JVM access from the test)")
     config.addinivalue_line(
         "markers", "s3: runs on an S3 server only (DELTAMERGE_TEST_STORE=s3, a run of its own)"
+    )
+    config.addinivalue_line(
+        "markers", "delta: needs Delta Lake on Spark (its jars from Maven Central), the oracle process"
     )
     config.addinivalue_line(
         "markers", "stores: runs on a local disk, and on S3 too in the DELTAMERGE_TEST_STORE=s3 run"

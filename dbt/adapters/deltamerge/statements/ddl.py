@@ -33,6 +33,7 @@ from dbt.adapters.deltamerge.delta import (
     commit_files,
     definition_actions,
     find_field,
+    identity_columns,
     load_snapshot,
     mapping_mode,
     place_table,
@@ -112,13 +113,19 @@ def create_table(
         )
         return write_dataframe(spark, rows, request)
     rows = _rows(spark, statement, name)
+    definition = rows.schema if statement.columns else None
+    if definition is not None and statement.query is None:
+        # No rows to write: the identity columns are the definition's alone (an empty frame that
+        # named a GENERATED ALWAYS one would be refused as giving it values).
+        identities = {i.column for i in identity_columns(definition)}
+        rows = rows.select(*[quote_identifier(c) for c in rows.columns if c not in identities])
     request = WriteRequest(
         location=location,
         mode="create_or_replace",
         partition_by=statement.partition_by,
         properties={**dict(statement.properties), **constraint_properties(statement.checks)},
         description=statement.comment,
-        definition=rows.schema if statement.columns else None,
+        definition=definition,
         cluster_by=statement.cluster_by,
     )
     return write_dataframe(spark, rows, request)

@@ -121,6 +121,9 @@ def update_marking(
         rewrite_ms=_since(rewriting),
     )
     metrics.update(update.metrics())
+    # Delta's UPDATE counts the files it touched as removed, vectors given or gone whole
+    # (``UpdateCommand``: ``numTouchedFiles``); its DELETE only the files gone whole.
+    metrics["numRemovedFiles"] = len(update.removed)
     files = (written, update.removed, changes)
     return commit(snapshot, "UPDATE", condition, metrics, files, started, read, update.readded)
 

@@ -120,7 +120,9 @@ def declared(df: DataFrame, schema: T.StructType, definition: T.StructType) -> t
         for f in schema.fields
     ]
     missing = [d for d in definition.fields if find_field(schema, d.name) is None]
-    table = T.StructType([*fields, *missing])
+    # The definition's order (a CREATE TABLE's identity column first stays first), then any other.
+    rank = {d.name.lower(): i for i, d in enumerate(definition.fields)}
+    table = T.StructType(sorted([*fields, *missing], key=lambda f: rank.get(f.name.lower(), len(rank))))
     refused = explicit_values_refused(table, [f.name for f in schema.fields], "the new table")
     if refused:
         raise DeltaError("; ".join(refused) + " Leave the column out of the query. Nothing was written.")

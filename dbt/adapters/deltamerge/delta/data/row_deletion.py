@@ -67,8 +67,14 @@ class VectorUpdate:
     dropped: int = 0  # vectors gone with a file removed whole
 
     def metrics(self, prefix: str = "") -> dict[str, int]:
-        """``num{prefix}DeletionVectorsAdded/Removed/Updated`` as Delta records them (an update
-        counts as added and removed, as files rewritten do)."""
+        """``num{prefix}DeletionVectorsAdded/Removed/Updated`` as Delta records them in the history:
+        a vector replacing a file's vector counts as updated, and also as added and removed
+        (``DeltaOperationMetrics.DELETION_VECTORS`` sums them, "to line up with how numFilesAdded /
+        numFilesRemoved behave"; the oracle tier checks it against Delta on Spark).
+
+        >>> VectorUpdate(added=2, updated=3, dropped=1).metrics("Target")["numTargetDeletionVectorsAdded"]
+        5
+        """
         return {
             f"num{prefix}DeletionVectorsAdded": self.added + self.updated,
             f"num{prefix}DeletionVectorsRemoved": self.dropped + self.updated,

@@ -1,0 +1,247 @@
+"""Differential test against Delta Lake itself: our MERGE vs Delta on Spark's ``MERGE INTO``.
+
+Each seeded case writes one random target with our engine, copies its folder (the same files,
+statistics and vectors), and merges the same random source with the same random clause set:
+ours on one copy (even seeds through the model config a ``delta_merge`` model gives, odd seeds
+through the SQL ``MERGE INTO`` text our statement parser reads), Delta's own ``MERGE INTO`` (the
+same text) on the other. Cases cover copy-on-write and deletion vectors, the change feed, a
+partitioned target, shuffle joins and schema evolution. Checked, all read by Delta on Spark:
+
+- the rows of both tables;
+- every ``operationMetrics`` value Delta records (each table's commit): equal, except those in
+  ``NOT_COMPARED``, ``ONLY_OURS`` and ``REWRITE_SCOPE``, with the reason there;
+- the change feed (``table_changes_by_path``), as a multiset of rows;
+- the schema and protocol after the merge (``DESCRIBE DETAIL``).
+
+``DELTAMERGE_ORACLE_CASES`` sets the number of cases (default 4; thousands for a long run), from
+seed ``DELTAMERGE_ORACLE_FIRST``.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+
+import pyarrow.parquet as pq
+import pytest
+
+from dbt.adapters.deltamerge.delta import TableChange, WriteRequest, load_snapshot, write_dataframe
+from dbt.adapters.deltamerge.merge import MergeSpec, evolved_by_merge, merge_into
+from dbt.adapters.deltamerge.statements import dml
+from dbt.adapters.deltamerge.statements.parse import parse_write_statement
+from tests import files
+from tests.files import copy_folder
+from tests.functional.helpers import log_actions
+from tests.functional.test_merge_differential import _on_condition, evolving_case, random_case
+
+CASES = int(os.environ.get("DELTAMERGE_ORACLE_CASES", "4"))
+FIRST = int(os.environ.get("DELTAMERGE_ORACLE_FIRST", "0"))
+SCHEMA = "k bigint, v bigint, op string"
+
+# Metrics whose values differ from Delta's by design, with the reason.
+NOT_COMPARED = {
+    # Timings.
+    "executionTimeMs": "a duration",
+    "scanTimeMs": "a duration",
+    "rewriteTimeMs": "a duration",
+    "materializeSourceTimeMs": "a duration",
+    # How many files the rewritten rows are written to is each writer's own choice (Delta writes
+    # one per task of its join's shuffle; ours one per output partition it plans), so the files
+    # and bytes added differ while the rows they hold are the same (compared).
+    "numTargetFilesAdded": "each writer's file sizing",
+    "numTargetBytesAdded": "each writer's file sizing",
+    "numTargetChangeFilesAdded": "each writer's file sizing",
+}
+
+
+def merge_sql(target: str, source: str, config: dict) -> str:
+    """The ``MERGE INTO`` text of a model's clause config."""
+    clauses = []
+    for kind, key in (
+        ("WHEN MATCHED", "when_matched"),
+        ("WHEN NOT MATCHED", "when_not_matched"),
+        ("WHEN NOT MATCHED BY SOURCE", "when_not_matched_by_source"),
+    ):
+        for clause in config.get(key, []):
+            head = kind + (f" AND {clause['condition']}" if clause.get("condition") else "")
+            clauses.append(f"{head} THEN {_action(clause)}")
+    on = _on_condition(config)
+    return f"MERGE INTO {target} t USING (SELECT * FROM parquet.`{source}`) s ON {on} " + " ".join(clauses)
+
+
+def _action(clause: dict) -> str:
+    if clause["action"] == "delete":
+        return "DELETE"
+    if clause["action"] == "update":
+        if clause["set"] == "*":
+            return "UPDATE SET *"
+        return "UPDATE SET " + ", ".join(f"{c} = {e}" for c, e in clause["set"].items())
+    if clause["values"] == "*":
+        return "INSERT *"
+    columns, values = zip(*clause["values"].items(), strict=True)
+    return f"INSERT ({', '.join(columns)}) VALUES ({', '.join(values)})"
+
+
+def _target(spark, root: str, rows: list[dict], *, feed: bool, vectors: bool, partitioned: bool) -> str:
+    properties = {}
+    if feed:
+        properties["delta.enableChangeDataFeed"] = "true"
+    if vectors:
+        properties["delta.enableDeletionVectors"] = "true"
+    ours = f"{root}/ours"
+    frame = spark.createDataFrame(rows, SCHEMA).repartitionByRange(4, "v")
+    partition_by = ("op",) if partitioned else ()
+    write_dataframe(
+        spark,
+        frame,
+        WriteRequest(ours, "create_or_replace", partition_by=partition_by, properties=properties),
+    )
+    if vectors:  # vectors already on most files: the merge replaces them, not only adds
+        snapshot = load_snapshot(ours)
+        assert snapshot is not None
+        dml.delete_rows(spark, snapshot, "k % 7 = 0")
+    copy_folder(ours, f"{root}/theirs")
+    return ours
+
+
+def _merge_ours(spark, ours: str, source: str, config: dict, *, through_sql: bool, evolve: bool):
+    snapshot = load_snapshot(ours)
+    assert snapshot is not None
+    if through_sql:
+        statement = parse_write_statement(merge_sql("target", source, config))
+        spec = MergeSpec.from_config("MERGE INTO target", {**statement.config, **_evolution(config)})
+        source_df = spark.sql(statement.source_query)
+    else:
+        spec = MergeSpec.from_config("case", config)
+        source_df = spark.read.parquet(source)
+    evolved = evolved_by_merge(spec, snapshot, source_df.schema, what="case") if evolve else None
+    return merge_into(spark, source_df, snapshot, spec, change=TableChange(schema=evolved))
+
+
+def _evolution(config: dict) -> dict:
+    return {"merge_with_schema_evolution": True} if config.get("merge_with_schema_evolution") else {}
+
+
+def table_rows(delta, path: str, query: str = "SELECT * FROM delta.`{}`") -> tuple[str, list[tuple]]:
+    """The schema and rows Delta on Spark reads for ``query`` of the table at ``path`` (a multiset)."""
+    schema, rows = delta.query(query.format(path))
+    return schema, sorted((tuple(sorted(r.items())) for r in rows), key=repr)
+
+
+def protocol(delta, path: str) -> tuple:
+    """The protocol, features and partitioning Delta on Spark reads of a table."""
+    found = delta.sql(f"DESCRIBE DETAIL delta.`{path}`")[0]
+    features = sorted(found["tableFeatures"] or [])
+    return found["minReaderVersion"], found["minWriterVersion"], features, found["partitionColumns"]
+
+
+def committed(path: str, after: int) -> dict[str, str] | None:
+    """The ``operationMetrics`` of the version after ``after`` (read from the log, as Delta's
+    ``DESCRIBE HISTORY`` shows them), or ``None`` when no such version was committed."""
+    if files.size(f"{path}/_delta_log/{after + 1:020d}.json") is None:
+        return None
+    info = next(a["commitInfo"] for a in log_actions(path, after + 1) if "commitInfo" in a)
+    return dict(info.get("operationMetrics") or {})
+
+
+# Metrics Delta's MERGE computes (its command's SQL metrics, shown in Spark's UI) but does not record
+# in the commit; ours records them too (CONTRACT section 4: data skipping is visible in the history).
+ONLY_OURS = {
+    "numTargetFilesBeforeSkipping",
+    "numTargetFilesAfterSkipping",
+    "numTargetBytesBeforeSkipping",
+    "numTargetBytesAfterSkipping",
+    "numTargetPartitionsAfterSkipping",
+    "numTargetPartitionsRemovedFrom",
+    "numTargetPartitionsAddedTo",
+    "numTargetChangeFileBytes",
+}
+
+
+# A copy-on-write merge with a NOT MATCHED BY SOURCE clause: Delta rewrites every file of the target
+# (``ClassicMergeExecutor.findTouchedFiles`` skips no file and its right outer join counts each
+# target row's file as touched), ours only the files holding a row some clause changes. The same
+# rows result (compared); ours removes, copies and writes no more than Delta (checked).
+REWRITE_SCOPE = ("numTargetFilesRemoved", "numTargetBytesRemoved", "numTargetRowsCopied", "numOutputRows")
+
+
+def metric_differences(
+    ours: dict[str, str], theirs: dict[str, str], *, rewrites_less: bool = False
+) -> dict[str, tuple]:
+    """Every metric whose value differs, as (ours, Delta's); ``None`` where one has no such metric.
+    ``rewrites_less``: the ``REWRITE_SCOPE`` metrics may be lower than Delta's."""
+    names = (set(ours) - ONLY_OURS | set(theirs)) - set(NOT_COMPARED)
+    return {
+        n: (ours.get(n), theirs.get(n))
+        for n in sorted(names)
+        if ours.get(n) != theirs.get(n)
+        and not (rewrites_less and n in REWRITE_SCOPE and int(ours.get(n) or 0) <= int(theirs.get(n) or 0))
+    }
+
+
+def _run_case(spark, delta, root: str, seed: int, *, evolve: bool = False) -> None:
+    rng = random.Random(seed)
+    if evolve:
+        target, source, config, _ = evolving_case(rng)
+    else:
+        target, source, config, _ = random_case(rng, weighted=seed % 3 == 1)
+    feed, vectors, partitioned = seed % 3 == 0, seed % 4 >= 2, seed % 5 in (1, 3)
+    ours = _target(spark, root, target.to_pylist(), feed=feed, vectors=vectors, partitioned=partitioned)
+    before = load_snapshot(ours).version  # type: ignore[union-attr]
+    theirs = f"{root}/theirs"
+    source_path = f"{root}/source.parquet"
+    pq.write_table(source, source_path)
+    evolution = "SET spark.databricks.delta.schema.autoMerge.enabled = " + ("true" if evolve else "false")
+    delta.sql(evolution)
+
+    result = _merge_ours(spark, ours, source_path, config, through_sql=seed % 2 == 1, evolve=evolve)
+    delta.sql(merge_sql(f"delta.`{theirs}`", source_path, config))
+
+    case = (seed, merge_sql("t", "source", config), feed, vectors, partitioned)
+    assert table_rows(delta, ours) == table_rows(delta, theirs), case
+    theirs_metrics = committed(theirs, before)
+    if result.version is None:
+        # Ours commits nothing for a merge that changes nothing; where Delta commits a version
+        # anyway, its metrics must say nothing was changed.
+        changed = ("numTargetRowsInserted", "numTargetRowsUpdated", "numTargetRowsDeleted")
+        assert all((theirs_metrics or {}).get(k, "0") == "0" for k in changed), (case, theirs_metrics)
+        return
+    assert theirs_metrics is not None, case
+    rewrites_less = bool(config.get("when_not_matched_by_source")) and not vectors
+    differences = metric_differences(
+        committed(ours, before) or {}, theirs_metrics, rewrites_less=rewrites_less
+    )
+    if differences:
+        pytest.fail(f"{case}\n" + "\n".join(f"{k}: ours {a}, Delta {b}" for k, (a, b) in differences.items()))
+    if feed:
+        changes = f"SELECT * EXCEPT (_commit_timestamp) FROM table_changes_by_path('{{}}', {before + 1})"
+        assert table_rows(delta, ours, changes) == table_rows(delta, theirs, changes), case
+    assert protocol(delta, ours) == protocol(delta, theirs), case
+
+
+@pytest.mark.delta
+@pytest.mark.parametrize("seed", range(FIRST, FIRST + CASES))
+def test_merge_same_as_delta(spark, delta_spark, tmp_path, seed, monkeypatch):
+    if seed % 2:
+        monkeypatch.setattr("dbt.adapters.deltamerge.merge.source.BROADCAST_SOURCE_BYTES", -1)
+    _run_case(spark, delta_spark, str(tmp_path), seed)
+
+
+@pytest.mark.delta
+@pytest.mark.parametrize("seed", range(FIRST, FIRST + max(1, CASES // 3)))
+def test_merge_with_schema_evolution_same_as_delta(spark, delta_spark, tmp_path, seed):
+    _run_case(spark, delta_spark, str(tmp_path), 500_000 + seed, evolve=True)
+
+
+def test_merge_sql_of_a_config():
+    config = {
+        "merge_condition": "t.k = s.k",
+        "when_matched": [{"action": "update", "condition": "s.v > t.v", "set": {"v": "s.v"}}],
+        "when_not_matched": [{"action": "insert", "values": "*"}],
+        "when_not_matched_by_source": [{"action": "delete"}],
+    }
+    assert merge_sql("x", "/s", config) == (
+        "MERGE INTO x t USING (SELECT * FROM parquet.`/s`) s ON t.k = s.k "
+        "WHEN MATCHED AND s.v > t.v THEN UPDATE SET v = s.v WHEN NOT MATCHED THEN INSERT * "
+        "WHEN NOT MATCHED BY SOURCE THEN DELETE"
+    )
