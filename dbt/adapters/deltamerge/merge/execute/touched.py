@@ -36,7 +36,8 @@ from dbt.adapters.deltamerge.merge.source import checkpoint_with_aggregates, fit
 from dbt.adapters.deltamerge.merge.spec import MergeSpec
 
 MULTIPLE_MATCHES = (
-    "[DELTA_MULTIPLE_SOURCE_ROW_MATCHING_TARGET_ROW_IN_MERGE] Cannot perform Merge as multiple source rows matched and attempted to modify the same target row "
+    "[DELTA_MULTIPLE_SOURCE_ROW_MATCHING_TARGET_ROW_IN_MERGE] "
+    "Cannot perform Merge as multiple source rows matched and attempted to modify the same target row "
     "in the Delta table in possibly conflicting ways."
 )
 
