@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import re
 
 import pytest
 from dbt.tests.util import run_dbt, write_file
@@ -232,7 +233,7 @@ def test_not_matched_by_source_only_checks_multiple_matches_by_source_keys(spark
     snapshot = load_snapshot(path)
     assert snapshot is not None
     if deleted is None:
-        with pytest.raises(MultipleMatchesError, match=MULTIPLE_MATCHES) as raised:
+        with pytest.raises(MultipleMatchesError, match=re.escape(MULTIPLE_MATCHES)) as raised:
             merge_into(spark, source, snapshot, MergeSpec.from_config("m", config))
         assert "(by ['id']): id=2." in str(raised.value)
         assert DeltaTable(path).version() == 0
