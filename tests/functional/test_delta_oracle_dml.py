@@ -25,7 +25,7 @@ from dbt.adapters.deltamerge.statements.parse import parse_write_statement
 from dbt.adapters.deltamerge.statements.parse_dml import DeleteStatement, UpdateStatement
 from tests.files import copy_folder
 from tests.functional.helpers import log_actions
-from tests.functional.test_delta_oracle_merge import ONLY_OURS, committed, protocol, table_rows
+from tests.functional.test_delta_oracle_merge import ONLY_OURS, assert_same_after, committed, table_rows
 from tests.functional.test_dml_differential import SCHEMA, random_assignments, random_condition, random_table
 
 CASES = int(os.environ.get("DELTAMERGE_ORACLE_CASES", "4"))
@@ -121,12 +121,7 @@ def _run_case(spark, delta, root: str, seed: int, kind: str) -> None:
         theirs_metrics = _removed_bytes(theirs_metrics, theirs, version + 1, vectors=vectors)
         ours_metrics = {k: v for k, v in ours_metrics.items() if k in theirs_metrics}
     differences = _differences(ours_metrics, theirs_metrics)
-    if differences:
-        pytest.fail(f"{case}\n" + "\n".join(f"{k}: ours {a}, Delta {b}" for k, (a, b) in differences.items()))
-    if feed:
-        changes = f"SELECT * EXCEPT (_commit_timestamp) FROM table_changes_by_path('{{}}', {version + 1})"
-        assert table_rows(delta, ours, changes) == table_rows(delta, theirs, changes), case
-    assert protocol(delta, ours) == protocol(delta, theirs), case
+    assert_same_after(delta, (ours, theirs), version, differences, feed=feed, case=case)
 
 
 @pytest.mark.delta

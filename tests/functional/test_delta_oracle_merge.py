@@ -211,8 +211,17 @@ def _run_case(spark, delta, root: str, seed: int, *, evolve: bool = False) -> No
     differences = metric_differences(
         committed(ours, before) or {}, theirs_metrics, rewrites_less=rewrites_less
     )
+    assert_same_after(delta, (ours, theirs), before, differences, feed=feed, case=case)
+
+
+def assert_same_after(
+    delta, tables: tuple[str, str], before: int, differences: dict, *, feed: bool, case: tuple
+) -> None:
+    """No metric differences; the same change feed from ``before + 1`` (with the feed on) and
+    protocol, as Delta on Spark reads both tables (ours, Delta's)."""
     if differences:
         pytest.fail(f"{case}\n" + "\n".join(f"{k}: ours {a}, Delta {b}" for k, (a, b) in differences.items()))
+    ours, theirs = tables
     if feed:
         changes = f"SELECT * EXCEPT (_commit_timestamp) FROM table_changes_by_path('{{}}', {before + 1})"
         assert table_rows(delta, ours, changes) == table_rows(delta, theirs, changes), case
