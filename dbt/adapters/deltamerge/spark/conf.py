@@ -36,6 +36,11 @@ SESSION_DEFAULTS = {
     # A union of one-task reads stays one task each (OPTIMIZE's bins); Spark 4 merges them into one.
     "spark.sql.unionOutputPartitioning": "false",
     "spark.hadoop.mapreduce.fileoutputcommitter.marksuccessfuljobs": "false",
+    # Local files without Hadoop's checksum layer (no `.crc` beside each file). A write failing
+    # on a full disk left its checksummed streams open (ChecksumFSOutputSummer's close stops at the
+    # failed flush): the deleted files kept their space until the warm server stopped, so every
+    # later write failed too (test_server_faults.py). Delta's log has its own integrity checks.
+    "spark.hadoop.fs.file.impl": "org.apache.hadoop.fs.RawLocalFileSystem",
     "spark.hadoop.parquet.summary.metadata.level": "NONE",
     # Spark sizes Tungsten's memory pages and broadcast blocks from the heap: with a heap of a
     # quarter of the machine, every hash aggregation of a small query took a 64 MB page and every
