@@ -34,7 +34,8 @@ from dbt.adapters.deltamerge.common.store_options import (
 )
 from dbt.adapters.deltamerge.delta import object_storage
 from dbt.adapters.deltamerge.namespace import expose_package_namespace
-from dbt.adapters.deltamerge.spark import connect, embedded, server, warm
+from dbt.adapters.deltamerge.spark import connect, embedded, lifeline, server, warm
+from dbt.adapters.deltamerge.spark.cancel import interrupt, tag_thread
 from dbt.adapters.deltamerge.spark.committer import committer_conf, committer_jar, merged_settings
 from dbt.adapters.deltamerge.spark.conf import (
     DEFAULT_WAREHOUSE,
@@ -176,6 +177,7 @@ def session_of(connection: Connection) -> Any:
         raise DbtRuntimeError(
             "dbt-deltamerge Delta writes need `method: session`, `server` or `connect` in the profile."
         )
+    tag_thread(session)  # a Ctrl-C interrupts what this thread starts (spark/cancel.py)
     return session
 
 
@@ -211,13 +213,20 @@ def store_settings(creds: DeltaMergeCredentials) -> dict[str, str]:
 
 
 def _warm_session(warehouse: str, overrides: dict[str, str], idle_minutes: float, warmup_rounds: int) -> Any:
-    """A Spark Connect session on the warehouse's warm local server, started if none runs."""
+    """A Spark Connect session on the warehouse's warm local server, started if none runs; watched
+    (``spark/lifeline.py``): once it is gone, this command's connections fail saying so."""
+    lost = lifeline.lost()
+    if lost is not None:  # a command whose server died does not start another one
+        raise DbtRuntimeError(lost)
     try:
         state = warm.prepared_server(warehouse, overrides, idle_minutes, logger.info, warmup_rounds)
     except server.ServerError as error:
         raise DbtRuntimeError(str(error)) from None
+    lifeline.watch(state)
     url = server.session_url(state, overrides)
-    return connect.connect_session(url, overrides, preset=state.conf, shared=url != state.url)
+    return connect.connect_session(
+        url, overrides, preset=state.conf, shared=url != state.url, retries=lifeline.retry_policies()
+    )
 
 
 def prepare_process() -> None:
@@ -241,6 +250,7 @@ class DeltaMergeConnectionManager(SparkConnectionManager):
         """dbt-spark's manager; with ``method: server``, the server is looked for (and started if
         none runs) in the background from here on, while dbt parses the project."""
         prepare_process()
+        lifeline.forget()  # a new invocation (dbt's Python API may run many in one process)
         super().__init__(profile, mp_context)
         creds = profile.credentials
         server_method = isinstance(creds, DeltaMergeCredentials) and creds.method == ConnectionMethod.SERVER
@@ -286,9 +296,16 @@ class DeltaMergeConnectionManager(SparkConnectionManager):
         connection.state = ConnectionState.OPEN
         return connection
 
+    def cancel(self, connection: Connection) -> None:
+        """Interrupt this process's Spark operations (dbt cancels its connections on Ctrl-C)."""
+        spark = getattr(getattr(connection.handle, "handle", None), "spark", None)
+        if spark is not None:
+            interrupt(spark)
+
     @contextmanager
     def exception_handler(self, sql: str) -> Iterator[None]:
-        """Spark's errors as dbt's database errors, dbt's own errors unchanged.
+        """Spark's errors as dbt's database errors, dbt's own errors unchanged; a lost warm
+        server said in one line (``spark/lifeline.py``).
 
         dbt-spark's handler re-raises an exception without ``args`` as it is, which is what
         PySpark's analysis and parse errors are: a hook or ``run_query`` failing on Spark then
@@ -298,11 +315,14 @@ class DeltaMergeConnectionManager(SparkConnectionManager):
 
         try:
             yield
-        except DbtRuntimeError:
-            raise
-        except PySparkException as exc:
-            logger.debug(f"Error while running:\n{sql}")
-            raise DbtDatabaseError(str(exc).strip()) from exc
         except Exception as exc:
+            lost = lifeline.lost(exc)
+            if lost is not None and lost not in str(exc):
+                raise DbtRuntimeError(lost) from exc
+            if isinstance(exc, DbtRuntimeError):
+                raise
+            if isinstance(exc, PySparkException):
+                logger.debug(f"Error while running:\n{sql}")
+                raise DbtDatabaseError(str(exc).strip()) from exc
             logger.debug(f"Error while running:\n{sql}")
             raise DbtRuntimeError(str(exc)) from exc

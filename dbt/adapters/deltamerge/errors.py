@@ -15,6 +15,8 @@ from dbt_common.exceptions import DbtRuntimeError
 
 from dbt.adapters.deltamerge.common.config_values import SpecError
 from dbt.adapters.deltamerge.common.errors import EngineError
+from dbt.adapters.deltamerge.spark import lifeline
+from dbt.adapters.deltamerge.spark.progress import working_on
 
 
 class ConfigError(DbtRuntimeError):
@@ -43,7 +45,7 @@ def named_errors(subject: str) -> Iterator[None]:
     from dbt.adapters.deltamerge.delta import describe, ledger
 
     try:
-        with ledger() as done:
+        with ledger() as done, working_on(subject):
             yield
     except DbtRuntimeError:
         raise
@@ -51,6 +53,10 @@ def named_errors(subject: str) -> Iterator[None]:
         raise ConfigError(exc) from exc
     except Exception as exc:
         text = str(exc)
+        lost = lifeline.lost(exc)  # the warm local server died or was stopped: said in one line
+        if lost is not None:
+            landed = f"{describe(done)}\n" if done.committed else ""
+            raise ModelWriteError(f"{subject}: {landed}{lost}") from exc
         if done.committed:  # whatever failed, after a commit: say what landed
             raise ModelWriteError(f"{subject}: {describe(done)}\n{_first_lines(text)}") from exc
         if isinstance(exc, EngineError):
@@ -62,7 +68,9 @@ def named_errors(subject: str) -> Iterator[None]:
             message = f"{subject}: {VIOLATION_HEAD}\n{violation}"
         else:
             hint = OUT_OF_MEMORY_HINT if "OutOfMemoryError" in text else ""
-            message = f"{subject}: Spark failed; the table is unchanged.{hint}\n{_first_lines(text)}"
+            cause = deepest_cause(_stack_trace(exc))
+            because = f"\nCaused by: {cause}" if cause and cause not in text else ""
+            message = f"{subject}: Spark failed; the table is unchanged.{hint}\n{_first_lines(text)}{because}"
         raise ModelWriteError(message) from exc
 
 
@@ -92,6 +100,31 @@ OUT_OF_MEMORY_HINT = (
     " (the embedded session's heap; by default a quarter of the machine's memory), and"
     " `spark.executor.memory` with a cluster `spark.master`; with `method: connect`, the server's."
 )
+
+
+def deepest_cause(stack_trace: str) -> str | None:
+    """The innermost cause of a JVM error's stack trace (a full disk is told only there: Spark's
+    message is ``TASK_WRITE_FAILED``), or None without one.
+
+    >>> deepest_cause("org.apache.spark.SparkException\\n\\tat x.y(Z.scala:1)\\n"
+    ...     "Caused by: org.apache.hadoop.fs.FSError: java.io.IOException: No space left on device\\n"
+    ...     "\\tat a.b(C.java:2)\\nCaused by: java.io.IOException: No space left on device\\n")
+    'java.io.IOException: No space left on device'
+    >>> deepest_cause("org.apache.spark.SparkException\\n\\tat x.y(Z.scala:1)") is None
+    True
+    """
+    causes = [line.removeprefix("Caused by: ").strip() for line in stack_trace.splitlines()
+              if line.startswith("Caused by: ")]  # fmt: skip
+    return causes[-1] if causes else None
+
+
+def _stack_trace(exc: Exception) -> str:
+    # PySpark's exceptions carry the JVM's chain of causes (Spark Connect's too, fetched with the
+    # error's details) even when their text leaves it out.
+    try:
+        return str(exc.getStackTrace() or "") if hasattr(exc, "getStackTrace") else ""
+    except Exception:  # an exception's own accessor failing leaves its text as the only account
+        return ""
 
 
 def _unconverted_java_error(exc: Exception) -> bool:

@@ -1,12 +1,14 @@
-"""Test hooks of the reliability tests: crash points and an ordered commit gate.
+"""Test hooks of the reliability tests: crash points, pause points and an ordered commit gate.
 
 ``DELTAMERGE_CRASH_AT=<point>`` in a process's environment makes it kill itself (no
 cleanup, no ``finally``, exactly as an OOM kill or a pulled plug) when it reaches that
-point. ``DELTAMERGE_COMMIT_GATE=<folder>:<first|second>`` lines up two writer processes
-(two real ``dbt run``s) on a table: both read their snapshot and write their files, then
-the ``first`` commits and the ``second`` commits only after it, against a version it did
-not read, so Delta's conflict rules decide every time. Unset, each hook costs one
-dictionary lookup.
+point. ``DELTAMERGE_PAUSE_AT=<point>:<folder>`` makes it wait there instead: it creates
+``<folder>/<point>.reached`` and goes on once ``<folder>/<point>.go`` exists (the server's
+fault tests kill its JVM meanwhile). ``DELTAMERGE_COMMIT_GATE=<folder>:<first|second>`` lines
+up two writer processes (two real ``dbt run``s) on a table: both read their snapshot and write
+their files, then the ``first`` commits and the ``second`` commits only after it, against a
+version it did not read, so Delta's conflict rules decide every time. Unset, each hook costs a
+dictionary lookup or two.
 """
 
 from __future__ import annotations
@@ -36,9 +38,15 @@ CDC_POINTS = (
 
 
 def crash_point(name: str) -> None:
-    """Kill this process if the environment asks for a crash at ``name``."""
+    """Kill this process if the environment asks for a crash at ``name``; wait there if it asks
+    for a pause."""
     if os.environ.get("DELTAMERGE_CRASH_AT") == name:
         os.kill(os.getpid(), signal.SIGKILL)
+    pause = os.environ.get("DELTAMERGE_PAUSE_AT")
+    if pause and pause.split(":", 1)[0] == name:
+        mark = os.path.join(pause.split(":", 1)[1], name)
+        _touch(f"{mark}.reached")
+        _wait_for(f"{mark}.go")
 
 
 GATE_TIMEOUT_S = 600.0

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import atexit
 import socket
-from typing import Any
+from typing import Any, cast
 from urllib.parse import urlsplit
 
 from dbt.adapters.events.logging import AdapterLogger
@@ -18,6 +18,7 @@ from dbt_common.exceptions import DbtRuntimeError
 
 from dbt.adapters.deltamerge.spark.committer import STARTUP_ONLY
 from dbt.adapters.deltamerge.spark.process import PROCESS
+from dbt.adapters.deltamerge.spark.progress import LongOperations
 
 logger = AdapterLogger("DeltaMerge")
 
@@ -81,7 +82,11 @@ def check_url(url: str | None) -> tuple[str, int]:
 
 
 def connect_session(
-    url: str, overrides: dict[str, str], preset: dict[str, str] | None = None, shared: bool = False
+    url: str,
+    overrides: dict[str, str],
+    preset: dict[str, str] | None = None,
+    shared: bool = False,
+    retries: list[Any] | None = None,
 ) -> Any:
     """The process's Spark Connect session for ``url``, opened on first use.
 
@@ -89,6 +94,7 @@ def connect_session(
     session has them already, so none of them costs a round trip. ``shared``: other processes
     use the same server session (``url`` names it): this process does not release it at exit
     (its checkpoints are released as its DataFrames go; the session stays for the next command).
+    ``retries``: the client's retry policies, instead of pyspark's (minutes, for a remote cluster).
 
     Raises:
         DbtRuntimeError: the server cannot be reached (within seconds, naming ``url``), or
@@ -97,7 +103,7 @@ def connect_session(
     with PROCESS.connect_lock:
         session = PROCESS.connect_sessions.get(url)
         if session is None:
-            session = _open(url, overrides, preset or {})
+            session = _open(url, overrides, preset or {}, retries)
             if not PROCESS.connect_sessions:
                 atexit.register(close_sessions)
             PROCESS.connect_sessions[url] = session
@@ -107,7 +113,7 @@ def connect_session(
         return session
 
 
-def _open(url: str, overrides: dict[str, str], preset: dict[str, str]) -> Any:
+def _open(url: str, overrides: dict[str, str], preset: dict[str, str], retries: list[Any] | None) -> Any:
     host, port = check_url(url)
     try:
         socket.create_connection((host, port), timeout=REACH_TIMEOUT_SECONDS).close()
@@ -123,6 +129,9 @@ def _open(url: str, overrides: dict[str, str], preset: dict[str, str]) -> Any:
     # Through the generic builder: it marks the process as a Connect client, which is what
     # makes pyspark.sql.functions build Connect columns (one process cannot mix both kinds).
     session = SparkSession.builder.remote(url).create()
+    if retries is not None:
+        session.client.set_retry_policies(retries)
+    session.client.register_progress_handler(cast(Any, LongOperations(logger.info)))
     try:
         server_version = session.version
     except Exception as error:
@@ -131,6 +140,9 @@ def _open(url: str, overrides: dict[str, str], preset: dict[str, str]) -> Any:
             raise
         logger.debug(f"Spark Connect: the shared session at {url} was closed; opening a new one")
         session = SparkSession.builder.remote(url.split(SESSION_PARAMETER, 1)[0]).create()
+        if retries is not None:
+            session.client.set_retry_policies(retries)
+        session.client.register_progress_handler(cast(Any, LongOperations(logger.info)))
         server_version = session.version
     check_versions(client=pyspark.__version__, server=server_version, url=url)
     # A server's Hadoop settings are its spark.hadoop.* ones; a session sets them unprefixed.

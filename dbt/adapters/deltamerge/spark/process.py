@@ -57,6 +57,10 @@ class ProcessState:
     # the servers being found or started in the background, by warehouse (spark/warm.py).
     leases: dict[str, IO[bytes]] = field(default_factory=dict)
     prepared: dict[str, Future[Any]] = field(default_factory=dict)
+    # The warm servers this process watches (by supervisor pid), and what happened to the one that
+    # died or was stopped under it: every later Spark call fails with that line (spark/lifeline.py).
+    watched: dict[int, Any] = field(default_factory=dict)
+    lost_server: str | None = None
     # The points at which the collector froze what was alive (below), and whether the process was
     # prepared for dbt (``connections.prepare_process``).
     frozen: set[str] = field(default_factory=set)
