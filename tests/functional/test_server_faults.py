@@ -40,6 +40,16 @@ PROFILE = """faults:
         spark.master: "local[2]"
         spark.driver.memory: 1g
         spark.sql.shuffle.partitions: "2"
+    local:
+      type: deltamerge
+      method: session
+      schema: faults
+      threads: 4
+      warehouse: ./warehouse_local
+      server_side_parameters:
+        spark.master: "local[2]"
+        spark.driver.memory: 1g
+        spark.sql.shuffle.partitions: "2"
 """
 # Each row sleeps in the server's JVM (var `sleep`, ms): a merge whose Spark job is running.
 SLOW = """{{ config(materialized='incremental', incremental_strategy='delta_merge', unique_key='id') }}
@@ -117,10 +127,7 @@ def _slow_run(project: Path, batch: int) -> tuple[subprocess.Popen[str], server.
     )
 
     def started() -> bool:
-        with open(log, "rb") as file:
-            file.seek(offset)
-            text = file.read().decode(errors="replace")
-        return text.count("START sql incremental model faults.slow_") >= 3
+        return _since(log, offset).count("START sql incremental model faults.slow_") >= 3
 
     _wait_for(lambda: started() and server.status(str(project / "warehouse")) is not None, "the models start")
     time.sleep(3)
@@ -155,6 +162,31 @@ def test_ctrl_c_interrupts_the_running_merges_and_leaves_the_tables_and_server(p
     _sound(project, *SLOWS)
     assert server.status(str(project / "warehouse")) == state  # the server goes on for the next command
     assert _run(project, "run", "--select", "quick", "--vars", "{batch: 2}").returncode == 0
+
+
+def test_ctrl_c_cancels_the_embedded_sessions_jobs(project):
+    """``method: session``: the process's own Spark, whose jobs a cancel cancels."""
+    local = ("--target", "local")
+    assert _run(project, "run", "--select", " ".join(SLOWS), *local).returncode == 0
+    tables = [str(project / "warehouse_local" / "faults.db" / name) for name in SLOWS]
+    before = [DeltaTable(t).version() for t in tables]
+    log = project / "logs" / "dbt.log"
+    offset = log.stat().st_size
+    dbt = _start(project, "run", "--select", " ".join(SLOWS), *local, "--vars", "{sleep: 30000, batch: 2}")
+    _wait_for(lambda: _since(log, offset).count("START sql incremental model faults.slow_") >= 3, "the start")
+    time.sleep(3)
+    dbt.send_signal(signal.SIGINT)
+    out = _ended(dbt)
+    assert dbt.returncode != 0 and "Exited because of keyboard interrupt" in out, out[-3000:]
+    assert "OK MERGE" not in out and out.count("CANCEL query model.faults.slow_") == 3, out[-3000:]
+    assert [DeltaTable(t).version() for t in tables] == before
+    assert [problems(t) for t in tables] == [[], [], []]
+
+
+def _since(log: Path, offset: int) -> str:
+    with open(log, "rb") as file:
+        file.seek(offset)
+        return file.read().decode(errors="replace")
 
 
 def test_a_jvm_killed_mid_merge_fails_the_command_in_one_line(project):

@@ -35,7 +35,7 @@ from dbt.adapters.deltamerge.common.store_options import (
 from dbt.adapters.deltamerge.delta import object_storage
 from dbt.adapters.deltamerge.namespace import expose_package_namespace
 from dbt.adapters.deltamerge.spark import connect, embedded, lifeline, server, warm
-from dbt.adapters.deltamerge.spark.cancel import interrupt, tag_thread
+from dbt.adapters.deltamerge.spark.cancel import interrupt
 from dbt.adapters.deltamerge.spark.committer import committer_conf, committer_jar, merged_settings
 from dbt.adapters.deltamerge.spark.conf import (
     DEFAULT_WAREHOUSE,
@@ -177,7 +177,6 @@ def session_of(connection: Connection) -> Any:
         raise DbtRuntimeError(
             "dbt-deltamerge Delta writes need `method: session`, `server` or `connect` in the profile."
         )
-    tag_thread(session)  # a Ctrl-C interrupts what this thread starts (spark/cancel.py)
     return session
 
 
@@ -297,10 +296,10 @@ class DeltaMergeConnectionManager(SparkConnectionManager):
         return connection
 
     def cancel(self, connection: Connection) -> None:
-        """Interrupt this process's Spark operations (dbt cancels its connections on Ctrl-C)."""
+        """Interrupt this process's Spark jobs (dbt cancels connections on Ctrl-C; ``spark/cancel.py``)."""
         spark = getattr(getattr(connection.handle, "handle", None), "spark", None)
         if spark is not None:
-            interrupt(spark)
+            interrupt(spark, PROCESS.running_jobs.get(id(spark)))
 
     @contextmanager
     def exception_handler(self, sql: str) -> Iterator[None]:

@@ -19,7 +19,6 @@ from dbt_common.exceptions import DbtDatabaseError
 from pyspark.errors import PySparkException
 
 from dbt.adapters.deltamerge.errors import named_errors
-from dbt.adapters.deltamerge.spark.cancel import tag_thread
 from dbt.adapters.deltamerge.statements import may_write_table
 from dbt.adapters.deltamerge.statements.fresh import CATALOG_READS
 from dbt.adapters.deltamerge.statements.parse_history import may_be_history_statement, travel_references
@@ -91,5 +90,4 @@ class DeltaConnection(Connection):
         self.spark = spark
 
     def cursor(self) -> Cursor:
-        tag_thread(self.spark)  # a Ctrl-C interrupts what this thread starts (spark/cancel.py)
         return DeltaCursor(self.spark)

@@ -16,6 +16,7 @@ from urllib.parse import urlsplit
 from dbt.adapters.events.logging import AdapterLogger
 from dbt_common.exceptions import DbtRuntimeError
 
+from dbt.adapters.deltamerge.spark.cancel import RunningJobs
 from dbt.adapters.deltamerge.spark.committer import STARTUP_ONLY
 from dbt.adapters.deltamerge.spark.process import PROCESS
 from dbt.adapters.deltamerge.spark.progress import LongOperations
@@ -123,15 +124,9 @@ def _open(url: str, overrides: dict[str, str], preset: dict[str, str], retries: 
             "Start it (for a local one: `deltamerge-server start`) or fix `host` in the profile."
         ) from None
     import pyspark
-    from pyspark.sql import SparkSession
 
     logger.debug(f"Opening a Spark Connect session at {url}")
-    # Through the generic builder: it marks the process as a Connect client, which is what
-    # makes pyspark.sql.functions build Connect columns (one process cannot mix both kinds).
-    session = SparkSession.builder.remote(url).create()
-    if retries is not None:
-        session.client.set_retry_policies(retries)
-    session.client.register_progress_handler(cast(Any, LongOperations(logger.info)))
+    session = _client_session(url, retries)
     try:
         server_version = session.version
     except Exception as error:
@@ -139,16 +134,30 @@ def _open(url: str, overrides: dict[str, str], preset: dict[str, str], retries: 
         if SESSION_PARAMETER not in url or "SESSION_CLOSED" not in str(error):
             raise
         logger.debug(f"Spark Connect: the shared session at {url} was closed; opening a new one")
-        session = SparkSession.builder.remote(url.split(SESSION_PARAMETER, 1)[0]).create()
-        if retries is not None:
-            session.client.set_retry_policies(retries)
-        session.client.register_progress_handler(cast(Any, LongOperations(logger.info)))
+        session = _client_session(url.split(SESSION_PARAMETER, 1)[0], retries)
         server_version = session.version
     check_versions(client=pyspark.__version__, server=server_version, url=url)
     # A server's Hadoop settings are its spark.hadoop.* ones; a session sets them unprefixed.
     unprefixed = {key.removeprefix("spark.hadoop."): value for key, value in preset.items()}
     PROCESS.applied_settings[id(session)] = unprefixed
     apply_settings(session, {**CONNECT_SETTINGS, **overrides})
+    return session
+
+
+def _client_session(url: str, retries: list[Any] | None) -> Any:
+    """A new Connect session with this package's retry policies and progress handlers: long
+    operations said in dbt's log, running jobs tracked for a Ctrl-C (``spark/cancel.py``)."""
+    from pyspark.sql import SparkSession
+
+    # Through the generic builder: it marks the process as a Connect client, which is what
+    # makes pyspark.sql.functions build Connect columns (one process cannot mix both kinds).
+    session = SparkSession.builder.remote(url).create()
+    if retries is not None:
+        session.client.set_retry_policies(retries)
+    jobs = RunningJobs()
+    PROCESS.running_jobs[id(session)] = jobs
+    for handler in (LongOperations(logger.info), jobs):
+        session.client.register_progress_handler(cast(Any, handler))
     return session
 
 

@@ -51,6 +51,8 @@ class ProcessState:
     # here; the settings set on each session (by id), so a later connection sets only what differs.
     connect_sessions: dict[str, Any] = field(default_factory=dict)
     shared_sessions: set[int] = field(default_factory=set)
+    # Each Connect session's tracker of its operations running Spark jobs, by id (spark/cancel.py).
+    running_jobs: dict[int, Any] = field(default_factory=dict)
     applied_settings: dict[int, dict[str, str]] = field(default_factory=dict)
     connect_lock: threading.Lock = field(default_factory=threading.Lock)
     # A shared lock on the clients file of each warm server's warehouse used (held until exit), and
