@@ -152,6 +152,8 @@ def kills(project: Path, count: int, seed: int = 7) -> list[dict[str, Any]]:
             "ended_seconds_after_kill": round(ended, 1), "models_told_crashed": crashed,
             "tables_checked": len(found), "unsound": unsound, "next_run_exit": after.returncode,
         }  # fmt: skip
+        if run.returncode not in (0, 1):  # dbt's own failure outside the models: what it said
+            result["output_tail"] = out[-3000:]
         print(json.dumps(result), flush=True)
         results.append(result)
         if unsound or after.returncode != 0:

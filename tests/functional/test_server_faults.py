@@ -203,6 +203,9 @@ def test_a_jvm_killed_mid_merge_fails_the_command_in_one_line(project):
     # The next command starts a new server and merges.
     again = _run(project, "run", "--select", "slow_a", "--vars", "{batch: 4}")
     assert again.returncode == 0 and "Starting a warm local Spark server" in again.stdout
+    started = server.status(str(project / "warehouse"))
+    assert started is not None
+    assert f"The local Spark server listens at {started.url} (started in " in again.stdout
     assert _versions(project, "slow_a") == [before[0] + 1]
 
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 import fcntl
 import os
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import Future
 from typing import IO
@@ -114,9 +115,13 @@ def ensure_server(
             raise server.ServerError(in_use_message(warehouse, holder))
         until = f"it stops after {idle_minutes:g} idle minutes" if idle_minutes else "it runs until stopped"
         say(f"Starting a warm local Spark server for {warehouse} (later commands reuse it; {until})")
-        return server.start(
+        began = time.monotonic()
+        state = server.start(
             warehouse, server.free_port(), "local[*]", conf, idle_minutes, warmup_rounds=warmup_rounds
         )
+        took = time.monotonic() - began
+        say(f"The local Spark server listens at {state.url} (started in {took:.0f} s; log: {state.log})")
+        return state
 
 
 def _usable(warehouse: str, lease: IO[bytes], say: Callable[[str], None]) -> server.ServerState | None:
