@@ -15,10 +15,11 @@ from __future__ import annotations
 
 import difflib
 import os
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, fields
-from typing import Any
+from typing import Any, cast
 
 from dbt.adapters.contracts.connection import Connection, ConnectionState
 from dbt.adapters.events.logging import AdapterLogger
@@ -299,7 +300,13 @@ class DeltaMergeConnectionManager(SparkConnectionManager):
         """Interrupt this process's Spark jobs (dbt cancels connections on Ctrl-C; ``spark/cancel.py``)."""
         spark = getattr(getattr(connection.handle, "handle", None), "spark", None)
         if spark is not None:
-            interrupt(spark, PROCESS.running_jobs.get(id(spark)))
+            interrupt(spark, PROCESS.running_jobs.get(id(spark)), self._thread_of(connection))
+
+    def _thread_of(self, connection: Connection) -> threading.Thread | None:
+        """The thread whose connection ``connection`` is (dbt keys them by (pid, thread ident))."""
+        keys = [key for key, open_ in self.thread_connections.items() if open_ is connection]
+        idents = {cast(tuple[int, int], key)[1] for key in keys}
+        return next((t for t in threading.enumerate() if t.ident in idents), None)
 
     @contextmanager
     def exception_handler(self, sql: str) -> Iterator[None]:

@@ -154,7 +154,7 @@ def _client_session(url: str, retries: list[Any] | None) -> Any:
     session = SparkSession.builder.remote(url).create()
     if retries is not None:
         session.client.set_retry_policies(retries)
-    jobs = RunningJobs()
+    jobs = RunningJobs(session)
     PROCESS.running_jobs[id(session)] = jobs
     for handler in (LongOperations(logger.info), jobs):
         session.client.register_progress_handler(cast(Any, handler))

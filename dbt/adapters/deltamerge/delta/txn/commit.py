@@ -24,6 +24,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from dbt.adapters.deltamerge.__version__ import version as _VERSION
+from dbt.adapters.deltamerge.common.cancel import refuse_if_cancelled
 from dbt.adapters.deltamerge.delta import storage
 from dbt.adapters.deltamerge.delta.errors import ConcurrentModification
 from dbt.adapters.deltamerge.delta.faults import commit_gate, crash_point
@@ -145,6 +146,7 @@ def commit(
     and in-commit timestamp each attempt gets (``stamps.py``).
     """
     crash_point("before_commit")
+    refuse_if_cancelled(table_path, read_version)
     with commit_gate(table_path):
         version = _commit(
             table_path, read_version=read_version, actions=actions, info=info, read=read, stamps=stamps
