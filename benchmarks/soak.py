@@ -5,7 +5,10 @@ folder and runs ``--commands`` dbt commands (separate processes, as a user types
 seeds, tests, shows, builds, and every tenth a run and a show at once) against its one warm
 server (``method: server``), sampling the server's JVM after each: resident memory, threads, open
 files, and every 25 commands the metastore's live ``ObjectStore`` / JDO ``PersistenceManager``
-objects (``jcmd GC.class_histogram``: a metastore connection each). Then ``--kills`` times: a
+objects (``jcmd GC.class_histogram``: a metastore connection each) and the heap in use after that
+full collection. Every ``IDLE_EVERY`` commands the soak pauses ``IDLE_SECONDS``, as a user does:
+that is when the supervisor renews the JVM once it served ``server.RENEW_AFTER_COMMANDS``
+commands (``jvm`` in the samples counts the JVMs). Then ``--kills`` times: a
 ``dbt run`` whose server JVM is killed after a random delay; the command must end by itself, every
 Delta table of the project must pass the validator (``tests/validator.py``), and the next run must
 succeed on a new server. Writes ``benchmarks/soak.json`` and prints the curve (the figures for
@@ -18,6 +21,7 @@ import argparse
 import json
 import os
 import random
+import re
 import shutil
 import signal
 import statistics
@@ -45,7 +49,17 @@ CYCLE: list[list[str]] = [
     ["test"],
 ]
 HISTOGRAM_EVERY = 25
-CURVE = ("command", "rss_mb", "threads", "open_files", "ObjectStore", "JDOPersistenceManager")
+IDLE_EVERY, IDLE_SECONDS = 100, 30.0
+CURVE = (
+    "command",
+    "jvm",
+    "rss_mb",
+    "threads",
+    "open_files",
+    "heap_used_mb",
+    "ObjectStore",
+    "JDOPersistenceManager",
+)
 METASTORE_CLASSES = ("org.apache.hadoop.hive.metastore.ObjectStore", "JDOPersistenceManager ")
 
 
@@ -97,12 +111,19 @@ def _metastore_objects(pid: int) -> dict[str, int]:
     for name in METASTORE_CLASSES:
         rows = [line.split() for line in done.stdout.splitlines() if name.strip() in line]
         counts[name.strip().rsplit(".", 1)[-1]] = sum(int(r[1]) for r in rows if len(r) > 3)
+    # The histogram ran a full collection: what is in use now is what lives.
+    heap = subprocess.run(["jcmd", str(pid), "GC.heap_info"], capture_output=True, text=True, timeout=120)
+    used = re.search(r"total \d+K, used (\d+)K", heap.stdout)
+    counts["heap_used_mb"] = int(used.group(1)) // 1024 if used else -1
     return counts
 
 
 def soak(project: Path, commands: int) -> list[dict[str, Any]]:
     samples: list[dict[str, Any]] = []
+    jvms: list[int] = []
     for number in range(1, commands + 1):
+        if number > 1 and (number - 1) % IDLE_EVERY == 0:
+            time.sleep(IDLE_SECONDS)  # a user's pause: a renewal due happens now
         args = CYCLE[(number - 1) % len(CYCLE)]
         batch = 1 + (number // len(CYCLE)) % 2
         started = time.monotonic()
@@ -117,8 +138,10 @@ def soak(project: Path, commands: int) -> list[dict[str, Any]]:
             "seconds": time.monotonic() - started,
         }
         jvm_pid = int(_state(project)["jvm_pid"])
-        sample.update(_jvm(jvm_pid))
-        if number == 1 or number % HISTOGRAM_EVERY == 0:
+        renewed = jvm_pid not in jvms
+        jvms += [jvm_pid] if renewed else []
+        sample.update(jvm=len(jvms), **_jvm(jvm_pid))
+        if renewed or number % HISTOGRAM_EVERY == 0:
             sample.update(_metastore_objects(jvm_pid))
         samples.append(sample)
         print(json.dumps(sample), flush=True)
@@ -166,7 +189,7 @@ def summary(samples: list[dict[str, Any]]) -> dict[str, Any]:
         return round(statistics.median(s[key] for s in part), 2)
 
     first, last = samples[: min(100, len(samples))], samples[-min(100, len(samples)) :]
-    points = [s for s in samples if s["command"] in (1, 10, 50) or s["command"] % 100 == 0]
+    points = [s for s in samples if s["command"] == 1 or "heap_used_mb" in s]
     return {
         "commands": len(samples),
         "median_seconds_first_100": median(first, "seconds"),

@@ -246,3 +246,32 @@ def test_stop_refuses_while_a_command_uses_the_server_and_waits_or_forces(tmp_pa
         client.wait()
     assert forced.returncode == 0 and f"Stopped the server at {again.url}" in forced.stdout
     assert server.status(str(warehouse)) is None
+
+
+@pytest.mark.skipif(not Path("/proc").exists(), reason="finds processes through /proc")
+def test_the_server_renews_its_jvm_once_idle_after_its_commands(tmp_path):
+    """``--renew-after 2``: after two commands, once none runs, the supervisor replaces its JVM
+    (the metastore's per-thread memory goes with the old one); a command arriving meanwhile waits
+    and runs on the new JVM, at the same address, with the catalog and tables as they were."""
+    project = _project(tmp_path / "project")
+    warehouse = project / "warehouse"
+    started = _cli("start", "--warehouse", str(warehouse), "--port", str(server.free_port()), "--master",
+                   "local[1]", "--warmup-rounds", "0", "--renew-after", "2")  # fmt: skip
+    assert started.returncode == 0, started.stderr[-3000:]
+    state = server.status(str(warehouse))
+    assert state is not None
+    try:
+        for batch in (1, 2):
+            _finished(_dbt(project, batch))
+        log = Path(state.log)
+        _wait_for(lambda: "renewing the JVM: 2 commands served, none running" in log.read_text(), "renewal")
+        out = _finished(_dbt(project, 3))  # arrives while the JVM is replaced
+        renewed = server.status(str(warehouse))
+        assert renewed is not None and (renewed.pid, renewed.url) == (state.pid, state.url)
+        assert renewed.jvm_pid != state.jvm_pid and _gone(state.jvm_pid)
+        assert "Starting a warm local Spark server" not in out
+        table = DeltaTable(str(warehouse / "warm.db" / "numbers"))
+        assert table.version() == 2 and {r["batch"] for r in table.to_pyarrow_table().to_pylist()} == {3}
+        assert table.history(1)[0]["operationMetrics"]["numTargetRowsUpdated"] == "5"
+    finally:
+        _cli("stop", "--force", "--warehouse", str(warehouse))

@@ -31,9 +31,16 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 POLL_SECONDS = 0.5
+# Renewal: the JVM is replaced by a new one after ``renew_after`` commands (periods in use), once
+# none has used it for this long. The embedded Hive metastore keeps a JDO PersistenceManager for
+# each thread that used it, and Spark Connect runs each operation on a new thread: never closed,
+# ~10 a command (BENCHMARKS.md, "The warm server over time"; HIVE-20192, SPARK-39357 for the
+# Thrift server's fix, which Spark Connect lacks).
+RENEW = "renewal"
+RENEW_IDLE_SECONDS = 20.0
 # While the JVM starts, its port is probed this often: a dbt command is waiting for it.
 START_POLL_SECONDS = 0.05
 
@@ -89,6 +96,35 @@ def serve(spec: dict[str, Any]) -> int:
     stopping: list[str] = []
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, lambda number, _frame: stopping.append(signal.Signals(number).name))
+    jvm = _launch(spec, stopping)
+    if jvm is None:
+        return 1
+    warmups: list[subprocess.Popen[bytes]] = []
+    while True:
+        reason, lock = _watch(spec, jvm, stopping, warmups)
+        if reason != RENEW or lock is None:
+            break
+        _say(spec, f"renewing the JVM: {spec['renew_after']} commands served, none running")
+        remove_state(spec["state_file"], os.getpid())
+        for warmup in warmups:
+            stop_server_process(warmup, timeout=5.0)
+        stop_server_process(jvm)
+        renewed = _launch(spec, stopping)
+        lock.close()  # commands waiting for the server go on, on the new JVM
+        if renewed is None:
+            return 1
+        jvm, warmups = renewed, []
+    _say(spec, f"stopping: {reason}")
+    remove_state(spec["state_file"], os.getpid())
+    for warmup in warmups:
+        stop_server_process(warmup, timeout=5.0)
+    stop_server_process(jvm)
+    return 1 if reason.startswith("crash") else 0
+
+
+def _launch(spec: dict[str, Any], stopping: list[str]) -> subprocess.Popen[bytes] | None:
+    """Start the JVM and, once it listens, record it in the state file; None if it did not start
+    (then it is stopped and the state file removed)."""
     with open(spec["log"], "ab") as log:
         jvm = subprocess.Popen(
             spec["command"], stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
@@ -98,20 +134,14 @@ def serve(spec: dict[str, Any]) -> int:
     while not port_open(spec["port"]):
         if jvm.poll() is not None or stopping or time.monotonic() > deadline:
             _say(spec, "the Spark Connect server did not start; stopping")
+            remove_state(spec["state_file"], os.getpid())
             stop_server_process(jvm)
-            return 1
+            return None
         time.sleep(START_POLL_SECONDS)
     state = {**spec["state"], "pid": os.getpid(), "jvm_pid": jvm.pid, "started_at": time.time()}
     write_state(spec["state_file"], state)
     _say(spec, f"serving on port {spec['port']} (pid {os.getpid()}, JVM pid {jvm.pid})")
-    warmups: list[subprocess.Popen[bytes]] = []
-    reason = _watch(spec, jvm, stopping, warmups)
-    _say(spec, f"stopping: {reason}")
-    remove_state(spec["state_file"], os.getpid())
-    for warmup in warmups:
-        stop_server_process(warmup, timeout=5.0)
-    stop_server_process(jvm)
-    return 1 if reason.startswith("crash") else 0
+    return jvm
 
 
 def _start_warmup(spec: dict[str, Any]) -> list[subprocess.Popen[bytes]]:
@@ -132,38 +162,54 @@ def _watch(
     jvm: subprocess.Popen[bytes],
     stopping: list[str],
     warmups: list[subprocess.Popen[bytes]],
-) -> str:
-    """Wait until the server should stop; why. Idle stops return holding the clients lock.
+) -> tuple[str, IO[bytes] | None]:
+    """Wait until the server should stop or be renewed; why, and the clients lock if this holds it
+    (an idle stop or a renewal: no command starts using the server meanwhile).
 
     ``warmups`` gets the warm-up process, started the first time no client uses the server.
     """
     idle_seconds = float(spec["idle_seconds"])
+    renew_after = int(spec.get("renew_after") or 0)
     last_used = time.monotonic()
     warmup_due = bool(spec.get("warmup"))
+    was_busy, commands = False, 0
     while True:
         time.sleep(POLL_SECONDS)
         for warmup in warmups:
             warmup.poll()  # reaped when it ends
         if stopping:
-            return f"signal {stopping[0]}"
+            return f"signal {stopping[0]}", None
         if jvm.poll() is not None:
-            return f"crash: the JVM exited with code {jvm.returncode}"
+            return f"crash: the JVM exited with code {jvm.returncode}", None
         busy = clients_busy(spec["clients_file"])
+        commands += busy and not was_busy
+        was_busy = busy
         if warmup_due and not busy:
             warmup_due = False
             warmups.extend(_start_warmup(spec))
-        if busy or idle_seconds <= 0:
+        if busy:
             last_used = time.monotonic()
-        elif time.monotonic() - last_used >= idle_seconds:
-            # Held until this process exits: a command arriving now waits, then starts a new server.
-            lock = open(spec["clients_file"], "a+b")  # noqa: SIM115 - released at exit
-            try:
-                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                lock.close()
-                last_used = time.monotonic()
-                continue
-            return f"idle for {idle_seconds:.0f} s"
+            continue
+        idle_for = time.monotonic() - last_used
+        renew = 0 < renew_after <= commands and idle_for >= RENEW_IDLE_SECONDS
+        if not renew and (idle_seconds <= 0 or idle_for < idle_seconds):
+            continue
+        lock = _take_clients(spec["clients_file"])
+        if lock is None:
+            last_used = time.monotonic()
+            continue
+        return (RENEW, lock) if renew else (f"idle for {idle_seconds:.0f} s", lock)
+
+
+def _take_clients(clients_file: str) -> IO[bytes] | None:
+    """The clients lock held exclusively (a command arriving waits), or None if a client has it."""
+    lock = open(clients_file, "a+b")  # noqa: SIM115 - held until a renewal ends, or this process does
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        lock.close()
+        return None
+    return lock
 
 
 def _say(spec: dict[str, Any], message: str) -> None:

@@ -41,6 +41,7 @@ CLIENTS_FILE = ".deltamerge-server.clients"
 # Held while a server starts: concurrent first commands start one server.
 START_LOCK = ".deltamerge-server.lock"
 START_TIMEOUT_SECONDS = 120.0
+RENEW_AFTER_COMMANDS = 400  # ~4,000 of the metastore's leaked PersistenceManagers (daemon.RENEW)
 # The warm-up process's program (``python -m``): the model layer's round over ``spark/warmup.py``.
 # A process this layer starts, not a module it imports (it imports nothing above it); the module
 # imports ``spark/warmup.py``, and a unit test checks the name is that module.
@@ -144,12 +145,14 @@ def start(
     idle_minutes: float = 0.0,
     *,
     warmup_rounds: int = 0,
+    renew_after: int = RENEW_AFTER_COMMANDS,
 ) -> ServerState:
     """Start a server for ``warehouse`` and wait until it listens (or return the running one).
 
     ``idle_minutes``: stop after that long without a dbt command using it (0: never).
     ``warmup_rounds``: once it listens, it runs that many warm-up rounds between commands
-    (``spark/warmup.py``), on the session of commands with the settings ``conf``.
+    (``spark/warmup.py``), on the session of commands with the settings ``conf``. ``renew_after``:
+    its JVM is replaced, once idle, after that many commands (0: never; ``daemon.RENEW``).
 
     Raises:
         ServerError: the port is taken, or the server did not start (its log's last lines).
@@ -187,6 +190,7 @@ def start(
         "port": port,
         "log": log,
         "idle_seconds": idle_minutes * 60,
+        "renew_after": renew_after,
         "start_timeout": START_TIMEOUT_SECONDS,
         "state_file": os.path.join(warehouse, STATE_FILE),
         "clients_file": os.path.join(warehouse, CLIENTS_FILE),
@@ -343,17 +347,13 @@ def _terminate(
 
 
 def _group_alive(pgid: int) -> bool:
+    _alive(pgid)  # reaps the supervisor if it is this process's child
     try:
         os.killpg(pgid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
         return True
-    _alive(pgid)  # reaps the supervisor if it is this process's child
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
     return True
 
 

@@ -43,6 +43,11 @@ def main(argv: list[str] | None = None) -> int:
         "--warmup-rounds", type=int, default=DEFAULT_WARMUP_ROUNDS,
         help=f"warm-up rounds between commands after the start (default {DEFAULT_WARMUP_ROUNDS}; 0: none)",
     )  # fmt: skip
+    parser.add_argument(
+        "--renew-after", type=int, default=server.RENEW_AFTER_COMMANDS,
+        help="replace the JVM, once idle, after this many commands: the Hive metastore keeps memory of "
+        f"each (default {server.RENEW_AFTER_COMMANDS}; 0: never)",
+    )  # fmt: skip
     args = parser.parse_args(argv)
     on_store = is_object_uri(args.warehouse)
     local = os.path.abspath(os.path.expanduser(args.warehouse))
@@ -61,8 +66,9 @@ def _act(args: argparse.Namespace, warehouse: str) -> int:
     if args.action == "start":
         conf = dict(item.split("=", 1) for item in args.conf)
         state = server.start(
-            warehouse, args.port, args.master, conf, args.idle_minutes, warmup_rounds=args.warmup_rounds
-        )
+            warehouse, args.port, args.master, conf, args.idle_minutes,
+            warmup_rounds=args.warmup_rounds, renew_after=args.renew_after,
+        )  # fmt: skip
         print(f"Spark Connect server for {warehouse} at {state.url} (pid {state.pid}, log {state.log})")
         print(f"Profile: method: server, warehouse: {warehouse}  (or method: connect, host: {state.url})")
         return 0
