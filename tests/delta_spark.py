@@ -5,7 +5,8 @@ default session); so Delta runs in a child Python process with its own local Spa
 ``io.delta:delta-spark_2.13`` (Ivy resolves it from Maven Central once, then from its cache,
 ``~/.ivy2.5.2``), Delta's SQL extension and catalog. The test process sends it SQL and gets rows
 back (pickled over a local socket): Delta's ``MERGE INTO`` / ``UPDATE`` / ``DELETE`` on its copy of
-a table, its reads of ours, ``DESCRIBE HISTORY``, errors with Delta's error class.
+a table, its reads of ours, ``DESCRIBE HISTORY``, errors with Delta's error class. Its session has
+one function of ours, ``deltamerge_pause(folder)``, which holds a statement mid-transaction.
 
 Where Maven Central cannot be reached the tests that need Delta skip, saying so; with
 ``DELTAMERGE_REQUIRE_DELTA=1`` (``.ci/run``) they fail instead: CI must run the tier.
@@ -158,6 +159,20 @@ def _session(workdir: str) -> Any:
     )
 
 
+def _pause(folder: str) -> bool:
+    """A SQL function of Delta's session that holds a statement inside its transaction (its
+    snapshot read, its job running): it creates ``<folder>/delta.reached`` and returns once
+    ``<folder>/delta.go`` exists (each row; once released, at once). The concurrent-writers tests
+    commit ours meanwhile, so Delta's own conflict checks decide."""
+    import time
+
+    open(os.path.join(folder, "delta.reached"), "a").close()
+    deadline = time.monotonic() + 600
+    while not os.path.exists(os.path.join(folder, "delta.go")) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return True
+
+
 def _serve(host: str, port: int, key: bytes, workdir: str) -> None:
     conn = Client((host, port), authkey=key)
     try:
@@ -166,6 +181,7 @@ def _serve(host: str, port: int, key: bytes, workdir: str) -> None:
     except Exception as error:  # (told to the parent, which skips or fails)
         conn.send(("failed", f"{type(error).__name__}: {error}"))
         return
+    spark.udf.register("deltamerge_pause", _pause, "boolean")
     conn.send(("ready", spark.version))
     while True:
         request = conn.recv()

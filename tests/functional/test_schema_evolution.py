@@ -141,6 +141,25 @@ class TestOnSchemaChange:
                 strategy != "append"
             )
 
+    def test_a_merge_leaving_a_column_out_keeps_it_with_append_new_columns(self, project):
+        """No new column, one left out: with on_schema_change set, the merge writes the result's
+        columns (dbt-databricks's merge does so too): the left-out one is kept on an update and
+        null on an insert; the schema is unchanged (``ignore`` refuses, above)."""
+        config = {"materialized": "incremental", "on_schema_change": "append_new_columns"}
+        settings = {**config, **STRATEGIES["delta_merge"]}
+        header = "{{ config(" + ", ".join(f"{k}={v!r}" for k, v in settings.items()) + ") }}\n"
+        write_file(header + FIRST, project.project_root, "models", "osc.sql")
+        run_dbt(["run", "--select", "osc", "--full-refresh"])
+        second = (
+            "select 1 as id, 'b' as keep_me, date'2026-01-01' as day union all select 3, 'c', current_date"
+        )
+        write_file(header + second, project.project_root, "models", "osc.sql")
+        run_dbt(["run", "--select", "osc"])
+        path = table_path(project, "osc")
+        assert columns(path) == ["id", "keep_me", "drop_me", "day"]
+        got = {r["id"]: (r["keep_me"], r["drop_me"]) for r in rows(path)}
+        assert got == {1: ("b", "x"), 3: ("c", None)}
+
     @pytest.mark.parametrize("strategy", sorted(STRATEGIES))
     def test_fail(self, project, strategy):
         config = {"materialized": "incremental", "on_schema_change": "fail", **STRATEGIES[strategy]}

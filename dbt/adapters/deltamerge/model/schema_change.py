@@ -28,7 +28,8 @@ from dbt.adapters.deltamerge.model.spec import WriteSpec
 def planned_schema(
     spec: WriteSpec, merge_spec: MergeSpec | None, snapshot: Snapshot, result: T.StructType
 ) -> T.StructType | None:
-    """The schema the run of ``spec`` leaves on ``snapshot``'s table, or None when it keeps it."""
+    """The schema the run of ``spec`` leaves on ``snapshot``'s table, or None when it keeps it
+    (``ignore``, or the result's columns are the table's)."""
     what = f"Model '{spec.model}'"
     on_schema_change, table, partition_columns = (
         spec.on_schema_change,
@@ -63,4 +64,7 @@ def planned_schema(
         partition_columns=partition_columns,
         what=what,
     )
-    return None if schema == table else schema
+    # Also when it equals the table's (the result only lacks columns the table keeps): a schema
+    # planned makes a merge's `*` actions leave the columns the result lacks (kept on update, null
+    # on insert), as dbt-databricks merges the result's columns once on_schema_change is set.
+    return schema

@@ -7,8 +7,16 @@ import json
 import pytest
 from pyspark.sql import types as T
 
+from dbt.adapters.deltamerge.delta.errors import ConcurrentModification
 from dbt.adapters.deltamerge.delta.log.mapping import PHYSICAL_NAME
-from dbt.adapters.deltamerge.delta.txn.conflicts import ConcurrentAppend, ReadSet, add_file, check_winner
+from dbt.adapters.deltamerge.delta.txn.conflicts import (
+    ConcurrentAppend,
+    MetadataChanged,
+    ProtocolChanged,
+    ReadSet,
+    add_file,
+    check_winner,
+)
 
 SCHEMA = T.StructType([T.StructField("id", T.IntegerType(), True, {PHYSICAL_NAME: "col-7"})])
 
@@ -47,3 +55,23 @@ def test_added_files_conflict_only_where_the_transaction_would_have_read(low, hi
             check_winner(winner=_winner(low, high), **arguments)
     else:
         check_winner(winner=_winner(low, high), **arguments)
+
+
+PROTOCOL = {"protocol": {"minReaderVersion": 3, "minWriterVersion": 7}}
+METADATA = {"metaData": {"id": "t", "configuration": {}}}
+
+
+@pytest.mark.parametrize(
+    ("winner", "changes_protocol", "named"),
+    [
+        ([PROTOCOL], False, ProtocolChanged),  # a protocol-only change: refused (Delta may let it through)
+        ([PROTOCOL, METADATA], False, MetadataChanged),  # a feature enabled: named as Delta names it
+        ([PROTOCOL, METADATA], True, ProtocolChanged),  # both change the protocol
+        ([METADATA], True, MetadataChanged),
+    ],
+)
+def test_a_protocol_or_metadata_change_is_named_as_delta_names_it(winner, changes_protocol, named):
+    with pytest.raises(ConcurrentModification) as raised:
+        check_winner(table="t", read_version=0, version=1, winner=[{"commitInfo": {}}, *winner], read=None,
+                     blind_append=True, operation="MERGE", changes_protocol=changes_protocol)  # fmt: skip
+    assert type(raised.value) is named and f"{named.__name__}: " in str(raised.value)

@@ -207,6 +207,7 @@ def _commit(
                 read=read,
                 blind_append=info.is_blind_append,
                 operation=info.operation,
+                changes_protocol=any("protocol" in action for action in actions),
             )
             attempt = version + 1
     raise ConcurrentModification(

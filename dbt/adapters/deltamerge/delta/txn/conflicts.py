@@ -3,7 +3,9 @@
 As Delta's ``ConflictChecker`` (WriteSerializable isolation) and delta-rs's
 ``conflict_checker.rs``, each winning commit is checked in order:
 
-- a new ``protocol`` or ``metaData``: ``ProtocolChanged`` / ``MetadataChanged``;
+- a new ``protocol`` or ``metaData``: ``ProtocolChanged`` / ``MetadataChanged`` (a protocol
+  change that comes with a metadata change is named by the latter, as Delta does, unless this
+  transaction changes the protocol too);
 - the same application transaction (``txn`` appId: one dbt invocation's writes to one
   model; two invocations are two writers): ``ConcurrentTransaction``;
 - a blind append commits after anything else: it read nothing;
@@ -78,8 +80,10 @@ def check_winner(
     read: ReadSet | None,
     blind_append: bool,
     operation: str,
+    changes_protocol: bool = False,
 ) -> None:
-    """Raise the conflict ``winner`` (committed at ``version``) makes for this transaction, if any."""
+    """Raise the conflict ``winner`` (committed at ``version``) makes for this transaction, if any
+    (``changes_protocol``: this transaction commits a protocol action too)."""
     info: dict[str, Any] = next((a["commitInfo"] for a in winner if "commitInfo" in a), {})
     theirs = str(info.get("operation", "an unknown operation"))
 
@@ -90,9 +94,15 @@ def check_winner(
             "or statement."
         )
 
-    if any("protocol" in a for a in winner):
+    # Delta names a winner's protocol change ProtocolChanged when this transaction changes the
+    # protocol too, else the metadata change that comes with it (a feature made supported or
+    # enabled), and lets a protocol-only change of a feature that is safe mid-transaction through
+    # (``ConflictChecker.checkProtocolCompatibility``); this refuses every protocol change, so a
+    # commit never lands written for a protocol it did not read.
+    changes_metadata = any("metaData" in a for a in winner)
+    if any("protocol" in a for a in winner) and (changes_protocol or not changes_metadata):
         raise conflict(ProtocolChanged, "the protocol was changed by a concurrent commit")
-    if any("metaData" in a for a in winner):
+    if changes_metadata:
         raise conflict(MetadataChanged, "the table's metadata was changed by a concurrent commit")
     read = read if read is not None else ReadSet()
     if any(a["txn"].get("appId") in read.app_ids for a in winner if "txn" in a):
