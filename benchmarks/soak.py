@@ -113,8 +113,8 @@ def _metastore_objects(pid: int) -> dict[str, int]:
         counts[name.strip().rsplit(".", 1)[-1]] = sum(int(r[1]) for r in rows if len(r) > 3)
     # The histogram ran a full collection: what is in use now is what lives.
     heap = subprocess.run(["jcmd", str(pid), "GC.heap_info"], capture_output=True, text=True, timeout=120)
-    used = re.search(r"total \d+K, used (\d+)K", heap.stdout)
-    counts["heap_used_mb"] = int(used.group(1)) // 1024 if used else -1
+    used = re.findall(r"(?:PSYoungGen|ParOldGen|garbage-first heap)\s+total \d+K, used (\d+)K", heap.stdout)
+    counts["heap_used_mb"] = sum(int(u) for u in used) // 1024 if used else -1
     return counts
 
 

@@ -24,6 +24,7 @@ import contextlib
 import os
 import threading
 import time
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +41,9 @@ def retry_policies() -> list[Any]:
     """The Spark Connect retry policies of a session on the local server (see the module's docstring)."""
     from pyspark.sql.connect.client.retries import DefaultPolicy
 
-    # Retries of a failed call: after 50 ms, 200 ms, 800 ms and 2 s (about 3 s in all).
+    # Retries of a failed call: after 50 ms, 200 ms, 800 ms and 2 s (about 3 s in all). Once they
+    # are spent pyspark warns on stderr ("[RETRIES_EXCEEDED]"): the error names what happened.
+    warnings.filterwarnings("ignore", message=r"\[RETRIES_EXCEEDED\]", category=UserWarning)
     return [DefaultPolicy(max_retries=4, initial_backoff=50, backoff_multiplier=4.0, max_backoff=2000)]
 
 
