@@ -224,7 +224,13 @@ def hadoop_conf(options: Mapping[str, str]) -> dict[str, str]:
     False
     """
     prefix = "spark.hadoop.fs.s3a."
-    conf = {"spark.hadoop.fs.s3.impl": "org.apache.hadoop.fs.s3a.S3AFileSystem"}
+    conf = {
+        "spark.hadoop.fs.s3.impl": "org.apache.hadoop.fs.s3a.S3AFileSystem",
+        # Upload blocks in memory, not in local temporary files: S3A's disk blocks go through
+        # Hadoop's LocalDirAllocator, which needs the checksummed LocalFileSystem that local files
+        # no longer use (``spark/conf.py``: RawLocalFileSystem; a ClassCastException otherwise).
+        prefix + "fast.upload.buffer": "bytebuffer",
+    }
     if aws_profile(options):  # the profile is read by the SDK's chain (AWS_PROFILE in the JVM's env)
         conf[prefix + "aws.credentials.provider"] = SDK_DEFAULT_CHAIN
     region = options.get("AWS_REGION") or options.get("AWS_DEFAULT_REGION")
