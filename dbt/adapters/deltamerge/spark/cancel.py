@@ -60,11 +60,6 @@ class RunningJobs:
         if cancelled(thread):
             self._interrupt([operation_id])
 
-    def running(self) -> list[str]:
-        """The operations whose jobs run now."""
-        with self._lock:
-            return sorted(self._threads)
-
     def cancel(self, thread: threading.Thread) -> list[str]:
         """Interrupt ``thread``'s running operation and every later one; the ids interrupted now."""
         with self._lock:
