@@ -28,7 +28,7 @@ DELTA_PACKAGE = "io.delta:delta-spark_2.13:4.4.0"
 REQUIRED = os.environ.get("DELTAMERGE_REQUIRE_DELTA") == "1"
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False)  # (not frozen: raising sets its __traceback__)
 class DeltaError(Exception):
     """A statement Delta refused: its exception class, error class (``None`` if it has none), text."""
 
