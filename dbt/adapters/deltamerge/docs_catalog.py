@@ -16,9 +16,9 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
-from dbt.adapters.deltamerge.binding import LOCATION_PROPERTY
+from dbt.adapters.deltamerge.binding import LOCATION_PROPERTY, entry_location
 from dbt.adapters.deltamerge.common.sql import quote_identifier
-from dbt.adapters.deltamerge.delta import Snapshot, load_snapshot
+from dbt.adapters.deltamerge.delta import Snapshot, load_snapshot, table_path_of
 
 _HELD = threading.local()
 
@@ -32,7 +32,15 @@ def delta_snapshot(information: str) -> Snapshot | None:
     if entry is not None and entry[0] == information:
         return entry[1]
     found = re.search(rf"{re.escape(LOCATION_PROPERTY)}=([^,\]]+)", information)
-    return load_snapshot(found.group(1).strip()) if found else None
+    if found:
+        return load_snapshot(found.group(1).strip())
+    location = _delta_location(information)  # Delta's own entry (``binding/delta_catalog.py``)
+    return load_snapshot(table_path_of(location)) if location else None
+
+
+def _delta_location(information: str) -> str | None:
+    lines = dict(line.split(": ", 1) for line in information.splitlines() if ": " in line)
+    return entry_location(lines)
 
 
 @contextmanager

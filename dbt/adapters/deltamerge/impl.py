@@ -226,7 +226,7 @@ class DeltaMergeAdapter(SparkAdapter):
             if cached is None:
                 return None, True
             try:
-                return binding.listed(_information(cached)), False
+                return binding.listed(_information(cached), delta=binding.delta_catalog(spark)), False
             except ValueError:  # listed without its properties (a relation dbt added since)
                 pass
         return binding.binding(spark, schema, identifier), False

@@ -4,11 +4,13 @@ Spark without Delta's jars cannot read a Delta table, so each bound version gets
 links to exactly its live files (``links``) and an external ``USING parquet`` entry with the Delta
 schema over it (``entry``); files with deletion vectors are linked as they are and the entry is a
 view leaving their deleted rows out (``view``); a file of a table that maps column names is a copy
-of its live rows (``copies``). With Delta's jars: ``USING delta``. Callers import this face.
+of its live rows (``copies``). Where the session has Delta's jars and catalog: ``USING delta``
+at the table's location (``delta_catalog``). Callers import this face.
 """
 
 from __future__ import annotations
 
+from dbt.adapters.deltamerge.binding.delta_catalog import delta_catalog, entry_location
 from dbt.adapters.deltamerge.binding.entry import (
     LOCATION_PROPERTY,
     ROOT_PROPERTY,
@@ -16,7 +18,6 @@ from dbt.adapters.deltamerge.binding.entry import (
     Binding,
     bind,
     binding,
-    delta_jars_available,
     interrupted_binding,
     listed,
     rebinding_marker,
@@ -54,7 +55,8 @@ __all__ = [
     "binding",
     "bindings_root",
     "can_mask",
-    "delta_jars_available",
+    "delta_catalog",
+    "entry_location",
     "files_identifier",
     "has_masks",
     "interrupted_binding",

@@ -4,7 +4,8 @@ Spark without Delta's jars cannot read a Delta table. Each bound version gets a 
 links to exactly its live files (Spark's partition folders) and an external ``USING parquet``
 entry with the Delta schema over it; files with deletion vectors are linked as they are and the
 entry is a view leaving their deleted rows out (``view``); a file of a table that maps
-column names is a copy of its live rows (``copies``). With Delta's jars: ``USING delta``.
+column names is a copy of its live rows (``copies``). Where the session has Delta's jars and
+catalog: a ``USING delta`` entry at the table's location, registered once (``delta_catalog``).
 The binding root is ``<table>/_deltamerge_catalog/`` for our tables, and for a table registered
 by its location ``<warehouse>/_deltamerge_catalog/<hash of its path>/`` (nothing written into it;
 the table's own where hard links cannot reach); the entry records it (``deltamerge.bindings``).
@@ -25,6 +26,13 @@ from pyspark.sql import types as T
 
 from dbt.adapters.deltamerge.binding import manifest
 from dbt.adapters.deltamerge.binding import view as binding_view
+from dbt.adapters.deltamerge.binding.delta_catalog import (
+    DELTA_ENTRY,
+    delta_catalog,
+    described,
+    entry_location,
+    register_statement,
+)
 from dbt.adapters.deltamerge.binding.links import (
     BINDINGS_DIR,
     KEEP_BINDINGS,
@@ -58,21 +66,36 @@ def table_name(schema: str, identifier: str) -> str:
     return f"{quote_identifier(schema)}.{quote_identifier(identifier)}"
 
 
-def delta_jars_available(spark: SparkSession) -> bool:
-    """Whether this session has Delta's Spark extension loaded."""
-    return "DeltaSparkSessionExtension" in (spark.conf.get("spark.sql.extensions", "") or "")
-
-
 class Binding(NamedTuple):
-    """This adapter's catalog entry of a Delta table, as ``SHOW TBLPROPERTIES`` gives it."""
+    """A catalog entry of a Delta table: ours (as ``SHOW TBLPROPERTIES`` gives it), or where the
+    session has Delta's catalog, a ``USING delta`` entry (``delta_entry``)."""
 
     table_path: str
-    version: int | None  # the Delta version the entry reads
+    version: int | None  # the Delta version the entry reads (None: a Delta entry reads the latest)
     properties: Mapping[str, str]  # all of them: ``bind`` keeps the entry's root and files table
+
+    @property
+    def delta_entry(self) -> bool:
+        """A ``USING delta`` entry, read by Delta's own reader (``delta_catalog``)."""
+        return DELTA_ENTRY in self.properties
+
+
+def _delta_entry(location: str) -> Binding:
+    path = table_path_of(location)
+    return Binding(path, None, {DELTA_ENTRY: path})
 
 
 def binding(spark: SparkSession, schema: str, identifier: str) -> Binding | None:
-    """The catalog entry of ``schema.identifier``, or None if there is none or it is not ours."""
+    """The catalog entry of ``schema.identifier``, or None if there is none or it is not a Delta
+    table's: ours, or with Delta's catalog any ``USING delta`` entry."""
+    if delta_catalog(spark):
+        lines = described(spark, table_name(schema, identifier))
+        if lines is None:
+            return None
+        location = entry_location(lines)
+        if location is not None:
+            return _delta_entry(location)
+        # else an entry of ours made before Delta's jars came: read below, bound anew when written
     # One round trip (it counts on a Spark Connect server): a missing table is Spark's error.
     props = _properties(spark, schema, identifier)
     location = props.get(LOCATION_PROPERTY)
@@ -82,9 +105,10 @@ def binding(spark: SparkSession, schema: str, identifier: str) -> Binding | None
     return Binding(location, int(version) if version is not None and version.isdigit() else None, props)
 
 
-def listed(information: str) -> Binding | None:
+def listed(information: str, *, delta: bool = False) -> Binding | None:
     r"""The catalog entry a ``SHOW TABLE EXTENDED`` text describes (dbt's relation cache keeps it),
-    or None when the entry is not ours; raises ``ValueError`` when the text does not tell.
+    or None when the entry is not ours (with ``delta``, Delta's catalog: nor a ``USING delta``
+    entry); raises ``ValueError`` when the text does not tell.
 
     Spark lists the properties sorted, as ``[k=v, k=v]``, and ours (``deltamerge.*``) next to each
     other. The version must be digits and, for a table (not a view), its folder's: a text that
@@ -96,10 +120,15 @@ def listed(information: str) -> Binding | None:
     ('/w/s.db/t', 7)
     >>> listed("Table: t\nTable Properties: [owner=x]\nLocation: file:/w/t\n") is None
     True
+    >>> listed("Table: t\nProvider: delta\nLocation: file:/w/t\n", delta=True).delta_entry
+    True
     """
     lines = dict(line.split(": ", 1) for line in information.splitlines() if ": " in line)
     if "Table" not in lines:
         raise ValueError("not a SHOW TABLE EXTENDED text")
+    location = entry_location(lines) if delta else None
+    if location is not None:
+        return _delta_entry(location)
     listing = lines.get("Table Properties", "[]")
     if not listing.startswith("[") or not listing.endswith("]"):
         raise ValueError(f"table properties listed as {listing!r}")
@@ -124,9 +153,12 @@ def _is_missing(error: AnalysisException) -> bool:
 def refresh(
     spark: SparkSession, *, schema: str, identifier: str, table_path: str, version: int | None
 ) -> bool:
-    """Re-bind when other writers committed after ``version``; True if it was (new properties)."""
+    """Re-bind when other writers committed after ``version``; True if it was (new properties).
+    A Delta entry (``version`` None where the session has Delta's catalog) reads the latest itself."""
     from dbt.adapters.deltamerge.delta import latest_version, load_snapshot
 
+    if version is None and delta_catalog(spark):
+        return False
     if latest_version(table_path) == version:
         return False
     snapshot = load_snapshot(table_path)
@@ -150,13 +182,20 @@ def bind(
     ``registering``: an existing table is brought in by its location (links under the warehouse).
     ``current``: the entry's properties as the caller read them (empty: dbt's cache lists no such
     entry), not read again. Reader features no read here implements are refused first; a version
-    whose files carry deletion vectors is bound as a view (``view``).
+    whose files carry deletion vectors is bound as a view (``view``). With Delta's catalog the
+    entry is registered ``USING delta`` once, and left as it is when it already reads the table.
     """
     snapshot.check_readable()
     crash_point("before_catalog_bind")
     name = table_name(schema, identifier)
-    if current is None or registering:
-        current = {} if registering else _properties(spark, schema, identifier)
+    delta = delta_catalog(spark)
+    if current is None or (registering and delta):
+        found = binding(spark, schema, identifier)
+        current = found.properties if found else {}
+    elif registering:
+        current = {}
+    if delta and current.get(DELTA_ENTRY) == snapshot.table_path:
+        return  # Delta reads the latest version at each query
     on_store = storage.on_object_store(snapshot.table_path)
     root = (
         registered_root(spark, snapshot.table_path)
@@ -164,13 +203,13 @@ def bind(
         else _root(current, snapshot.table_path)
     )
     # Files first: the entry is missing only for the statements that replace it.
-    folder = None if delta_jars_available(spark) else _version_folder(spark, snapshot, root, on_store)
+    folder = None if delta else _version_folder(spark, snapshot, root, on_store)
     if folder is not None and not folder.startswith(root + os.sep):
         root = bindings_root(snapshot.table_path)  # the warehouse is on another file system
     # On an object store the entry is always a view over the manifest's files (``manifest``).
     masked = folder is not None and (on_store or binding_view.has_masks(folder))
     files = binding_view.files_identifier(identifier)
-    props = (
+    props = "" if delta else (
         f"TBLPROPERTIES ('{LOCATION_PROPERTY}' = {string_literal(snapshot.table_path)}, "
         f"'{VERSION_PROPERTY}' = '{snapshot.version}'"
         + (
@@ -193,8 +232,7 @@ def bind(
         if masked or current.get(binding_view.FILES_PROPERTY):
             spark.sql(f"DROP TABLE IF EXISTS {table_name(schema, files)}")
         if folder is None:
-            location = string_literal(snapshot.table_path)
-            spark.sql(f"CREATE TABLE {name} USING delta LOCATION {location} {props}")
+            spark.sql(register_statement(name, string_literal(snapshot.table_path)))
             storage.delete_file(marker, missing_ok=True)
             return
         _create_entry(spark, schema, identifier, snapshot, folder, props, masked=masked, on_store=on_store)
@@ -255,7 +293,10 @@ def _version_folder(spark: SparkSession, snapshot: Snapshot, root: str, on_store
 
 
 def _bound_since(spark: SparkSession, schema: str, identifier: str, snapshot: Snapshot) -> bool:
-    props = _properties(spark, schema, identifier)
+    found = binding(spark, schema, identifier)
+    if found is not None and found.delta_entry:
+        return found.table_path == snapshot.table_path
+    props = found.properties if found else {}
     version = props.get(VERSION_PROPERTY, "")
     same = props.get(LOCATION_PROPERTY) == snapshot.table_path
     return same and version.isdigit() and int(version) >= snapshot.version

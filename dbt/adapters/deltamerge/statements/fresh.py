@@ -144,11 +144,13 @@ class CatalogReads:
             return None
         information = str(row[3])
         try:
-            ours = binding.listed(information)
+            ours = binding.listed(information, delta=binding.delta_catalog(spark))
         except ValueError:
             ours = binding.binding(spark, str(row[0]) or schema, str(row[1]))
         known: Known
-        if ours is not None:
+        if ours is not None and ours.delta_entry:
+            known = Other()  # Delta's own entry: Delta reads the latest version at each query
+        elif ours is not None:
             known = Bound(str(row[0]) or schema, str(row[1]), ours.table_path, ours.version)
         elif "\nType: VIEW\n" in f"\n{information}":
             known = View(view_reads(information))
@@ -191,7 +193,7 @@ def _fresh(spark: SparkSession, bound: Bound) -> Bound:
             "as the latest. Register the table again (convert_to_delta with relation_name) or drop "
             f"{name}."
         )
-    if entry.version == latest:
+    if entry.version == latest or entry.delta_entry:  # (Delta's entry reads the latest itself)
         return Bound(bound.schema, bound.identifier, entry.table_path, latest)
     snapshot = load_snapshot(entry.table_path)
     if snapshot is None:

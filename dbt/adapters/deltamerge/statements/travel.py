@@ -84,8 +84,8 @@ def with_versions(spark: SparkSession, sql: str) -> str:
     for reference in reversed(references):  # from the end: earlier offsets stay right
         schema, identifier = _split(spark, reference.parts)
         entry = binding.binding(spark, schema, identifier)
-        if entry is None:
-            continue
+        if entry is None or entry.delta_entry:
+            continue  # (Delta's own entry: Delta reads the version itself)
         name = f"{schema}.{identifier}"
         version = resolve_version(spark, entry.table_path, reference.to, name)
         travel = _bound_version(spark, schema, identifier, entry, version)
