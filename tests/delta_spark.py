@@ -148,7 +148,10 @@ def _session(workdir: str) -> Any:
         .config("spark.sql.warehouse.dir", os.path.join(workdir, "warehouse"))
         .config("spark.sql.shuffle.partitions", "2")
         .config("spark.default.parallelism", "2")
-        .config("spark.driver.memory", "1g")
+        .config("spark.driver.memory", "1500m")
+        # Delta keeps every table's log it opened (10000 by default): the oracle's long runs open
+        # thousands of tables and ran out of memory after ~150 cases; a few at a time here.
+        .config("spark.databricks.delta.delta.log.cacheSize", "16")
         .config("spark.ui.enabled", "false")
         .config("spark.sql.session.timeZone", "UTC")
         # Delta replays a table's log in 50 tasks by default: tiny tables here, one task each.
