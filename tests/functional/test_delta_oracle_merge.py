@@ -11,7 +11,9 @@ partitioned target, shuffle joins and schema evolution. Checked, all read by Del
 - every ``operationMetrics`` value Delta records (each table's commit): equal, except those in
   ``NOT_COMPARED``, ``ONLY_OURS`` and ``REWRITE_SCOPE``, with the reason there;
 - the change feed (``table_changes_by_path``), as a multiset of rows;
-- the schema and protocol after the merge (``DESCRIBE DETAIL``).
+- the schema and protocol after the merge (``DESCRIBE DETAIL``);
+- our dry run of the same merge, before it (CONTRACT section 8): nothing committed, and every
+  metric it reports equal to the one Delta's merge commits.
 
 ``DELTAMERGE_ORACLE_CASES`` sets the number of cases (default 4; thousands for a long run), from
 seed ``DELTAMERGE_ORACLE_FIRST``.
@@ -27,7 +29,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from dbt.adapters.deltamerge.delta import TableChange, WriteRequest, load_snapshot, write_dataframe
-from dbt.adapters.deltamerge.merge import MergeSpec, evolved_by_merge, merge_into
+from dbt.adapters.deltamerge.merge import MergeSpec, dry_run_merge, evolved_by_merge, merge_into
 from dbt.adapters.deltamerge.statements import dml
 from dbt.adapters.deltamerge.statements.parse import parse_write_statement
 from tests import files
@@ -105,7 +107,8 @@ def _target(spark, root: str, rows: list[dict], *, feed: bool, vectors: bool, pa
     return ours
 
 
-def _merge_ours(spark, ours: str, source: str, config: dict, *, through_sql: bool, evolve: bool):
+def _merge_ours(spark, ours: str, source: str, config: dict, *, through_sql: bool, evolve: bool, dry=False):
+    """Our merge of the case (or its dry run: what it would commit, nothing written)."""
     snapshot = load_snapshot(ours)
     assert snapshot is not None
     if through_sql:
@@ -116,6 +119,8 @@ def _merge_ours(spark, ours: str, source: str, config: dict, *, through_sql: boo
         spec = MergeSpec.from_config("case", config)
         source_df = spark.read.parquet(source)
     evolved = evolved_by_merge(spec, snapshot, source_df.schema, what="case") if evolve else None
+    if dry:
+        return dry_run_merge(spark, source_df, snapshot, spec, change=TableChange(schema=evolved))
     return merge_into(spark, source_df, snapshot, spec, change=TableChange(schema=evolved))
 
 
@@ -208,7 +213,10 @@ def _run_case(spark, delta, root: str, seed: int, *, evolve: bool = False) -> No
     if feed and loses_inserts(delta, theirs, source_path, config):
         rows_of = _without_feed(delta, theirs, f"{root}/no_feed")
         delta.sql(merge_sql(f"delta.`{rows_of}`", source_path, config))
-    result = _merge_ours(spark, ours, source_path, config, through_sql=seed % 2 == 1, evolve=evolve)
+    through_sql = seed % 2 == 1
+    dry = _merge_ours(spark, ours, source_path, config, through_sql=through_sql, evolve=evolve, dry=True)
+    assert load_snapshot(ours).version == before  # type: ignore[union-attr]
+    result = _merge_ours(spark, ours, source_path, config, through_sql=through_sql, evolve=evolve)
     delta.sql(merge_sql(f"delta.`{theirs}`", source_path, config))
 
     case = (seed, merge_sql("t", "source", config), feed, vectors, partitioned)
@@ -219,12 +227,18 @@ def _run_case(spark, delta, root: str, seed: int, *, evolve: bool = False) -> No
         # anyway, its metrics must say nothing was changed.
         changed = ("numTargetRowsInserted", "numTargetRowsUpdated", "numTargetRowsDeleted")
         assert all((theirs_metrics or {}).get(k, "0") == "0" for k in changed), (case, theirs_metrics)
+        assert all(dry.metrics.get(k, 0) == 0 for k in changed), (case, dry.metrics)
         return
     assert theirs_metrics is not None, case
     rewrites_less = bool(config.get("when_not_matched_by_source")) and not vectors
     differences = metric_differences(
         committed(ours, before) or {}, theirs_metrics, rewrites_less=rewrites_less
     )
+    # The dry run (CONTRACT section 8): the metrics it reports are those Delta's merge commits.
+    foretold = {k: str(v) for k, v in dry.metrics.items()}
+    theirs_foretold = {k: v for k, v in theirs_metrics.items() if k in foretold}
+    dry_differences = metric_differences(foretold, theirs_foretold, rewrites_less=rewrites_less)
+    differences.update({f"dry run {k}": d for k, d in dry_differences.items()})
     assert_same_after(delta, (ours, theirs), before, differences, feed=feed, case=case)
 
 
