@@ -22,7 +22,7 @@ import pytest
 from deltalake import DeltaTable
 
 from tests.delta_spark import DELTA_PACKAGE
-from tests.functional.test_delta_concurrent import CLI, _dbt
+from tests.functional.test_delta_concurrent import CLI, _dbt, _start
 from tests.validator import problems
 
 pytestmark = [pytest.mark.delta]
@@ -50,6 +50,7 @@ MODELS = {
     "select id, {{ var('batch', 0) }} as batch from range({{ var('rows', 10) }})\n",
     "t": "{{ config(materialized='table') }}\nselect id, id * 2 as twice from range(5)\n",
     "counted": "select count(*) as n, sum(batch) as b from {{ ref('m') }}\n",
+    "raced": "{{ config(materialized='table') }}\nselect id, {{ var('batch', 0) }} as batch from range(5)\n",
 }
 # Runs statements in one dbt invocation, logging each one's rows (a dbt command costs seconds).
 MACROS = """{% macro run_sql(statements) %}
@@ -167,3 +168,34 @@ def test_a_table_delta_wrote_is_registered_by_its_location(project, delta_spark,
     assert _engines(path)[-1].startswith("dbt-deltamerge/") and counted == [[1]]
     assert sorted(r["v"] for r in delta_spark.sql(f"SELECT v FROM delta.`{path}`")) == ["B", "a"]
     assert problems(path) == []
+
+
+def test_two_invocations_racing_register_one_entry(project, delta_spark):
+    """Two dbt processes build the same model at once, twice (a new table, then a replace): each
+    either commits or, where the other's commit conflicts with it, says nothing was committed (as
+    Delta's own writers do); a loser's re-run then commits. The entry is Delta's, registered once,
+    and always reads the latest version; no links, the validator clean."""
+    path = str(project / "warehouse" / "dc.db" / "raced")
+    lost = "was committed by another writer"
+    for round_ in (1, 2):
+        batches = [round_ * 10 + i for i in (1, 2)]
+        racers = [
+            _start(project, "run", "--select", "raced", "--vars", f"{{batch: {b}}}", env={}) for b in batches
+        ]
+        outputs = [racer.communicate(timeout=600)[0] for racer in racers]
+        won = [b for b, racer in zip(batches, racers, strict=True) if racer.returncode == 0]
+        for racer, out in zip(racers, outputs, strict=True):
+            assert racer.returncode == 0 or (lost in out and "Nothing was committed" in out), out[-3000:]
+        assert won, outputs
+        for batch in sorted(set(batches) - set(won)):
+            _ok(project, "run", "--select", "raced", "--vars", f"{{batch: {batch}}}")
+            won.append(batch)
+        (described,) = _run_sql(project, "DESCRIBE TABLE EXTENDED dc.raced")
+        entry = _entry(described)
+        assert entry["Provider"] == "delta" and entry["Location"].removeprefix("file:") == path, entry
+        # No version folders (links), and no rebinding marker left: only the binders' lock file.
+        assert {p.name for p in (Path(path) / "_deltamerge_catalog").iterdir()} == {".binding.lock"}
+        assert DeltaTable(path).version() == 2 * round_ - 1  # one version per successful run
+        (latest,) = _run_sql(project, "select count(*), min(batch), max(batch) from dc.raced")
+        assert latest == [[5, won[-1], won[-1]]] or latest == [[5, won[0], won[0]]], (latest, won)
+        assert problems(path) == []
