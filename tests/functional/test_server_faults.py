@@ -20,11 +20,13 @@ import pytest
 from deltalake import DeltaTable
 
 from dbt.adapters.deltamerge.spark import server
+from tests.backend import SLOW as SLOW_TIER
 from tests.functional.test_warm_server import CLI, DBT, _gone, _wait_for
 from tests.validator import problems
 
 pytestmark = pytest.mark.skipif(not Path("/proc").exists(), reason="finds processes through /proc")
 
+SLOW_TIER_ONLY = pytest.mark.skipif(not SLOW_TIER, reason="the slow tier's (DELTAMERGE_SLOW=1)")
 # A command that starts a server on a loaded 2-core machine took 60 s and more (CI).
 HANG_GUARD_SECONDS = 240
 PROFILE = """faults:
@@ -184,7 +186,12 @@ def test_ctrl_c_cancels_the_embedded_sessions_jobs(project):
     assert [problems(t) for t in tables] == [[], [], []]
 
 
-@pytest.mark.parametrize("target, warehouse", [("t", "warehouse"), ("local", "warehouse_local")])
+# ``make test`` runs the server's target; the embedded session's Ctrl-C is also checked by
+# ``test_ctrl_c_cancels_the_embedded_sessions_jobs``; the slow tier (``DELTAMERGE_SLOW=1``) runs both.
+@pytest.mark.parametrize(
+    "target, warehouse",
+    [("t", "warehouse"), pytest.param("local", "warehouse_local", marks=SLOW_TIER_ONLY)],
+)
 def test_ctrl_c_before_the_commit_refuses_it(project, tmp_path, target, warehouse):
     """SIGINT while the model waits at its commit, every file written, no Spark job left to
     interrupt: dbt cancels its connection; let go, the model starts no commit."""
@@ -235,9 +242,14 @@ def test_a_jvm_killed_mid_merge_fails_the_command_in_one_line(project):
     assert _versions(project, "slow_a") == [before[0] + 1]
 
 
+# ``make test`` kills at the commit; a kill mid-binding (a server restart more) in the slow tier,
+# and without a server in ``test_kill_harness.py``'s ``mid_catalog_bind`` point.
 @pytest.mark.parametrize(
     "point, step",
-    [("before_commit", "every file is in place"), ("mid_catalog_bind", "the catalog entry was dropped")],
+    [
+        ("before_commit", "every file is in place"),
+        pytest.param("mid_catalog_bind", "the catalog entry was dropped", marks=SLOW_TIER_ONLY),
+    ],
 )
 def test_a_jvm_killed_at_the_commit_or_the_binding_says_what_committed(project, tmp_path, point, step):
     """Killed while the command's engine is at ``point`` (``step``): the commit runs no Spark, so
