@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+
 import pytest
 
 from dbt.adapters.deltamerge.statements.parse import (
@@ -155,3 +157,12 @@ def test_row_changing_statements_are_parsed_for_the_engine():
     assert isinstance(parse_write_statement("truncate table s.t"), TruncateStatement)
     merge = parse_write_statement("merge into s.t using u on t.a = u.a when matched then delete")
     assert isinstance(merge, MergeStatement) and merge.parts == ("s", "t")
+
+
+def test_statements_sqlglot_has_no_grammar_for_log_no_warning(caplog):
+    """sqlglot warns that it falls back to a Command for OPTIMIZE; that line must not reach dbt's log."""
+    with caplog.at_level(logging.WARNING, logger="sqlglot"):
+        statement = parse_write_statement("OPTIMIZE s.t ZORDER BY (a)")
+    assert statement is not None and statement.zorder_by == ("a",)
+    assert [r.getMessage() for r in caplog.records if r.name == "sqlglot"] == []
+    assert logging.getLogger("sqlglot").level == logging.NOTSET  # restored

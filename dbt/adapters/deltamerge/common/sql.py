@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 from pyspark.sql import types as T
 
 
@@ -74,3 +78,17 @@ def string_literal(text: str) -> str:
     'it\\'s a \\\\ path'
     """
     return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+@contextmanager
+def quiet_sqlglot() -> Iterator[None]:
+    """sqlglot's warnings off for the block: its "falling back to parsing as a Command" for a
+    statement it has no grammar for (``OPTIMIZE``, ``VACUUM``), which the caller handles, would
+    reach dbt's console as a stray line."""
+    logger = logging.getLogger("sqlglot")
+    level = logger.level
+    logger.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)

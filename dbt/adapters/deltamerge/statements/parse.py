@@ -22,6 +22,7 @@ import sqlglot.errors
 from sqlglot import exp
 from sqlglot.tokens import Token, TokenType
 
+from dbt.adapters.deltamerge.common.sql import quiet_sqlglot
 from dbt.adapters.deltamerge.statements.parse_ddl import DdlStatement, parse_ddl
 from dbt.adapters.deltamerge.statements.parse_dml import (
     SPARK,
@@ -91,7 +92,8 @@ def parse_write_statement(sql: str) -> Statement | None:
         StatementParseError: a statement writing a table in a form not handled here.
     """
     try:
-        tree = sqlglot.parse_one(sql, dialect=SPARK)
+        with quiet_sqlglot():  # a statement it has no grammar for is handled by PARSERS below
+            tree = sqlglot.parse_one(sql, dialect=SPARK)
     except sqlglot.errors.SqlglotError:
         tree = None  # Spark reports a syntax error itself when it runs the statement.
     for parser in PARSERS:

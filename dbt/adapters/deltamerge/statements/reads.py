@@ -10,16 +10,14 @@ catalog look-up, a name missed would be a stale read.
 
 from __future__ import annotations
 
-import logging
 import re
-from collections.abc import Iterator
-from contextlib import contextmanager
 
 import sqlglot
 import sqlglot.errors
 from sqlglot import exp
 from sqlglot.tokens import TokenType
 
+from dbt.adapters.deltamerge.common.sql import quiet_sqlglot
 from dbt.adapters.deltamerge.statements.parse_dml import SPARK, table_parts
 
 # A catalog name as the session resolves it: (schema, identifier), lower case; schema "" when the
@@ -66,7 +64,7 @@ def read_names(sql: str) -> frozenset[Name]:
     if not may_read_tables(sql):
         return frozenset()
     try:
-        with _quiet_sqlglot():  # its "falling back to parsing as a Command" is handled below
+        with quiet_sqlglot():  # its "falling back to parsing as a Command" is handled below
             trees = [t for t in sqlglot.parse(sql, dialect=SPARK) if t is not None]
     except sqlglot.errors.SqlglotError:
         return _scanned_names(sql)
@@ -82,18 +80,6 @@ def read_names(sql: str) -> frozenset[Name]:
                 continue
             names.add(name)
     return frozenset(names)
-
-
-@contextmanager
-def _quiet_sqlglot() -> Iterator[None]:
-    """sqlglot's warnings off for the block (they would reach dbt's console as stray lines)."""
-    logger = logging.getLogger("sqlglot")
-    level = logger.level
-    logger.setLevel(logging.ERROR)
-    try:
-        yield
-    finally:
-        logger.setLevel(level)
 
 
 def _created_table(tree: exp.Create) -> exp.Expr | None:
