@@ -80,15 +80,22 @@ def string_literal(text: str) -> str:
     return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
+class _CommandFallback(logging.Filter):
+    """Drops sqlglot's "falling back to parsing as a Command" record, and only it."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "Falling back to parsing as a 'Command'" not in record.getMessage()
+
+
+_FALLBACK_FILTER = _CommandFallback()
+
+
 @contextmanager
 def quiet_sqlglot() -> Iterator[None]:
-    """sqlglot's warnings off for the block: its "falling back to parsing as a Command" for a
-    statement it has no grammar for (``OPTIMIZE``, ``VACUUM``), which the caller handles, would
-    reach dbt's console as a stray line."""
+    """sqlglot's "falling back to parsing as a Command" for a statement it has no grammar for
+    (``OPTIMIZE``, ``VACUUM``), which the caller handles, kept off dbt's console. A filter on
+    sqlglot's logger, added once: thread-safe (dbt runs models in threads), its other warnings kept."""
     logger = logging.getLogger("sqlglot")
-    level = logger.level
-    logger.setLevel(logging.ERROR)
-    try:
-        yield
-    finally:
-        logger.setLevel(level)
+    if _FALLBACK_FILTER not in logger.filters:
+        logger.addFilter(_FALLBACK_FILTER)
+    yield
