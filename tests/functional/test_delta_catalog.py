@@ -116,7 +116,7 @@ def _engines(path: str) -> list[str]:
 
 
 def test_models_are_registered_using_delta_and_read_by_delta(project, delta_spark):
-    _ok(project, "run")
+    _ok(project, "run", "--exclude", "raced")  # the race test's table is new when it starts
     path = str(project / "warehouse" / "dc.db" / "m")
     m, t = (_entry(rows) for rows in _run_sql(project, *(f"DESCRIBE TABLE EXTENDED dc.{n}" for n in "mt")))
     for entry in (m, t):
@@ -176,7 +176,10 @@ def test_two_invocations_racing_register_one_entry(project, delta_spark):
     Delta's own writers do); a loser's re-run then commits. The entry is Delta's, registered once,
     and always reads the latest version; no links, the validator clean."""
     path = str(project / "warehouse" / "dc.db" / "raced")
-    lost = "was committed by another writer"
+    assert not Path(path).exists()  # round 1 races to create it
+    # A loser of the create: the entry or first version was another writer's; of the replace: Delta's
+    # MetadataChanged (both replaced the metadata read at the same version).
+    lost = ("was committed by another writer", "MetadataChanged: the table's metadata was changed by a")
     for round_ in (1, 2):
         batches = [round_ * 10 + i for i in (1, 2)]
         racers = [
@@ -185,7 +188,8 @@ def test_two_invocations_racing_register_one_entry(project, delta_spark):
         outputs = [racer.communicate(timeout=600)[0] for racer in racers]
         won = [b for b, racer in zip(batches, racers, strict=True) if racer.returncode == 0]
         for racer, out in zip(racers, outputs, strict=True):
-            assert racer.returncode == 0 or (lost in out and "Nothing was committed" in out), out[-3000:]
+            said = any(x in out for x in lost) and "Nothing was committed" in out
+            assert racer.returncode == 0 or said, out[-3000:]
         assert won, outputs
         for batch in sorted(set(batches) - set(won)):
             _ok(project, "run", "--select", "raced", "--vars", f"{{batch: {batch}}}")
