@@ -25,6 +25,7 @@ import os
 import random
 from collections import Counter
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
@@ -330,6 +331,55 @@ def test_delta_loses_inserted_rows_with_the_change_feed(spark, delta_spark, tmp_
     # the inserted rows whose source row index equals a copied target row's are gone.
     assert counted["false"] == (13, 13)
     assert counted["true"][0] == 13 and counted["true"][1] < 13, counted
+
+
+# A SQL MERGE whose ON is `t.k = s.k` takes the key-only plans (``MergeSpec.join_keys``); under `=`
+# a null key matches nothing on either side (under a model's unique key, `<=>`, nulls match).
+NULL_KEY_MERGES = {
+    "by_source_only": {"when_not_matched_by_source": [{"action": "delete"}]},
+    "all_three": {
+        "when_matched": [{"action": "update", "set": "*"}],
+        "when_not_matched": [{"action": "insert", "values": "*"}],
+        "when_not_matched_by_source": [{"action": "update", "condition": "t.v > 3", "set": {"v": "-1"}}],
+    },
+}
+
+
+@pytest.mark.delta
+@pytest.mark.parametrize(
+    ("clauses", "shuffled", "vectors"), [("by_source_only", False, True), ("all_three", True, False)]
+)
+def test_null_keys_of_an_equality_on_match_nothing_as_in_delta(
+    spark, delta_spark, tmp_path, clauses, shuffled, vectors, monkeypatch
+):
+    if shuffled:
+        monkeypatch.setattr("dbt.adapters.deltamerge.merge.source.BROADCAST_SOURCE_BYTES", -1)
+    root, config = str(tmp_path), {"merge_condition": "t.k = s.k", **NULL_KEY_MERGES[clauses]}
+    keys = [*range(8), None, None, 20, None]
+    ours = _target(
+        spark,
+        root,
+        [{"k": k, "v": i, "op": "x"} for i, k in enumerate(keys)],
+        feed=True,
+        vectors=vectors,
+        partitioned=False,
+    )
+    before = load_snapshot(ours).version  # type: ignore[union-attr]
+    source = f"{root}/source.parquet"
+    pq.write_table(
+        pa.table({"k": [1, 5, None, None, 42], "v": [10, 50, 60, 70, 420], "op": ["y"] * 5}), source
+    )
+    spec = MergeSpec.from_config("m", parse_write_statement(merge_sql("target", source, config)).config)
+    assert spec.join_keys == ("k",)
+    _merge_ours(spark, ours, source, config, through_sql=True, evolve=False)
+    delta_spark.sql(merge_sql(f"delta.`{root}/theirs`", source, config))
+    tables, case = (ours, f"{root}/theirs"), (clauses, shuffled, vectors)
+    assert_same_rows(delta_spark, tables, case)
+    nulls = delta_spark.sql(f"SELECT count(*) AS n FROM delta.`{ours}` WHERE k IS NULL")[0]["n"]
+    assert nulls == {"by_source_only": 0, "all_three": 5}[clauses], nulls  # 3 kept (or not) + 2 inserted
+    ours_metrics, theirs_metrics = (committed(t, before) or {} for t in tables)
+    differences = metric_differences(ours_metrics, theirs_metrics, rewrites_less=not vectors)
+    assert_same_after(delta_spark, tables, before, differences, feed=True, case=case)
 
 
 def test_merge_sql_of_a_config():

@@ -131,8 +131,8 @@ def prepare_pruning(
 
 
 def skips_by_key_range(spec: MergeSpec) -> bool:
-    """Whether the source keys' range can skip files (the ON condition is the unique key's)."""
-    return spec.merge_condition is None and bool(spec.unique_key)
+    """Whether the source keys' range can skip files (the ON condition is the join keys' equality)."""
+    return bool(spec.join_keys)
 
 
 def matches_by_key_alone(spec: MergeSpec) -> bool:
@@ -171,7 +171,7 @@ def profile_aggregates(spec: MergeSpec, schema: T.StructType | None = None) -> l
     and the range of each generated column of the key (``generated_keys``)."""
     if not skips_by_key_range(spec):
         return key_profile_aggregates(())
-    aggregates = key_profile_aggregates(spec.unique_key)
+    aggregates = key_profile_aggregates(spec.join_keys)
     for i, (_, expression) in enumerate(generated_keys(spec, schema) if schema is not None else []):
         value = F.expr(f"({expression})")
         aggregates += [
@@ -194,7 +194,7 @@ def generated_keys(spec: MergeSpec, schema: T.StructType) -> list[tuple[str, str
     >>> generated_keys(MergeSpec.from_config("m", {"unique_key": "id"}), s)
     []
     """
-    keys = {k.lower() for k in spec.unique_key}
+    keys = {k.lower() for k in spec.join_keys}
     return [
         (column, expression)
         for column, expression in generated_columns(schema).items()
@@ -217,7 +217,7 @@ def _key_ranges(
         for i, (column, _) in enumerate(generated_keys(spec, snapshot.schema))
         if f"glo{i}" in profile
     ]
-    return (*key_ranges(profile, spec.unique_key, snapshot.schema), *generated)
+    return (*key_ranges(profile, spec.join_keys, snapshot.schema), *generated)
 
 
 def _skipped_by_partition_predicates(

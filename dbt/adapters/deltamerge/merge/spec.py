@@ -5,7 +5,10 @@ engine's own (clauses built by code: CDC apply), typed.
 
 The ON condition from ``unique_key`` (null-safe) or ``merge_condition``, the aliases, and the
 WHEN clauses (``clauses``); Delta's rule that a MERGE has at least one WHEN clause. Every
-problem of a model is collected and raised as one ``SpecError`` naming the model.
+problem of a model is collected and raised as one ``SpecError`` naming the model. The join keys
+(``join_keys``) are the columns whose equality alone is the ON: the unique key's, or those of a
+``merge_condition`` written ``t.k = s.k AND ...`` (as a SQL ``MERGE INTO`` usually is), so both
+get the key-only plans (data skipping by the source's key range, phase 1 in one key join).
 """
 
 from __future__ import annotations
@@ -13,6 +16,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
+
+import sqlglot
+import sqlglot.errors
+from sqlglot import exp
 
 from dbt.adapters.deltamerge.common.config_values import (
     SpecError,
@@ -48,6 +55,9 @@ class MergeSpec:
     update_only_if_changed: bool = False
     # ``deletion_vectors: false``: rewrite touched files even where the table takes deletion vectors.
     copy_on_write: bool = False
+    # The columns whose equality alone is the ON condition (besides ``incremental_predicates``):
+    # the unique key's (null-safe), or a merge_condition's ``t.k = s.k AND ...`` (``equality_keys``).
+    join_keys: tuple[str, ...] = ()
 
     @property
     def is_insert_only(self) -> bool:
@@ -191,4 +201,41 @@ class MergeSpec:
             schema_evolution=schema_evolution,
             update_only_if_changed=update_only_if_changed,
             copy_on_write=copy_on_write,
+            join_keys=(
+                tuple(unique_key)
+                if merge_condition is None
+                else equality_keys(merge_condition, target_alias, source_alias)
+            ),
         )
+
+
+def equality_keys(condition: str, target_alias: str, source_alias: str) -> tuple[str, ...]:
+    """The columns of ``condition`` when it is nothing but ``target.k = source.k`` conjuncts, one per
+    column, each naming one column (spelt alike) on both sides; else ``()``.
+
+    Under ``=`` a null key matches nothing, so every target row with a given key is matched, or
+    none is, as under the unique key's ``<=>``: the key-only plans hold for both.
+
+    >>> equality_keys("t.id = s.id AND s.`Part` = t.`Part`", "t", "s")
+    ('id', 'Part')
+    >>> equality_keys("t.id = s.id AND t.v > 1", "t", "s"), equality_keys("t.id = s.key", "t", "s")
+    ((), ())
+    >>> equality_keys("t.a.b = s.a.b", "t", "s"), equality_keys("t.id = s.id OR t.id = s.id", "t", "s")
+    ((), ())
+    """
+    try:
+        tree = sqlglot.parse_one(condition, read="spark")
+    except sqlglot.errors.ParseError:
+        return ()
+    keys: list[str] = []
+    aliases = {target_alias.lower(), source_alias.lower()}
+    for conjunct in tree.flatten() if isinstance(tree, exp.And) else [tree]:
+        while isinstance(conjunct, exp.Paren):
+            conjunct = conjunct.this
+        sides = [conjunct.this, conjunct.expression] if isinstance(conjunct, exp.EQ) else []
+        if not all(isinstance(c, exp.Column) and not c.args.get("db") for c in sides):
+            return ()
+        if len(sides) != 2 or {c.table.lower() for c in sides} != aliases or sides[0].name != sides[1].name:
+            return ()
+        keys.append(sides[0].name)
+    return tuple(keys) if len(set(keys)) == len(keys) else ()

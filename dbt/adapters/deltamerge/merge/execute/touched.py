@@ -128,7 +128,7 @@ def _source_repeats_a_key(run: MergeRun) -> bool:
     whole source is needed only for that check; on the unique key, distinct source keys
     rule it out far more cheaply.
     """
-    keys = [F.col(quote_identifier(k)) for k in run.spec.unique_key]
+    keys = [F.col(quote_identifier(k)) for k in run.spec.join_keys]
     return bool(run.source.groupBy(*keys).count().where("count > 1").limit(1).collect())
 
 
@@ -154,7 +154,7 @@ def _files_holding_unmatched_keys(run: MergeRun, target: DataFrame) -> tuple[set
     alias = run.spec.target_alias
     rows, counted = checkpoint_with_aggregates(
         target.join(joinable_source(run), F.expr(run.plan.join_condition), "left_anti")
-        .select(*[F.col(qualified(alias, k)).alias(k) for k in run.spec.unique_key], *_file_if_free(run))
+        .select(*[F.col(qualified(alias, k)).alias(k) for k in run.spec.join_keys], *_file_if_free(run))
         .distinct(),
         "unmatched_keys",
         [F.count(F.lit(1)).alias("n")],
@@ -179,7 +179,7 @@ def _files_and_keys(
     When the rows carry their file, naming the files reads the few materialized rows;
     otherwise the keys are broadcast (or shuffled) back over ``target`` to find them.
     """
-    keys = [quote_identifier(k) for k in run.spec.unique_key]
+    keys = [quote_identifier(k) for k in run.spec.join_keys]
     unmatched = rows.select(*keys).distinct().withColumn(UNMATCHED_ROW, F.lit(True)).alias(UNMATCHED)
     small = fits_in_broadcast(unmatched.schema, count)
     located = rows
@@ -203,7 +203,7 @@ def _touched_by_counted_keys(run: MergeRun, target: DataFrame) -> TouchedFiles:
     """
     spec = run.spec
     counted = (
-        run.source.groupBy(*[F.col(quote_identifier(k)) for k in spec.unique_key])
+        run.source.groupBy(*[F.col(quote_identifier(k)) for k in spec.join_keys])
         .agg(F.count(F.lit(1)).alias(SOURCE_MATCHES))
         .alias(spec.source_alias)
     )
@@ -218,7 +218,7 @@ def _touched_by_counted_keys(run: MergeRun, target: DataFrame) -> TouchedFiles:
     keys, found = checkpoint_with_aggregates(
         joined.where((matches.isNull() & selected) | (matches > 1))
         .select(
-            *[F.col(qualified(spec.target_alias, k)).alias(k) for k in spec.unique_key],
+            *[F.col(qualified(spec.target_alias, k)).alias(k) for k in spec.join_keys],
             matches,
             *_file_if_free(run),
         )
@@ -238,7 +238,7 @@ def _touched_by_counted_keys(run: MergeRun, target: DataFrame) -> TouchedFiles:
 
 
 def _repeated_keys_message(run: MergeRun, keys: DataFrame) -> str:
-    names = run.spec.unique_key
+    names = run.spec.join_keys
     repeated = keys.where(F.col(SOURCE_MATCHES) > 1).limit(5).collect()
     examples = "; ".join(", ".join(f"{k}={r[i]!r}" for i, k in enumerate(names)) for r in repeated)
     return (
@@ -251,7 +251,7 @@ def multiple_matches_message(run: MergeRun, joined: DataFrame, read: Collection[
     """Delta's error text, with up to five target rows matched more than once: by their unique key,
     else by the first three target columns the join read (``read``: those it read, default all)."""
     names = [f.name for f in run.snapshot.schema.fields if read is None or f.name in read]
-    keys = list(run.spec.unique_key) or names[:3]
+    keys = list(run.spec.join_keys) or names[:3]
     columns = [F.col(f"{quote_identifier(run.spec.target_alias)}.{quote_identifier(k)}") for k in keys]
     dupes = joined.groupBy(ROW_ID, *columns).count().where("count > 1").limit(5).collect()
     examples = "; ".join(", ".join(f"{k}={r[i + 1]!r}" for i, k in enumerate(keys)) for r in dupes)
