@@ -41,7 +41,7 @@ ExecutorKind = Literal[
     "insert_into_empty", "insert_only", "one_join", "classic_mark_deleted", "classic_rewrite"
 ]
 # How Delta's rule "a target row matched by several source rows is an error" is checked:
-# not at all (inserts only), by the keys the source repeats (ON is the unique key's and no
+# not at all (inserts only), by the keys the source repeats (ON is the join keys' equality and no
 # WHEN MATCHED clause joins each row anyway), or by grouping the key join by target row.
 MultipleMatchCheck = Literal["none", "repeated_source_keys", "per_target_row"]
 

@@ -2,8 +2,8 @@
 
 Three independent proofs that a file holds no row a merge could change, as Delta's
 merge uses them: the source keys' range against the file's key statistics (ON built
-from ``unique_key``); partition-only ``incremental_predicates`` evaluated by Spark on the
-partition values; and target-only predicates (ON conjuncts, and for a matched-only
+from the join keys, ``MergeSpec.join_keys``); partition-only ``incremental_predicates``
+evaluated by Spark on the partition values; and target-only predicates (ON conjuncts, and for a matched-only
 merge the matched clauses' conditions) against the file's statistics. With NOT MATCHED
 BY SOURCE clauses a file is read when it may match, or when it may hold a row one of
 those clauses' conditions selects (every such clause must have a condition). The proofs
@@ -167,7 +167,7 @@ def skipping_conditions(spec: MergeSpec) -> list[str]:
 
 
 def profile_aggregates(spec: MergeSpec, schema: T.StructType | None = None) -> list[Column]:
-    """The source's row count and, when the ON condition is the unique key's, each key's range
+    """The source's row count and, when the ON condition is the join keys' equality, each key's range
     and the range of each generated column of the key (``generated_keys``)."""
     if not skips_by_key_range(spec):
         return key_profile_aggregates(())
@@ -183,7 +183,7 @@ def profile_aggregates(spec: MergeSpec, schema: T.StructType | None = None) -> l
 
 
 def generated_keys(spec: MergeSpec, schema: T.StructType) -> list[tuple[str, str]]:
-    """Generated columns computed from the unique key alone: a target row a source row matches has
+    """Generated columns computed from the join keys alone: a target row a source row matches has
     the value the source row's key gives, so their range over the source skips files too (Delta's
     generated-column partition filters: a date partition generated from a key timestamp).
 

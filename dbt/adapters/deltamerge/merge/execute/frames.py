@@ -108,7 +108,7 @@ def matched_target(run: MergeRun, files: list[AddFile]) -> DataFrame:
 
 
 def is_unmatched_key(run: MergeRun) -> Column:
-    """The target row's unique key equals (null-safely) a key of the ``UNMATCHED`` frame."""
+    """The target row's join keys equal (null-safely) a key of the ``UNMATCHED`` frame."""
     alias = run.spec.target_alias
     pairs = [f"{qualified(alias, k)} <=> {qualified(UNMATCHED, k)}" for k in run.spec.join_keys]
     return F.expr(conjunction(pairs))

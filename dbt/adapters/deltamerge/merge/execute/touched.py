@@ -53,7 +53,7 @@ class TouchedFiles:
     files: list[AddFile]
     # A target row was matched by several source rows (only an unconditional delete allows it).
     duplicate_matches: bool = False
-    # The target keys (ON is the unique key's) no source row matches, when small enough to broadcast.
+    # The target keys (ON is the join keys' equality) no source row matches, when small enough to broadcast.
     unmatched_keys: DataFrame | None = None
     # With update_only_if_changed: the files holding a matched row (touched or not).
     matched_files: list[AddFile] | None = None
@@ -122,10 +122,10 @@ def touching_pairs_condition(spec: MergeSpec) -> str | None:
 
 
 def _source_repeats_a_key(run: MergeRun) -> bool:
-    """Whether the source repeats a unique key (then Delta's multiple-match check must join every row).
+    """Whether the source repeats a join key (then Delta's multiple-match check must join every row).
 
     Without WHEN MATCHED clauses matched rows are copied unchanged, so the join with the
-    whole source is needed only for that check; on the unique key, distinct source keys
+    whole source is needed only for that check; on the join keys, distinct source keys
     rule it out far more cheaply.
     """
     keys = [F.col(quote_identifier(k)) for k in run.spec.join_keys]
@@ -192,7 +192,7 @@ def _files_and_keys(
 
 
 def _touched_by_counted_keys(run: MergeRun, target: DataFrame) -> TouchedFiles:
-    """Phase 1 of a merge whose ON is the unique key and that has no WHEN MATCHED clause, in one key join.
+    """Phase 1 of a merge whose ON is the join keys' and that has no WHEN MATCHED clause, in one key join.
 
     The source is grouped by key (how many source rows have each key) and joined to the
     target's keys: a target row with no source key is unmatched (a NOT MATCHED BY SOURCE
@@ -248,7 +248,7 @@ def _repeated_keys_message(run: MergeRun, keys: DataFrame) -> str:
 
 
 def multiple_matches_message(run: MergeRun, joined: DataFrame, read: Collection[str] | None = None) -> str:
-    """Delta's error text, with up to five target rows matched more than once: by their unique key,
+    """Delta's error text, with up to five target rows matched more than once: by their join keys,
     else by the first three target columns the join read (``read``: those it read, default all)."""
     names = [f.name for f in run.snapshot.schema.fields if read is None or f.name in read]
     keys = list(run.spec.join_keys) or names[:3]
