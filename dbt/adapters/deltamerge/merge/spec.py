@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
+from functools import cached_property
 from typing import Any
 
 import sqlglot
@@ -55,9 +56,15 @@ class MergeSpec:
     update_only_if_changed: bool = False
     # ``deletion_vectors: false``: rewrite touched files even where the table takes deletion vectors.
     copy_on_write: bool = False
-    # The columns whose equality alone is the ON condition (besides ``incremental_predicates``):
-    # the unique key's (null-safe), or a merge_condition's ``t.k = s.k AND ...`` (``equality_keys``).
-    join_keys: tuple[str, ...] = ()
+
+    @cached_property
+    def join_keys(self) -> tuple[str, ...]:
+        """The columns whose equality alone is the ON condition (besides ``incremental_predicates``):
+        the unique key's (null-safe), or a merge_condition's ``t.k = s.k AND ...`` (``equality_keys``).
+        Derived, never stored: a spec rewritten by ``dataclasses.replace`` derives its own."""
+        if self.merge_condition is None:
+            return self.unique_key
+        return equality_keys(self.merge_condition, self.target_alias, self.source_alias)
 
     @property
     def is_insert_only(self) -> bool:
@@ -201,11 +208,6 @@ class MergeSpec:
             schema_evolution=schema_evolution,
             update_only_if_changed=update_only_if_changed,
             copy_on_write=copy_on_write,
-            join_keys=(
-                tuple(unique_key)
-                if merge_condition is None
-                else equality_keys(merge_condition, target_alias, source_alias)
-            ),
         )
 
 
