@@ -1,9 +1,9 @@
-# The two commands of the README: `make demo` and `make test`.
+# The two commands of the README: `make demo` and `make test` (`make test-all`: every tier, as CI).
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 
-.PHONY: install demo test unit lint bench bench-connect bench-cdc clean
+.PHONY: install demo test test-connect test-stores test-all unit lint bench bench-connect bench-cdc clean
 
 # Re-installed whenever the package changes: a regular install, not `-e`, because dbt finds
 # adapter plugins only in its own package folder (`dbt --version` lists `deltamerge` then).
@@ -23,23 +23,34 @@ install: $(VENV)/.installed
 demo: install
 	$(PY) examples/shop/demo.py
 
-## Run the whole test suite: unit and functional (real dbt + Spark + Delta) on the embedded
-## session, then the functional tests marked `connect` on real standalone clusters through
-## Spark Connect (a second run: pyspark cannot mix both kinds of session in one process; its
-## two workers each start a cluster, whose Spark work runs on one executor core).
-## CONNECT_ALL=1 runs every functional test on the cluster.
+## The README's test command: unit tests and the functional tests (real dbt + Spark + Delta,
+## Delta Lake on Spark as the oracle) on the embedded session, under 40 minutes on 2 cores.
+## The other backends and stores have targets of their own (CI runs all three: `make test-all`).
 test: install
 	# Two workers, one test file each at a time (each with its own Spark session and warehouse).
-	$(PY) -m pytest -n 2 --dist loadfile --durations=15
+	# The warm server's tests (marked `server`: servers of their own) run in `make test-connect`.
+	$(PY) -m pytest -n 2 --dist loadfile --durations=15 -m "not server"
+
+## The functional tests marked `connect` on real standalone clusters through Spark Connect (a run
+## of its own: pyspark cannot mix both kinds of session in one process; its two workers each start
+## a cluster, whose Spark work runs on one executor core), and those marked `server`: the warm local
+## Spark Connect server's life cycle and faults. CONNECT_ALL=1: every functional test.
+test-connect: install
 	DELTAMERGE_TEST_BACKEND=connect DELTAMERGE_CONNECT_ALL=$(CONNECT_ALL) \
 		DELTAMERGE_DIFF_CASES=$${DELTAMERGE_DIFF_CASES:-4} DELTAMERGE_DML_CASES=$${DELTAMERGE_DML_CASES:-2} \
 		$(PY) -m pytest tests/functional -n 2 --dist loadfile --durations=10
-	# The tests marked `s3` and `stores` on a real S3 server (S3Proxy from Maven Central, cached in
-	# ~/.cache/dbt-deltamerge; the warehouse on S3), the fault proxy and Azurite (npm), Spark with
-	# Hadoop's S3A connector (Ivy's cache): a run of its own, a sample of the differentials.
+
+## The object-store tier: the tests marked `s3` and `stores` on a real S3 server (S3Proxy from
+## Maven Central, cached in ~/.cache/dbt-deltamerge; the warehouse on S3), the fault proxy and
+## Azurite (npm), Spark with Hadoop's S3A connector (Ivy's cache), a cluster sharing no disk
+## (needs root): a sample of the differentials.
+test-stores: install
 	DELTAMERGE_TEST_STORE=s3 \
 		DELTAMERGE_DIFF_CASES=$${DELTAMERGE_DIFF_CASES:-2} DELTAMERGE_DML_CASES=$${DELTAMERGE_DML_CASES:-2} \
 		$(PY) -m pytest tests/functional -n 2 --dist loadfile --durations=10
+
+## Every tier, as CI runs them: about 75 minutes on 2 cores.
+test-all: test test-connect test-stores
 
 ## The benchmark harness (not part of the tests): writes BENCHMARKS.md and benchmarks/*. About 80 minutes on 2 cores.
 bench: install

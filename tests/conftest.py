@@ -179,6 +179,11 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "connect: also runs on the Spark Connect cluster backend by default")
     config.addinivalue_line("markers", "embedded_only: needs the embedded session (JVM access from the test)")
     config.addinivalue_line(
+        "markers",
+        "server: starts warm local Spark (Connect) servers of its own; runs in the Connect tier "
+        "(`make test-connect`), `make test` leaves it out (-m 'not server')",
+    )
+    config.addinivalue_line(
         "markers", "s3: runs on an S3 server only (DELTAMERGE_TEST_STORE=s3, a run of its own)"
     )
     config.addinivalue_line(
@@ -203,7 +208,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             for item in items
             if f"{os.sep}functional{os.sep}" in str(item.fspath)
             and item.get_closest_marker("embedded_only") is None
-            and (run_all or item.get_closest_marker("connect") is not None)
+            and (run_all or any(item.get_closest_marker(m) is not None for m in ("connect", "server")))
         ]
         config.hook.pytest_deselected(items=[i for i in items if i not in keep])
         items[:] = keep

@@ -24,7 +24,11 @@ from tests.backend import SLOW as SLOW_TIER
 from tests.functional.test_warm_server import CLI, DBT, _gone, _wait_for
 from tests.validator import problems
 
-pytestmark = pytest.mark.skipif(not Path("/proc").exists(), reason="finds processes through /proc")
+# Warm servers of its own: the Connect tier's (``make test-connect``), as are the warm server's tests.
+pytestmark = [
+    pytest.mark.server,
+    pytest.mark.skipif(not Path("/proc").exists(), reason="finds processes through /proc"),
+]
 
 SLOW_TIER_ONLY = pytest.mark.skipif(not SLOW_TIER, reason="the slow tier's (DELTAMERGE_SLOW=1)")
 # A command that starts a server on a loaded 2-core machine took 60 s and more (CI).

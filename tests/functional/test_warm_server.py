@@ -23,6 +23,9 @@ from deltalake import DeltaTable
 
 from dbt.adapters.deltamerge.spark import server
 
+# Servers of its own: the Connect tier's (``make test-connect``), not ``make test``'s.
+pytestmark = pytest.mark.server
+
 DBT = str(Path(sys.executable).with_name("dbt"))
 CLI = str(Path(sys.executable).with_name("deltamerge-server"))
 
