@@ -94,3 +94,29 @@ def test_a_vector_databricks_wrote_reads_as_delta_rs_reads_it():
     ]
     descriptor = next(a["deletionVector"] for a in reversed(adds) if a.get("deletionVector"))
     assert sorted(load(str(FIXTURE), descriptor)) == [0, 9]
+
+
+# delta-kernel-rs' ``cdf-table-with-dv`` (versions 3, 4 and 5 of its one data file): inline vectors
+# in the z85 crate's padded form; every reader (Delta, delta-kernel-rs, delta-rs, DuckDB) reads
+# version 5 with row 3 deleted.
+KERNEL_INLINE = [
+    ("^Bg9^0rr910000000000iXQKl0rr91000935c8Xg000311onP9", 40, 4, [0, 1, 4, 5]),
+    ("^Bg9^0rr910000000000iXQKl0rr91000315c8Xg000f5", 36, 2, [0, 5]),
+    ("^Bg9^0rr910000000000iXQKl0rr91000005c8Xg##093", 34, 1, [3]),
+]
+
+
+@pytest.mark.parametrize("text, size, cardinality, rows", KERNEL_INLINE)
+def test_inline_vectors_of_a_kernel_table_read_as_every_reader_reads_them(text, size, cardinality, rows):
+    descriptor = {"storageType": "i", "pathOrInlineDv": text, "sizeInBytes": size, "cardinality": cardinality}
+    assert sorted(load("/nowhere", descriptor)) == rows
+
+
+@pytest.mark.parametrize("rows", [[0], [3], [2**16 - 1], [2**16], [1, 2, 3, 70000], [2**32 - 1], [2**32 + 3]])
+def test_inline_vectors_of_every_size_read_back_in_both_padded_forms(rows):
+    from tests.unit.delta.log.test_vector_files import _crate_encode, _delta_encode
+
+    data = serialize(BitMap64(rows))
+    for text in (_crate_encode(data), _delta_encode(data)):
+        descriptor = {"storageType": "i", "pathOrInlineDv": text, "sizeInBytes": len(data), "cardinality": len(rows)}
+        assert sorted(load("/nowhere", descriptor)) == rows

@@ -20,25 +20,37 @@ _Z85_VALUE = {c: i for i, c in enumerate(_Z85)}
 
 
 def z85_decode(text: str) -> bytes:
-    """The bytes of Z85 ``text`` (ZeroMQ RFC 32; Python's ``base64.z85decode`` is 3.13+).
+    """The bytes of Z85 ``text`` (ZeroMQ RFC 32; Python's ``base64.z85decode`` is 3.13+), its last
+    block read in either padded form an inline deletion vector may have been written in.
 
-    A block above 2^32 - 1 (five characters can say up to 85^5 - 1) keeps its low 32 bits, as
-    Delta's decoder does (``putInt(sum.toInt)``): writers pad an inline vector's last block, and
-    the padding past the vector's size may be any characters.
+    Delta's encoder pads the vector with zero bytes to whole blocks (the descriptor's
+    ``sizeInBytes`` says where it ends). The ``z85`` crate (delta-rs, delta-kernel-rs, and the
+    writers of tables such as delta-kernel-rs' ``cdf-table-with-dv``) shortens the last block
+    instead: ``n`` leading ``#`` stand for ``n`` missing bytes and the other ``5 - n`` characters
+    hold the ``4 - n`` remaining bytes. No whole block starts with ``#`` (84 x 85^4 exceeds 2^32), so
+    the two cannot be confused. Any other block above 2^32 - 1 keeps its low 32 bits, as Delta's
+    ``Base85Codec.decodeBlocks`` does (``putInt(sum.toInt)``).
 
-    >>> z85_decode("HelloWorld").hex(), z85_decode("#####").hex()
-    ('864fd26fb559f75b', '08780ec4')
+    >>> z85_decode("HelloWorld").hex(), z85_decode("##093").hex(), z85_decode("#0000").hex()
+    ('864fd26fb559f75b', '0300', '000000')
+    >>> z85_decode("%####").hex(), z85_decode("HelloWorld$####").hex()  # above 2^32: low 32 bits
+    ('023f0562', '864fd26fb559f75b055b8a13')
     """
     if len(text) % 5:
         raise DeltaError(f"Z85 text of length {len(text)} is not a multiple of 5: {text!r}")
     out = bytearray()
     for start in range(0, len(text), 5):
+        block = text[start : start + 5]
+        missing = len(block) - len(block.lstrip("#")) if start + 5 == len(text) else 0
         value = 0
-        for char in text[start : start + 5]:
+        for char in block[missing:]:
             if char not in _Z85_VALUE:
                 raise DeltaError(f"{char!r} is not a Z85 character in {text!r}")
             value = value * 85 + _Z85_VALUE[char]
-        out += (value & 0xFFFFFFFF).to_bytes(4, "big")
+        size = 4 - missing
+        if missing and (missing > 3 or value >= 1 << (8 * size)):
+            raise DeltaError(f"{block!r} is no padded Z85 block in {text!r}")
+        out += (value & 0xFFFFFFFF).to_bytes(4, "big")[4 - size :]
     return bytes(out)
 
 
