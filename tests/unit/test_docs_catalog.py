@@ -10,7 +10,11 @@ from dbt.adapters.deltamerge.docs_catalog import catalog_stats, delta_snapshot, 
 
 
 def _information(path: str) -> str:
-    return f"Table Properties: [{LOCATION_PROPERTY}={path}, other=x]\n"
+    """An entry of ours as dbt's cache lists it, its property value redacted (the folder tells)."""
+    return (
+        f"Table: t\nType: EXTERNAL\nTable Properties: [{LOCATION_PROPERTY}=*********(redacted)]\n"
+        f"Location: file:{path}/_deltamerge_catalog/v00000000000000000001\n"
+    )
 
 
 def test_one_catalog_entry_reads_its_delta_log_once(tmp_path):

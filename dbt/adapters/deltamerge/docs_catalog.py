@@ -8,7 +8,6 @@ entry.
 
 from __future__ import annotations
 
-import re
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -16,9 +15,9 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
-from dbt.adapters.deltamerge.binding import LOCATION_PROPERTY, entry_location
+from dbt.adapters.deltamerge.binding import listed
 from dbt.adapters.deltamerge.common.sql import quote_identifier
-from dbt.adapters.deltamerge.delta import Snapshot, load_snapshot, table_path_of
+from dbt.adapters.deltamerge.delta import Snapshot, load_snapshot
 
 _HELD = threading.local()
 
@@ -31,16 +30,11 @@ def delta_snapshot(information: str) -> Snapshot | None:
     entry = getattr(_HELD, "entry", None)
     if entry is not None and entry[0] == information:
         return entry[1]
-    found = re.search(rf"{re.escape(LOCATION_PROPERTY)}=([^,\]]+)", information)
-    if found:
-        return load_snapshot(found.group(1).strip())
-    location = _delta_location(information)  # Delta's own entry (``binding/delta_catalog.py``)
-    return load_snapshot(table_path_of(location)) if location else None
-
-
-def _delta_location(information: str) -> str | None:
-    lines = dict(line.split(": ", 1) for line in information.splitlines() if ": " in line)
-    return entry_location(lines)
+    try:  # ours, or Delta's own entry (``binding/delta_catalog.py``)
+        found = listed(information, delta=True)
+    except ValueError:  # a view an older release bound, its properties redacted: no statistics
+        return None
+    return load_snapshot(found.table_path) if found is not None else None
 
 
 @contextmanager

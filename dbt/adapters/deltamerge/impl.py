@@ -78,7 +78,7 @@ class DeltaMergeAdapter(SparkAdapter):
         # a view, over a files table of its own that dbt never sees): their marker makes them Delta.
         return [
             r.incorporate(is_delta=True, type=RelationType.Table)
-            if binding.LOCATION_PROPERTY in _information(r)
+            if binding.listed_as_ours(_information(r))
             else r
             for r in relations
             if f"{binding.FILES_OF_PROPERTY}=" not in _information(r)

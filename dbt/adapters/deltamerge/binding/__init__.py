@@ -12,26 +12,33 @@ from __future__ import annotations
 
 from dbt.adapters.deltamerge.binding.delta_catalog import delta_catalog, entry_location
 from dbt.adapters.deltamerge.binding.entry import (
-    LOCATION_PROPERTY,
-    ROOT_PROPERTY,
-    VERSION_PROPERTY,
     Binding,
     bind,
     binding,
-    interrupted_binding,
     listed,
-    rebinding_marker,
     refresh,
     registered_root,
     schema_folder,
     table_name,
 )
 from dbt.adapters.deltamerge.binding.links import (
-    BINDINGS_DIR,
     KEEP_BINDINGS,
     bindings_root,
+    interrupted_binding,
     link_version,
     prune_bindings,
+    rebinding_marker,
+)
+from dbt.adapters.deltamerge.binding.record import (
+    BINDINGS_DIR,
+    LOCATION_PROPERTY,
+    REDACTED,
+    ROOT_PROPERTY,
+    TRAVEL_DIR,
+    VERSION_PROPERTY,
+    listed_as_ours,
+    marked,
+    shown_path,
 )
 from dbt.adapters.deltamerge.binding.view import (
     FILES_OF_PROPERTY,
@@ -48,7 +55,9 @@ __all__ = [
     "FILES_PROPERTY",
     "KEEP_BINDINGS",
     "LOCATION_PROPERTY",
+    "REDACTED",
     "ROOT_PROPERTY",
+    "TRAVEL_DIR",
     "VERSION_PROPERTY",
     "Binding",
     "bind",
@@ -62,11 +71,14 @@ __all__ = [
     "interrupted_binding",
     "link_version",
     "listed",
+    "listed_as_ours",
+    "marked",
     "prune_bindings",
     "rebinding_marker",
     "refresh",
     "registered_root",
     "schema_folder",
+    "shown_path",
     "table_name",
     "view_statement",
 ]

@@ -16,15 +16,13 @@ from __future__ import annotations
 
 import hashlib
 import os
-import re
 from collections.abc import Mapping
 from typing import NamedTuple
 
-from pyspark.errors import AnalysisException
 from pyspark.sql import SparkSession
 from pyspark.sql import types as T
 
-from dbt.adapters.deltamerge.binding import manifest
+from dbt.adapters.deltamerge.binding import manifest, record
 from dbt.adapters.deltamerge.binding import view as binding_view
 from dbt.adapters.deltamerge.binding.delta_catalog import (
     DELTA_ENTRY,
@@ -34,11 +32,17 @@ from dbt.adapters.deltamerge.binding.delta_catalog import (
     register_statement,
 )
 from dbt.adapters.deltamerge.binding.links import (
-    BINDINGS_DIR,
     KEEP_BINDINGS,
     bindings_root,
     link_version,
     prune_bindings,
+    rebinding_marker,
+)
+from dbt.adapters.deltamerge.binding.record import (
+    BINDINGS_DIR,
+    LOCATION_PROPERTY,
+    ROOT_PROPERTY,
+    VERSION_PROPERTY,
 )
 from dbt.adapters.deltamerge.common.sql import column_definitions, quote_identifier, string_literal
 from dbt.adapters.deltamerge.delta import (
@@ -52,9 +56,6 @@ from dbt.adapters.deltamerge.delta import (
 )
 from dbt.adapters.deltamerge.spark.metastore import recover_partitions
 
-LOCATION_PROPERTY = "deltamerge.location"
-VERSION_PROPERTY = "deltamerge.version"
-ROOT_PROPERTY = "deltamerge.bindings"
 # The embedded (Derby) metastore's column sizes: longer descriptions stay whole in the Delta
 # log and are cut in the catalog copy only.
 COLUMN_COMMENT_LIMIT = 256
@@ -81,40 +82,46 @@ class Binding(NamedTuple):
 
 
 def _delta_entry(location: str) -> Binding:
-    path = table_path_of(location)
+    path = record.shown_path(location) if location.startswith("file:") else table_path_of(location)
     return Binding(path, None, {DELTA_ENTRY: path})
 
 
 def binding(spark: SparkSession, schema: str, identifier: str) -> Binding | None:
     """The catalog entry of ``schema.identifier``, or None if there is none or it is not a Delta
-    table's: ours, or with Delta's catalog any ``USING delta`` entry."""
+    table's: ours, or with Delta's catalog any ``USING delta`` entry.
+
+    One ``DESCRIBE TABLE EXTENDED`` (a round trip on a Spark Connect server); a view bound before
+    views recorded their folder, one more (its files table's). Nothing is read from a property's
+    value, which Spark may redact (``record``).
+    """
+    details = described(spark, table_name(schema, identifier))
+    if details is None:
+        return None
     if delta_catalog(spark):
-        lines = described(spark, table_name(schema, identifier))
-        if lines is None:
-            return None
-        location = entry_location(lines)
+        location = entry_location(details)
         if location is not None:
             return _delta_entry(location)
         # else an entry of ours made before Delta's jars came: read below, bound anew when written
-    # One round trip (it counts on a Spark Connect server): a missing table is Spark's error.
-    props = _properties(spark, schema, identifier)
-    location = props.get(LOCATION_PROPERTY)
-    if location is None:
+    if not record.marked(details):
         return None
-    version = props.get(VERSION_PROPERTY)
-    return Binding(location, int(version) if version is not None and version.isdigit() else None, props)
+    folder = record.entry_folder(details)
+    if folder is None:  # a view bound before views recorded their folder: its files table's
+        files = described(spark, table_name(schema, binding_view.files_identifier(identifier)))
+        folder = record.entry_folder(files) if files is not None else None
+    try:
+        return _shown_binding(details) if folder is None else _recorded(folder, details)
+    except ValueError as error:
+        raise DeltaError(
+            f"the catalog entry {schema}.{identifier} does not say which Delta version it reads: {error}"
+        ) from error
 
 
 def listed(information: str, *, delta: bool = False) -> Binding | None:
     r"""The catalog entry a ``SHOW TABLE EXTENDED`` text describes (dbt's relation cache keeps it),
     or None when the entry is not ours (with ``delta``, Delta's catalog: nor a ``USING delta``
-    entry); raises ``ValueError`` when the text does not tell.
+    entry); raises ``ValueError`` when the text does not tell (``binding`` reads it then).
 
-    Spark lists the properties sorted, as ``[k=v, k=v]``, and ours (``deltamerge.*``) next to each
-    other. The version must be digits and, for a table (not a view), its folder's: a text that
-    does not pass is read again by ``binding``.
-
-    >>> text = "Table: t\nTable Properties: [deltamerge.location=/w/s.db/t, deltamerge.version=7]\n"
+    >>> text = "Table: t\nType: EXTERNAL\nTable Properties: [deltamerge.location=*********(redacted)]\n"
     >>> found = listed(text + "Location: file:/w/s.db/t/_deltamerge_catalog/v00000000000000000007\n")
     >>> found.table_path, found.version
     ('/w/s.db/t', 7)
@@ -129,25 +136,32 @@ def listed(information: str, *, delta: bool = False) -> Binding | None:
     location = entry_location(lines) if delta else None
     if location is not None:
         return _delta_entry(location)
-    listing = lines.get("Table Properties", "[]")
-    if not listing.startswith("[") or not listing.endswith("]"):
-        raise ValueError(f"table properties listed as {listing!r}")
-    keys = list(re.finditer(r"(?:^|, )(deltamerge\.[a-z_]+)=", listing[1:-1]))
-    props = {
-        m.group(1): listing[1:-1][m.end() : keys[i + 1].start() if i + 1 < len(keys) else None]
-        for i, m in enumerate(keys)
-    }
-    if LOCATION_PROPERTY not in props:
+    if not record.marked(lines):
         return None
-    version = props.get(VERSION_PROPERTY, "")
-    folder = os.path.basename(lines.get("Location", ""))
-    if not version.isdigit() or ("Location" in lines and folder != f"v{int(version):020d}"):
-        raise ValueError(f"version {version!r} bound at {folder!r}")
-    return Binding(props[LOCATION_PROPERTY], int(version), props)
+    folder = record.entry_folder(lines)
+    if folder is None:
+        return _shown_binding(lines)  # a view bound before views recorded their folder
+    return _recorded(folder, lines)
 
 
-def _is_missing(error: AnalysisException) -> bool:
-    return error.getCondition() in ("TABLE_OR_VIEW_NOT_FOUND", "SCHEMA_NOT_FOUND")
+def _recorded(folder: str, details: Mapping[str, str]) -> Binding:
+    """The binding an entry of ours records: its version folder's version, root and table."""
+    root, version = record.folder_version(folder)
+    table_path = record.table_of(root, details)
+    props = {LOCATION_PROPERTY: table_path, VERSION_PROPERTY: str(version), ROOT_PROPERTY: root}
+    if record.has_key(details.get("Table Properties", ""), binding_view.FILES_PROPERTY):
+        props[binding_view.FILES_PROPERTY] = binding_view.files_identifier(details.get("Table", "").strip())
+    return Binding(table_path, version, props)
+
+
+def _shown_binding(details: Mapping[str, str]) -> Binding:
+    """A view an older release bound, read from its properties as Spark shows them; ``ValueError``
+    when they are redacted (then its files table is read: ``binding``)."""
+    props = record.shown_properties(details.get("Table Properties", ""))
+    location, version = props.get(LOCATION_PROPERTY, ""), props.get(VERSION_PROPERTY, "")
+    if not version.isdigit() or record.REDACTED in (location, version):
+        raise ValueError(f"a view bound at {location!r}, version {version!r}")
+    return Binding(location, int(version), props)
 
 
 def refresh(
@@ -206,19 +220,25 @@ def bind(
     folder = None if delta else _version_folder(spark, snapshot, root, on_store)
     if folder is not None and not folder.startswith(root + os.sep):
         root = bindings_root(snapshot.table_path)  # the warehouse is on another file system
+    if folder is not None:
+        record.note_table(root, snapshot.table_path)  # a root under the warehouse names its table
     # On an object store the entry is always a view over the manifest's files (``manifest``).
     masked = folder is not None and (on_store or binding_view.has_masks(folder))
     files = binding_view.files_identifier(identifier)
-    props = "" if delta else (
-        f"TBLPROPERTIES ('{LOCATION_PROPERTY}' = {string_literal(snapshot.table_path)}, "
-        f"'{VERSION_PROPERTY}' = '{snapshot.version}'"
-        + (
-            f", '{ROOT_PROPERTY}' = {string_literal(root)}"
-            if root != bindings_root(snapshot.table_path)
-            else ""
+    props = (
+        ""
+        if delta
+        else (
+            f"TBLPROPERTIES ('{LOCATION_PROPERTY}' = {string_literal(snapshot.table_path)}, "
+            f"'{VERSION_PROPERTY}' = '{snapshot.version}'"
+            + (
+                f", '{ROOT_PROPERTY}' = {string_literal(root)}"
+                if root != bindings_root(snapshot.table_path)
+                else ""
+            )
+            + (f", '{binding_view.FILES_PROPERTY}' = {string_literal(files)}" if masked else "")
+            + ")"
         )
-        + (f", '{binding_view.FILES_PROPERTY}' = {string_literal(files)}" if masked else "")
-        + ")"
     )
     marker = rebinding_marker(snapshot.table_path, root)
     storage.make_dirs(os.path.dirname(marker))
@@ -342,41 +362,12 @@ def registered_root(spark: SparkSession, table_path: str) -> str:
     return os.path.join(warehouse, BINDINGS_DIR, digest)
 
 
-def _properties(spark: SparkSession, schema: str, identifier: str) -> dict[str, str]:
-    """The catalog entry's table properties; none when there is no entry."""
-    try:
-        rows = spark.sql(f"SHOW TBLPROPERTIES {table_name(schema, identifier)}").collect()
-    except AnalysisException as error:
-        if _is_missing(error):
-            return {}
-        raise
-    return {str(r[0]): str(r[1]) for r in rows}
-
-
 def _root(current: Mapping[str, str], table_path: str) -> str:
     """Where a table's link folders go: kept from its current entry (``current``, its properties),
     else inside the table (``bindings_root``)."""
     if current.get(LOCATION_PROPERTY) == table_path and current.get(ROOT_PROPERTY):
         return current[ROOT_PROPERTY]
     return bindings_root(table_path)
-
-
-def rebinding_marker(table_path: str, root: str | None = None) -> str:
-    """The file that exists while ``bind`` replaces a catalog entry (its name inside).
-
-    A process killed between dropping and re-creating the entry leaves it: the next statement
-    on that name binds the table again, where a table the user dropped stays dropped.
-    """
-    return os.path.join(root or bindings_root(table_path), ".rebinding")
-
-
-def interrupted_binding(table_path: str, schema: str, identifier: str) -> bool:
-    """Whether a re-binding of ``schema.identifier`` to ``table_path`` was interrupted."""
-    try:
-        named = storage.read_bytes(rebinding_marker(table_path)).decode()
-    except storage.StorageError:
-        return False
-    return named.lower() == f"{schema}.{identifier}".lower()
 
 
 def _catalog_schema(schema: T.StructType) -> T.StructType:

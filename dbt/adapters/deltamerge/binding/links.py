@@ -11,6 +11,7 @@ from pyspark.sql import SparkSession
 
 from dbt.adapters.deltamerge.binding import view as binding_view
 from dbt.adapters.deltamerge.binding.copies import COPIES_DIR, live_copies
+from dbt.adapters.deltamerge.binding.record import BINDINGS_DIR
 from dbt.adapters.deltamerge.delta import (
     AddFile,
     Snapshot,
@@ -20,7 +21,6 @@ from dbt.adapters.deltamerge.delta import (
     storage,
 )
 
-BINDINGS_DIR = "_deltamerge_catalog"
 # Versions whose link folders stay, so a query planned just before a rebind still reads.
 KEEP_BINDINGS = 2
 
@@ -128,3 +128,21 @@ def prune_bindings(root: str, *, keep: int) -> None:
         path = os.path.join(copies, name)
         if name.endswith(".parquet") and storage.link_count(path) == 1:
             storage.delete_file(path, missing_ok=True)
+
+
+def rebinding_marker(table_path: str, root: str | None = None) -> str:
+    """The file that exists while ``bind`` replaces a catalog entry (its name inside).
+
+    A process killed between dropping and re-creating the entry leaves it: the next statement
+    on that name binds the table again, where a table the user dropped stays dropped.
+    """
+    return os.path.join(root or bindings_root(table_path), ".rebinding")
+
+
+def interrupted_binding(table_path: str, schema: str, identifier: str) -> bool:
+    """Whether a re-binding of ``schema.identifier`` to ``table_path`` was interrupted."""
+    try:
+        named = storage.read_bytes(rebinding_marker(table_path)).decode()
+    except storage.StorageError:
+        return False
+    return named.lower() == f"{schema}.{identifier}".lower()

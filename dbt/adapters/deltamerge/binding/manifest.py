@@ -23,6 +23,7 @@ from urllib.parse import quote
 from pyspark.sql import types as T
 
 from dbt.adapters.deltamerge.binding import view as binding_view
+from dbt.adapters.deltamerge.binding.record import view_record
 from dbt.adapters.deltamerge.common.sql import quote_identifier, string_literal
 from dbt.adapters.deltamerge.delta import Snapshot, escape_partition_value, local_path, storage
 
@@ -130,7 +131,8 @@ def view_statement(
         for f in schema.fields
     )
     statement = (
-        f"CREATE VIEW {name} ({columns}) {comment} {properties} AS SELECT {selected} FROM {files_name} d"
+        f"CREATE VIEW {name} ({columns}) {comment} {properties} AS {view_record(folder)}"
+        f"SELECT {selected} FROM {files_name} d"
     )
     if not masked:
         return statement

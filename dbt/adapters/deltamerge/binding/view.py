@@ -25,6 +25,7 @@ import pyarrow.parquet as pq
 from pyroaring import FrozenBitMap64
 from pyspark.sql import types as T
 
+from dbt.adapters.deltamerge.binding.record import view_record
 from dbt.adapters.deltamerge.common.sql import quote_identifier, string_literal
 from dbt.adapters.deltamerge.delta import block_masks, storage
 
@@ -126,8 +127,11 @@ def view_statement(
 
     >>> statement = view_statement("`s`.`v`", "`s`.`f`", "/t/v1", T.StructType([
     ...     T.StructField("id", T.LongType(), metadata={"comment": "key"})]), "", "TBLPROPERTIES ()")
-    >>> print(statement.replace(" LEFT", "\nLEFT").replace(" AND", "\nAND").replace(" WHERE", "\nWHERE"))
-    CREATE VIEW `s`.`v` (`id` COMMENT 'key')  TBLPROPERTIES () AS SELECT d.`id` FROM `s`.`f` d
+    >>> print(statement.replace(" LEFT", "\nLEFT").replace(" AND", "\nAND").replace(" WHERE", "\nWHERE")
+    ...       .replace(" SELECT", "\nSELECT").replace(" WITH", "\nWITH"))
+    CREATE VIEW `s`.`v` (`id` COMMENT 'key')  TBLPROPERTIES () AS
+    WITH _deltamerge_binding AS (SELECT X'2F742F7631' AS folder)
+    SELECT d.`id` FROM `s`.`f` d
     LEFT JOIN parquet.`/t/v1/_masks` m ON m.file = d._metadata.file_name
     AND m.block = shiftright(d._metadata.row_index, 6)
     WHERE m.mask IS NULL OR (shiftrightunsigned(m.mask, CAST(d._metadata.row_index & 63 AS INT)) & 1) = 0
@@ -136,7 +140,8 @@ def view_statement(
     selected = ", ".join(f"d.{quote_identifier(f.name)}" for f in schema.fields)
     masks = quote_identifier(os.path.join(folder, MASKS_DIR))
     return (
-        f"CREATE VIEW {name} ({columns}) {comment} {properties} AS SELECT {selected} FROM {files_name} d "
+        f"CREATE VIEW {name} ({columns}) {comment} {properties} AS {view_record(folder)}"
+        f"SELECT {selected} FROM {files_name} d "
         f"LEFT JOIN parquet.{masks} m ON m.{_FILE} = d._metadata.file_name "
         f"AND m.{_BLOCK} = shiftright(d._metadata.row_index, 6) "
         f"WHERE m.{_MASK} IS NULL "

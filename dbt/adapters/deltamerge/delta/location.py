@@ -15,10 +15,13 @@ joined with the identifier in lower case, as Spark places managed tables.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
+from dbt.adapters.deltamerge.common.store_options import is_object_uri
+from dbt.adapters.deltamerge.delta.errors import StorageError
 from dbt.adapters.deltamerge.delta.paths import table_path_of
 
 
@@ -56,7 +59,29 @@ def place_table(
     '/data/t'
     """
     if explicit:
-        return TableLocation.of(explicit)
+        return _readable(TableLocation.of(explicit))
     if bound:
         return TableLocation.of(bound)
-    return TableLocation.of(os.path.join(table_path_of(schema_folder()), identifier.lower()))
+    return _readable(TableLocation.of(os.path.join(table_path_of(schema_folder()), identifier.lower())))
+
+
+_ESCAPE_LIKE = re.compile(r"%[0-9A-Fa-f]{2}")
+
+
+def _readable(location: TableLocation) -> TableLocation:
+    """``location``, unless it is a local path holding what reads as a URI escape (``%20``), which
+    delta-rs (the log's reader) decodes, through symbolic links too: such a table would be
+    written and then not found. Refused before anything is written, naming the path.
+
+    >>> _readable(TableLocation.of("/w/50% off #1/t")).path
+    '/w/50% off #1/t'
+    """
+    escape = None if is_object_uri(location.path) else _ESCAPE_LIKE.search(location.path)
+    if escape is not None:
+        raise StorageError(
+            f"{location.path}: a local folder name holding '%' followed by two hex digits "
+            f"({escape.group(0)!r}) cannot hold a Delta table here: delta-rs, "
+            "which reads the Delta log, takes it for a URI escape and looks in another folder. Nothing "
+            "was written; choose a location_root or schema folder without it ('%' alone is fine)."
+        )
+    return location

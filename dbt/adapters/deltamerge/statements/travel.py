@@ -35,7 +35,6 @@ from dbt.adapters.deltamerge.statements.parse_history import (
 
 # Catalog entries of old versions end so; dbt's relation listing leaves them out.
 TRAVEL_MARK = "__deltamerge_v"
-TRAVEL_DIR = "_travel"
 
 
 class NotADeltaName(EngineError):
@@ -103,7 +102,7 @@ def _bound_version(
     found = binding.binding(spark, schema, travel)
     if found is None or found.version != version or found.table_path != entry.table_path:
         live_root = entry.properties.get(binding.ROOT_PROPERTY) or binding.bindings_root(entry.table_path)
-        root = os.path.join(live_root, TRAVEL_DIR, f"v{version}")
+        root = os.path.join(live_root, binding.TRAVEL_DIR, f"v{version}")
         current = {binding.LOCATION_PROPERTY: entry.table_path, binding.ROOT_PROPERTY: root}
         binding.bind(spark, schema=schema, identifier=travel, snapshot=snapshot, current=current)
     return f"{quote_identifier(schema)}.{quote_identifier(travel)}"

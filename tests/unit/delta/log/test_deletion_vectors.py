@@ -118,5 +118,10 @@ def test_inline_vectors_of_every_size_read_back_in_both_padded_forms(rows):
 
     data = serialize(BitMap64(rows))
     for text in (_crate_encode(data), _delta_encode(data)):
-        descriptor = {"storageType": "i", "pathOrInlineDv": text, "sizeInBytes": len(data), "cardinality": len(rows)}
+        descriptor = {
+            "storageType": "i",
+            "pathOrInlineDv": text,
+            "sizeInBytes": len(data),
+            "cardinality": len(rows),
+        }
         assert sorted(load("/nowhere", descriptor)) == rows
