@@ -55,6 +55,7 @@ from dbt.adapters.deltamerge.delta import (
     table_path_of,
 )
 from dbt.adapters.deltamerge.spark.metastore import recover_partitions
+from dbt.adapters.deltamerge.spark.view_text import widened_on_need
 
 # The embedded (Derby) metastore's column sizes: longer descriptions stay whole in the Delta
 # log and are cut in the catalog copy only.
@@ -290,12 +291,14 @@ def _create_entry(
         data = T.StructType([f for f in columns.fields if f.name not in partitions])
         spark.sql(manifest.files_table_statement(files, data, folder, files_props))
         has_masks = binding_view.has_masks(folder)
-        spark.sql(
-            manifest.view_statement(name, files, snapshot, folder, columns, comment, props, masked=has_masks)
+        statement = manifest.view_statement(
+            name, files, snapshot, folder, columns, comment, props, masked=has_masks
         )
+        widened_on_need(spark, lambda: spark.sql(statement))
         return
     _create_files_table(spark, files, snapshot, columns, folder, "", files_props)
-    spark.sql(binding_view.view_statement(name, files, folder, columns, comment, props))
+    statement = binding_view.view_statement(name, files, folder, columns, comment, props)
+    widened_on_need(spark, lambda: spark.sql(statement))  # a view over thousands of columns
 
 
 def _version_folder(spark: SparkSession, snapshot: Snapshot, root: str, on_store: bool) -> str:

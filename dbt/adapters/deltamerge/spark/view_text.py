@@ -1,0 +1,114 @@
+"""Views of any length in the embedded (Derby) metastore of the session and the warm server.
+
+Hive's metastore schema keeps a view's text in ``TBLS.VIEW_ORIGINAL_TEXT`` and
+``VIEW_EXPANDED_TEXT``, which Derby makes ``LONG VARCHAR``: at most 32,700 characters. Generated SQL
+passes that easily (dbt-spark's ``datediff``, unions of many sources, a binding view over thousands
+of columns), and Spark then fails with Derby's "A truncation error was encountered trying to shrink
+LONG VARCHAR". We own that metastore, so the first statement that meets the wall widens both
+columns to ``CLOB`` (add a ``CLOB`` column, copy, drop the old one, rename: Derby cannot change a
+column's type in place) and runs again. The statements go through Spark's JDBC source in Spark's
+own JVM (Derby allows many connections within the process holding the database; the warm
+server's JVM over Spark Connect alike), each step read from the catalog's current columns so that
+an interrupted widening completes on the next need; a marker table says it is done. A metastore
+that is not an embedded Derby one (a cluster's) is left alone, and its error stands.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+TRUNCATION = "truncation error was encountered trying to shrink LONG VARCHAR"
+COLUMNS = ("VIEW_ORIGINAL_TEXT", "VIEW_EXPANDED_TEXT")
+MARKER = "DELTAMERGE_WIDE_VIEW_TEXT"
+_URL_SETTING = "spark.hadoop.javax.jdo.option.ConnectionURL"
+# One widening at a time in this process (two threads meeting the wall at once).
+_WIDENING = threading.Lock()
+
+T = TypeVar("T")
+
+
+def widened_on_need(spark: Any, run: Callable[[], T]) -> T:
+    """``run()``; when the metastore refused a view's text as too long, once more after widening."""
+    try:
+        return run()
+    except Exception as error:
+        if TRUNCATION not in str(error) or not widen_view_text(spark):
+            raise
+    return run()
+
+
+def widen_view_text(spark: Any) -> bool:
+    """Widen the embedded metastore's view text columns to ``CLOB``; False when there is nothing to
+    widen (not an embedded Derby metastore, or widened already)."""
+    url = derby_url(spark.conf.get(_URL_SETTING, "") or "")
+    if url is None:
+        return False
+    with _WIDENING:
+        if MARKER in _names(spark, url, "SELECT TABLENAME AS name FROM SYS.SYSTABLES"):
+            return False
+        for column in COLUMNS:
+            for step in widening_steps(column, _tbls_columns(spark, url)):
+                _run(spark, url, step)
+        _run(spark, url, f'CREATE TABLE "APP"."{MARKER}" (WIDENED INT)')
+    return True
+
+
+def derby_url(setting: str) -> str | None:
+    """The JDBC URL of an embedded Derby metastore from its connection setting, or None.
+
+    >>> derby_url("jdbc:derby:;databaseName=/w/metastore_db;create=true")
+    'jdbc:derby:;databaseName=/w/metastore_db'
+    >>> derby_url("jdbc:mysql://h/metastore") is None
+    True
+    """
+    if not setting.startswith("jdbc:derby:"):
+        return None
+    return ";".join(p for p in setting.split(";") if p.lower() != "create=true")
+
+
+def widening_steps(column: str, present: set[str]) -> list[str]:
+    """The statements that take ``TBLS.<column>`` from where it stands to ``CLOB``.
+
+    >>> [s.split(" ")[0] for s in widening_steps("V", {"V"})]
+    ['ALTER', 'UPDATE', 'ALTER', 'RENAME']
+    >>> [s.split(" ")[0] for s in widening_steps("V", {"V", "V_CLOB"})]  # interrupted after the add
+    ['UPDATE', 'ALTER', 'RENAME']
+    >>> widening_steps("V", {"V_CLOB"})
+    ['RENAME COLUMN "APP"."TBLS"."V_CLOB" TO "V"']
+    """
+    wide, steps = f"{column}_CLOB", []
+    if column in present and wide not in present:
+        steps.append(f'ALTER TABLE "APP"."TBLS" ADD COLUMN "{wide}" CLOB')
+    if column in present:
+        steps.append(f'UPDATE "APP"."TBLS" SET "{wide}" = "{column}"')
+        steps.append(f'ALTER TABLE "APP"."TBLS" DROP COLUMN "{column}"')
+    if column in present or wide in present:
+        steps.append(f'RENAME COLUMN "APP"."TBLS"."{wide}" TO "{column}"')
+    return steps
+
+
+def _tbls_columns(spark: Any, url: str) -> set[str]:
+    return _names(
+        spark,
+        url,
+        "SELECT c.COLUMNNAME AS name FROM SYS.SYSCOLUMNS c JOIN SYS.SYSTABLES t "
+        "ON c.REFERENCEID = t.TABLEID WHERE t.TABLENAME = 'TBLS'",
+    )
+
+
+def _reader(spark: Any, url: str) -> Any:
+    return (
+        spark.read.format("jdbc").option("url", url).option("driver", "org.apache.derby.jdbc.EmbeddedDriver")
+    )
+
+
+def _names(spark: Any, url: str, query: str) -> set[str]:
+    return {str(r[0]) for r in _reader(spark, url).option("query", query).load().collect()}
+
+
+def _run(spark: Any, url: str, statement: str) -> None:
+    """One statement on the metastore's database (the JDBC source's session statement)."""
+    query = "SELECT 1 AS done FROM SYSIBM.SYSDUMMY1"
+    _reader(spark, url).option("sessionInitStatement", statement).option("query", query).load().collect()
