@@ -146,3 +146,22 @@ class TestEveryValueRedacted(TestRedactedPaths):
 def _show(sql: str) -> list[tuple]:
     shown = run_dbt(["show", "--inline", sql])
     return [tuple(r) for r in shown.results[0].agate_table.rows]
+
+
+def test_a_redaction_pattern_spark_refuses_fails_the_connection_naming_it(spark):
+    """A profile whose redaction pattern does not compile: the connection's settings fail with one
+    error naming the setting and its value (dbt's connection opens before any statement runs, so
+    nothing is written), and the session keeps its pattern."""
+    from dbt_common.exceptions import DbtRuntimeError
+
+    from dbt.adapters.deltamerge.spark import connect
+
+    key = "spark.sql.redaction.options.regex"
+    before = spark.conf.get(key)
+    with pytest.raises(
+        DbtRuntimeError, match=r"spark\.sql\.redaction\.options\.regex to '\(url'.*INVALID_CONF_VALUE"
+    ):
+        connect.apply_settings(spark, {key: "(url"})
+    assert spark.conf.get(key) == before
+    with pytest.raises(DbtRuntimeError):  # said again, not remembered as applied
+        connect.apply_settings(spark, {key: "(url"})

@@ -197,5 +197,11 @@ def apply_settings(session: Any, settings: dict[str, str]) -> None:
             if session.conf.get(key, None) != value:
                 session.conf.set(key, value)
         except PySparkException as error:
+            if str(error.getCondition() or "").startswith("INVALID_CONF_VALUE"):
+                del applied[key]  # a value Spark refuses (a pattern that does not compile): said, not skipped
+                raise DbtRuntimeError(
+                    f"The profile's server_side_parameters set {key} to {value!r}, which Spark refuses: "
+                    f"{str(error).splitlines()[0]} Nothing was run."
+                ) from error
             # Static settings (spark.master, the warehouse, ...) belong to whoever started Spark.
             logger.debug(f"Not setting {key} on the running session: {str(error).splitlines()[0]}")
