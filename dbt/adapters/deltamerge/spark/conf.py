@@ -105,6 +105,16 @@ def warehouse_conf(warehouse: str) -> dict[str, str]:
     return {"spark.sql.warehouse.dir": warehouse.rstrip("/")} if is_object_uri(warehouse) else {}
 
 
+def java_argument(option: str) -> str:
+    """One JVM option in ``extraJavaOptions``, quoted as Spark's launcher splits that setting
+    (``CommandBuilderUtils.parseOptionString``): a warehouse path with spaces stays one option.
+
+    >>> print(java_argument('-Dx=/a b/"c"'))
+    "-Dx=/a b/\\"c\\""
+    """
+    return '"' + option.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
 def session_conf(warehouse: str, overrides: dict[str, str]) -> dict[str, str]:
     """Every Spark setting of the embedded session for ``warehouse``.
 
@@ -118,7 +128,9 @@ def session_conf(warehouse: str, overrides: dict[str, str]) -> dict[str, str]:
     conf["spark.hadoop.javax.jdo.option.ConnectionURL"] = (
         f"jdbc:derby:;databaseName={os.path.join(warehouse, 'metastore_db')};create=true"
     )
-    conf["spark.driver.extraJavaOptions"] = f"-Dderby.system.home={warehouse} {JVM_OPTIONS}"
+    conf["spark.driver.extraJavaOptions"] = (
+        f"{java_argument('-Dderby.system.home=' + warehouse)} {JVM_OPTIONS}"
+    )
     conf.update(overrides)
     return conf
 

@@ -13,6 +13,9 @@ from __future__ import annotations
 
 import logging
 import os
+from pathlib import Path
+
+from dbt.adapters.deltamerge.spark.conf import java_argument
 
 LOG_FOLDER = ".spark"
 
@@ -81,7 +84,7 @@ def _option(warehouse: str, name: str, text: str) -> str:
     path = os.path.join(folder, name)
     with open(path, "w", encoding="utf-8") as handle:
         handle.write(text)
-    return f"-Dlog4j2.configurationFile=file:{path}"
+    return java_argument(f"-Dlog4j2.configurationFile={Path(path).as_uri()}")
 
 
 def quiet_python_loggers() -> None:
