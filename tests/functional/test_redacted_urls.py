@@ -62,6 +62,7 @@ models:
       - name: token
         data_tests: [not_null]
 """
+REDACTED = "*********(redacted)"  # Spark's ``Utils.REDACTION_REPLACEMENT_TEXT``
 FOLDER = "ünï €/data URLs 50% #1/password_token"
 
 
@@ -76,6 +77,8 @@ def lake(tmp_path_factory) -> Path:
 
 
 class TestRedactedPaths:
+    EVERY_VALUE = False  # whether the session redacts every property value (``.*``)
+
     @pytest.fixture(scope="class")
     def project_config_update(self, lake):
         return {kind: {"+location_root": str(lake)} for kind in ("models", "seeds", "snapshots")}
@@ -104,6 +107,10 @@ class TestRedactedPaths:
         run_dbt(["snapshot"])
         run_dbt(["run", "--vars", "{batch: 2}"])  # merges: updates, an insert, a delete (a vector)
         run_dbt(["snapshot"])
+        # What Spark prints of the entries is redacted (else this test would prove nothing).
+        shown = dict(project.run_sql(f"show tblproperties {project.test_schema}.user_tokens", fetch="all"))
+        assert shown["deltamerge.location"] == REDACTED
+        assert (shown["deltamerge.version"] == REDACTED) == self.EVERY_VALUE
         assert _delta_rows(lake / "user_tokens") == [
             {"id": 1, "token": "P1", "batch": 1},
             {"id": 2, "token": "P2", "batch": 2},
@@ -132,6 +139,8 @@ class TestEveryValueRedacted(TestRedactedPaths):
     """The same with ``spark.sql.redaction.options.regex`` ``.*`` in the profile: every property
     value in what Spark prints is redacted (``spark.redaction.regex``, a setting Spark takes only
     at its start, is set in the warm server's test)."""
+
+    EVERY_VALUE = True
 
     @pytest.fixture(scope="class")
     def dbt_profile_target(self, dbt_profile_target, spark):

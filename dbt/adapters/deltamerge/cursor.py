@@ -19,7 +19,7 @@ from dbt_common.exceptions import DbtDatabaseError
 from pyspark.errors import PySparkException
 
 from dbt.adapters.deltamerge.errors import named_errors
-from dbt.adapters.deltamerge.spark.view_text import widened_on_need
+from dbt.adapters.deltamerge.spark.view_text import make_room
 from dbt.adapters.deltamerge.statements import may_write_table
 from dbt.adapters.deltamerge.statements.fresh import CATALOG_READS
 from dbt.adapters.deltamerge.statements.parse_history import may_be_history_statement, travel_references
@@ -64,8 +64,9 @@ class DeltaCursor(Cursor):
                 self._df = self.spark.createDataFrame([tuple(handled.affected.values())], names)
                 self._rows = None
                 return
-        try:  # a view's text past the embedded metastore's 32,700 characters: widened, run again
-            self._df = widened_on_need(self.spark, lambda: self.spark.sql(sql))
+        make_room(self.spark, sql)  # a view's text past the embedded metastore's 32,700 characters
+        try:
+            self._df = self.spark.sql(sql)
         except PySparkException as exc:
             # A database error, as dbt's other adapters raise for SQL the database refuses.
             raise DbtDatabaseError(str(exc).strip()) from exc

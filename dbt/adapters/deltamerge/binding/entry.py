@@ -55,7 +55,7 @@ from dbt.adapters.deltamerge.delta import (
     table_path_of,
 )
 from dbt.adapters.deltamerge.spark.metastore import recover_partitions
-from dbt.adapters.deltamerge.spark.view_text import widened_on_need
+from dbt.adapters.deltamerge.spark.view_text import make_room
 
 # The embedded (Derby) metastore's column sizes: longer descriptions stay whole in the Delta
 # log and are cut in the catalog copy only.
@@ -226,21 +226,7 @@ def bind(
     # On an object store the entry is always a view over the manifest's files (``manifest``).
     masked = folder is not None and (on_store or binding_view.has_masks(folder))
     files = binding_view.files_identifier(identifier)
-    props = (
-        ""
-        if delta
-        else (
-            f"TBLPROPERTIES ('{LOCATION_PROPERTY}' = {string_literal(snapshot.table_path)}, "
-            f"'{VERSION_PROPERTY}' = '{snapshot.version}'"
-            + (
-                f", '{ROOT_PROPERTY}' = {string_literal(root)}"
-                if root != bindings_root(snapshot.table_path)
-                else ""
-            )
-            + (f", '{binding_view.FILES_PROPERTY}' = {string_literal(files)}" if masked else "")
-            + ")"
-        )
-    )
+    props = "" if delta else _properties_clause(snapshot, root, files if masked else None)
     marker = rebinding_marker(snapshot.table_path, root)
     storage.make_dirs(os.path.dirname(marker))
     with storage.exclusive_lock(os.path.join(os.path.dirname(marker), ".binding.lock")) as waited:
@@ -259,6 +245,17 @@ def bind(
         _create_entry(spark, schema, identifier, snapshot, folder, props, masked=masked, on_store=on_store)
         storage.delete_file(marker, missing_ok=True)
     prune_bindings(root, keep=KEEP_BINDINGS)
+
+
+def _properties_clause(snapshot: Snapshot, root: str, files: str | None) -> str:
+    """The entry's ``TBLPROPERTIES``: our key marks it; the values are for people (and older
+    releases): nothing reads them back (``record``)."""
+    values = {LOCATION_PROPERTY: snapshot.table_path, VERSION_PROPERTY: str(snapshot.version)}
+    if root != bindings_root(snapshot.table_path):
+        values[ROOT_PROPERTY] = root
+    if files is not None:
+        values[binding_view.FILES_PROPERTY] = files
+    return "TBLPROPERTIES (" + ", ".join(f"'{k}' = {string_literal(v)}" for k, v in values.items()) + ")"
 
 
 def _create_entry(
@@ -294,11 +291,13 @@ def _create_entry(
         statement = manifest.view_statement(
             name, files, snapshot, folder, columns, comment, props, masked=has_masks
         )
-        widened_on_need(spark, lambda: spark.sql(statement))
+        make_room(spark, statement)
+        spark.sql(statement)
         return
     _create_files_table(spark, files, snapshot, columns, folder, "", files_props)
     statement = binding_view.view_statement(name, files, folder, columns, comment, props)
-    widened_on_need(spark, lambda: spark.sql(statement))  # a view over thousands of columns
+    make_room(spark, statement)  # a view over thousands of columns
+    spark.sql(statement)
 
 
 def _version_folder(spark: SparkSession, snapshot: Snapshot, root: str, on_store: bool) -> str:

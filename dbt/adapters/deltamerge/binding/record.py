@@ -175,9 +175,9 @@ def note_table(root: str, table_path: str) -> None:
     if registry is None:
         return
     path = os.path.join(registry, TABLE_FILE)
-    if not storage.is_file(path):
+    if not storage.is_file(path):  # of two binders, one creates it whole; no reader sees a part
         storage.make_dirs(registry)
-        storage.write_durably(path, table_path.encode("utf-8"))
+        storage.put_if_absent(path, table_path.encode("utf-8"))
 
 
 def table_of(root: str, details: Mapping[str, str]) -> str:

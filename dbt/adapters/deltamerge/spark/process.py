@@ -67,6 +67,10 @@ class ProcessState:
     # prepared for dbt (``connections.prepare_process``).
     frozen: set[str] = field(default_factory=set)
     prepared_for_dbt: bool = False
+    # The embedded metastores (by JDBC URL) whose view text columns this process saw widened: the
+    # database belongs to one JVM for its life, and widened it stays (spark/view_text.py).
+    wide_view_text: set[str] = field(default_factory=set)
+    view_text_lock: threading.Lock = field(default_factory=threading.Lock)
 
 
 PROCESS = ProcessState()

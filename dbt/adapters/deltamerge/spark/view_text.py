@@ -1,57 +1,61 @@
 """Views of any length in the embedded (Derby) metastore of the session and the warm server.
 
 Hive's metastore schema keeps a view's text in ``TBLS.VIEW_ORIGINAL_TEXT`` and
-``VIEW_EXPANDED_TEXT``, which Derby makes ``LONG VARCHAR``: at most 32,700 characters. Generated SQL
-passes that easily (dbt-spark's ``datediff``, unions of many sources, a binding view over thousands
-of columns), and Spark then fails with Derby's "A truncation error was encountered trying to shrink
-LONG VARCHAR". We own that metastore, so the first statement that meets the wall widens both
-columns to ``CLOB`` (add a ``CLOB`` column, copy, drop the old one, rename: Derby cannot change a
-column's type in place) and runs again. The statements go through Spark's JDBC source in Spark's
-own JVM (Derby allows many connections within the process holding the database; the warm
-server's JVM over Spark Connect alike), each step read from the catalog's current columns so that
-an interrupted widening completes on the next need; a marker table says it is done. A metastore
-that is not an embedded Derby one (a cluster's) is left alone, and its error stands.
+``VIEW_EXPANDED_TEXT``, which Derby makes ``LONG VARCHAR``: at most ``LONG_VARCHAR`` characters.
+Generated SQL passes that easily (dbt-spark's ``datediff``, unions of many sources, a binding view
+over thousands of columns), and Spark then fails with Derby's "A truncation error was encountered
+trying to shrink LONG VARCHAR". We own that metastore: before a statement that long runs (its view
+text can be no longer than the statement), both columns are widened to ``CLOB`` once (add a
+``CLOB`` column, copy, drop the old one, rename: Derby cannot change a column's type in place).
+The decision is the statement's length, never an error's text (Derby words its errors in the JVM's
+locale). The statements go through Spark's JDBC source in Spark's own JVM (Derby allows many
+connections within the process holding the database; the warm server's JVM over Spark Connect
+alike). Each step is taken from the catalog's current columns, so a widening that was interrupted,
+or that another client of the same server raced, completes on the next try; a marker table says it
+is done. A metastore that is not an embedded Derby one (a cluster's) is left alone.
 """
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any
 
-TRUNCATION = "truncation error was encountered trying to shrink LONG VARCHAR"
+from dbt.adapters.deltamerge.spark.process import PROCESS
+
+LONG_VARCHAR = 32_700
 COLUMNS = ("VIEW_ORIGINAL_TEXT", "VIEW_EXPANDED_TEXT")
 MARKER = "DELTAMERGE_WIDE_VIEW_TEXT"
 _URL_SETTING = "spark.hadoop.javax.jdo.option.ConnectionURL"
-# One widening at a time in this process (two threads meeting the wall at once).
-_WIDENING = threading.Lock()
-
-T = TypeVar("T")
+_ATTEMPTS = 3
 
 
-def widened_on_need(spark: Any, run: Callable[[], T]) -> T:
-    """``run()``; when the metastore refused a view's text as too long, once more after widening."""
-    try:
-        return run()
-    except Exception as error:
-        if TRUNCATION not in str(error) or not widen_view_text(spark):
-            raise
-    return run()
+def make_room(spark: Any, statement: str) -> None:
+    """Widen the embedded metastore's view text columns before ``statement`` runs, when it is long
+    enough to define a view text they cannot hold (nothing for a shorter one: no round trip)."""
+    if len(statement) > LONG_VARCHAR:
+        widen_view_text(spark)
 
 
 def widen_view_text(spark: Any) -> bool:
-    """Widen the embedded metastore's view text columns to ``CLOB``; False when there is nothing to
-    widen (not an embedded Derby metastore, or widened already)."""
+    """Widen the embedded metastore's view text columns to ``CLOB``; False when there was nothing to
+    do (not an embedded Derby metastore, or widened already)."""
     url = derby_url(spark.conf.get(_URL_SETTING, "") or "")
-    if url is None:
+    if url is None or url in PROCESS.wide_view_text:
         return False
-    with _WIDENING:
-        if MARKER in _names(spark, url, "SELECT TABLENAME AS name FROM SYS.SYSTABLES"):
-            return False
-        for column in COLUMNS:
-            for step in widening_steps(column, _tbls_columns(spark, url)):
-                _run(spark, url, step)
-        _run(spark, url, f'CREATE TABLE "APP"."{MARKER}" (WIDENED INT)')
+    with PROCESS.view_text_lock:  # one widening at a time in this process
+        for attempt in range(_ATTEMPTS):
+            if MARKER in _names(spark, url, "SELECT TABLENAME AS name FROM SYS.SYSTABLES"):
+                PROCESS.wide_view_text.add(url)
+                return False
+            try:
+                for column in COLUMNS:
+                    for step in widening_steps(column, _tbls_columns(spark, url)):
+                        _run(spark, url, step)
+                _run(spark, url, f'CREATE TABLE "APP"."{MARKER}" (WIDENED INT)')
+                break
+            except Exception:  # another client of the server widening at once: read the state again
+                if attempt == _ATTEMPTS - 1:
+                    raise
+    PROCESS.wide_view_text.add(url)
     return True
 
 
@@ -99,9 +103,8 @@ def _tbls_columns(spark: Any, url: str) -> set[str]:
 
 
 def _reader(spark: Any, url: str) -> Any:
-    return (
-        spark.read.format("jdbc").option("url", url).option("driver", "org.apache.derby.jdbc.EmbeddedDriver")
-    )
+    driver = "org.apache.derby.jdbc.EmbeddedDriver"
+    return spark.read.format("jdbc").option("url", url).option("driver", driver)
 
 
 def _names(spark: Any, url: str, query: str) -> set[str]:
