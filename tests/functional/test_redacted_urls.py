@@ -16,9 +16,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
 from dbt.tests.util import run_dbt
-from deltalake import DeltaTable
+from deltalake import DeltaTable, write_deltalake
 
 from tests.backend import ON_CONNECT, ON_S3
 from tests.functional.helpers import live_rows
@@ -37,8 +38,7 @@ select id, upper(password_token) as token, {{ var('batch', 1) }} as batch from {
 DELETES = """
 {{ config(materialized='incremental', incremental_strategy='delta_merge', unique_key='id',
           deletion_vectors=true,
-          when_matched=[{'action': 'delete', 'condition': 'DBT_INTERNAL_SOURCE.gone'},
-                        {'action': 'update', 'set': '*'}]) }}
+          when_matched=[{'action': 'delete', 'condition': 'DBT_INTERNAL_SOURCE.gone'}]) }}
 select id, url, id = {{ var('batch', 1) }} and {{ var('batch', 1) }} > 1 as gone from {{ ref('data_urls') }}
 """
 VIEW = (
@@ -119,6 +119,10 @@ class TestRedactedPaths:
         ]
         assert [r["id"] for r in _delta_rows(lake / "password_deletes")] == [1, 3]
         assert DeltaTable(str(lake / "password_deletes")).version() == 1
+        entry = project.run_sql(f"show create table {project.test_schema}.password_deletes", fetch="one")[0]
+        assert (
+            entry.startswith("CREATE VIEW") and "WITH _deltamerge_binding AS (" in entry
+        )  # a vector: a view
         assert len(_delta_rows(lake / "password_snap")) == 3
         # Read through the catalog (our binding of the latest versions), the view included.
         assert _show("select count(*) as n, sum(id) as s from {{ ref('secret_urls_view') }}") == [(3, 6)]
@@ -174,3 +178,76 @@ def test_a_redaction_pattern_spark_refuses_fails_the_connection_naming_it(spark)
     assert spark.conf.get(key) == before
     with pytest.raises(DbtRuntimeError):  # said again, not remembered as applied
         connect.apply_settings(spark, {key: "(url"})
+
+
+class TestEntriesAnOlderReleaseBound:
+    """A warehouse an older release wrote keeps working: its views have no record of their folder
+    (their files table's location says it) and its registered tables' roots no ``_table_path``
+    (their property value says it, where Spark shows it whole). The next binding writes the new
+    form. The entries are put back into the older form here with the statements that release ran."""
+
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {"password_deletes.sql": DELETES}
+
+    @pytest.fixture(scope="class")
+    def seeds(self):
+        return {"data_urls.csv": SEED}
+
+    @pytest.fixture(scope="class")
+    def project_config_update(self, lake):
+        return {kind: {"+location_root": str(lake)} for kind in ("models", "seeds")}
+
+    def _as_older_view(self, project, name: str) -> None:
+        """The view as the older release created it: the same statement without the record."""
+        text = project.run_sql(f"show create table {project.test_schema}.{name}", fetch="one")[0]
+        assert text.count("WITH _deltamerge_binding AS (") == 1
+        start = text.index("WITH _deltamerge_binding AS (")
+        older = text[:start] + text[text.index(" AS folder)", start) + len(" AS folder)") :].lstrip()
+        older = older.replace("CREATE VIEW", "CREATE OR REPLACE VIEW", 1)
+        project.run_sql(older)
+        assert (
+            "_deltamerge_binding"
+            not in project.run_sql(f"show create table {project.test_schema}.{name}", fetch="one")[0]
+        )
+
+    def test_older_entries_read_and_rebound_in_the_new_form(self, project, lake, tmp_path):
+        run_dbt(["seed"])
+        run_dbt(["run", "--select", "password_deletes"])
+        run_dbt(["run", "--select", "password_deletes", "--vars", "{batch: 2}"])  # a vector: a view
+        self._as_older_view(project, "password_deletes")
+        # Its values redacted (the path holds "url"): read through its files table's location.
+        assert _show("select sum(id) as s from {{ ref('password_deletes') }}") == [(4,)]
+        # Row 3 deleted; row 2, gone from the table, is inserted again (the default WHEN NOT MATCHED).
+        run_dbt(["run", "--select", "password_deletes", "--vars", "{batch: 3}"])
+        assert [r["id"] for r in _delta_rows(lake / "password_deletes")] == [1, 2]
+        assert _show("select sum(id) as s from {{ ref('password_deletes') }}") == [(3,)]
+        entry = project.run_sql(f"show create table {project.test_schema}.password_deletes", fetch="one")[0]
+        if entry.startswith("CREATE VIEW"):  # rebound in the new form: a view with its record
+            assert "WITH _deltamerge_binding AS (" in entry
+        else:  # or a table over the new version's folder
+            assert "/v00000000000000000002'" in entry
+
+        # Tables registered by their location, their roots' files gone as before: one under a
+        # folder Spark shows whole reads its property value; one under a folder it redacts is
+        # refused naming what to do, never read as another table.
+        for folder, readable in (("plain", True), ("curly", False)):
+            events = tmp_path / folder / "events"
+            write_deltalake(str(events), pa.table({"id": pa.array([1, 2, 3], pa.int64())}))
+            name = f"{project.test_schema}.events_{folder}"
+            run_dbt(
+                [
+                    "run-operation",
+                    "convert_to_delta",
+                    "--args",
+                    json.dumps({"path": str(events), "relation_name": name}),
+                ]
+            )
+            catalog = Path(project.adapter.config.credentials.warehouse) / "_deltamerge_catalog"
+            (root_file,) = [f for f in catalog.glob("*/_table_path") if f.read_text() == str(events)]
+            root_file.unlink()
+            if readable:
+                assert _show(f"select sum(id) from {name}") == [(6,)]
+            else:
+                with pytest.raises(Exception, match=r"register the table again \(convert_to_delta"):
+                    run_dbt(["show", "--inline", f"select sum(id) from {name}"], expect_pass=False)
