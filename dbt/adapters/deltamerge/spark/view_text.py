@@ -10,13 +10,15 @@ text can be no longer than the statement), both columns are widened to ``CLOB`` 
 The decision is the statement's length, never an error's text (Derby words its errors in the JVM's
 locale). The statements go through Spark's JDBC source in Spark's own JVM (Derby allows many
 connections within the process holding the database; the warm server's JVM over Spark Connect
-alike). Each step is taken from the catalog's current columns, so a widening that was interrupted,
-or that another client of the same server raced, completes on the next try; a marker table says it
-is done. A metastore that is not an embedded Derby one (a cluster's) is left alone.
+alike). Each step is taken from the catalog's current columns and their types, so a widening that
+was interrupted, or that another client of the same server raced, completes on the next try and a
+column already ``CLOB`` is never widened again; a marker table says it is done. A metastore that
+is not an embedded Derby one (a cluster's) is left alone.
 """
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from dbt.adapters.deltamerge.spark.process import PROCESS
@@ -25,7 +27,7 @@ LONG_VARCHAR = 32_700
 COLUMNS = ("VIEW_ORIGINAL_TEXT", "VIEW_EXPANDED_TEXT")
 MARKER = "DELTAMERGE_WIDE_VIEW_TEXT"
 _URL_SETTING = "spark.hadoop.javax.jdo.option.ConnectionURL"
-_ATTEMPTS = 3
+_ATTEMPTS = 6
 
 
 def make_room(spark: Any, statement: str) -> None:
@@ -55,6 +57,7 @@ def widen_view_text(spark: Any) -> bool:
             except Exception:  # another client of the server widening at once: read the state again
                 if attempt == _ATTEMPTS - 1:
                     raise
+                time.sleep(0.2 * (attempt + 1))
     PROCESS.wide_view_text.add(url)
     return True
 
@@ -72,34 +75,42 @@ def derby_url(setting: str) -> str | None:
     return ";".join(p for p in setting.split(";") if p.lower() != "create=true")
 
 
-def widening_steps(column: str, present: set[str]) -> list[str]:
-    """The statements that take ``TBLS.<column>`` from where it stands to ``CLOB``.
+def widening_steps(column: str, present: dict[str, str]) -> list[str]:
+    """The statements that take ``TBLS.<column>`` from where it stands to ``CLOB``, given the
+    table's columns and their Derby types (a column already ``CLOB`` is never widened again, so a
+    client that finds another's finished widening does nothing).
 
-    >>> [s.split(" ")[0] for s in widening_steps("V", {"V"})]
+    >>> [s.split(" ")[0] for s in widening_steps("V", {"V": "LONG VARCHAR"})]
     ['ALTER', 'UPDATE', 'ALTER', 'RENAME']
-    >>> [s.split(" ")[0] for s in widening_steps("V", {"V", "V_CLOB"})]  # interrupted after the add
+    >>> [s.split(" ")[0] for s in widening_steps("V", {"V": "LONG VARCHAR", "V_CLOB": "CLOB(9)"})]
     ['UPDATE', 'ALTER', 'RENAME']
-    >>> widening_steps("V", {"V_CLOB"})
+    >>> widening_steps("V", {"V_CLOB": "CLOB(2147483647)"})  # interrupted after the drop
     ['RENAME COLUMN "APP"."TBLS"."V_CLOB" TO "V"']
+    >>> widening_steps("V", {"V": "CLOB(2147483647)"})
+    []
     """
     wide, steps = f"{column}_CLOB", []
-    if column in present and wide not in present:
+    narrow = column in present and not present[column].upper().startswith("CLOB")
+    if column in present and not narrow:
+        return [f'ALTER TABLE "APP"."TBLS" DROP COLUMN "{wide}"'] if wide in present else []
+    if narrow and wide not in present:
         steps.append(f'ALTER TABLE "APP"."TBLS" ADD COLUMN "{wide}" CLOB')
-    if column in present:
+    if narrow:
         steps.append(f'UPDATE "APP"."TBLS" SET "{wide}" = "{column}"')
         steps.append(f'ALTER TABLE "APP"."TBLS" DROP COLUMN "{column}"')
-    if column in present or wide in present:
+    if narrow or wide in present:
         steps.append(f'RENAME COLUMN "APP"."TBLS"."{wide}" TO "{column}"')
     return steps
 
 
-def _tbls_columns(spark: Any, url: str) -> set[str]:
-    return _names(
-        spark,
-        url,
-        "SELECT c.COLUMNNAME AS name FROM SYS.SYSCOLUMNS c JOIN SYS.SYSTABLES t "
-        "ON c.REFERENCEID = t.TABLEID WHERE t.TABLENAME = 'TBLS'",
+def _tbls_columns(spark: Any, url: str) -> dict[str, str]:
+    """``TBLS``' columns and their Derby types (``CLOB(2147483647)``, ``LONG VARCHAR``...)."""
+    query = (
+        "SELECT c.COLUMNNAME AS name, CAST(c.COLUMNDATATYPE AS VARCHAR(128)) AS type "
+        "FROM SYS.SYSCOLUMNS c JOIN SYS.SYSTABLES t ON c.REFERENCEID = t.TABLEID "
+        "WHERE t.TABLENAME = 'TBLS'"
     )
+    return {str(r[0]): str(r[1]) for r in _reader(spark, url).option("query", query).load().collect()}
 
 
 def _reader(spark: Any, url: str) -> Any:
