@@ -56,6 +56,44 @@ def test_plan_write_modes(strategy, exists, full_refresh, mode):
     assert request.mode == mode
 
 
+@pytest.mark.parametrize(
+    ("config", "mode", "keys", "predicates"),
+    [
+        ({"unique_key": ["day", "shop"]}, "replace_keys", ("day", "shop"), ()),
+        ({"unique_key": "id", "incremental_predicates": ["v > 1"]}, "replace_keys", ("id",), ("v > 1",)),
+        ({}, "append", (), ()),  # dbt-core: without a unique key the new rows are inserted
+    ],
+)
+def test_delete_insert_replaces_by_key(config, mode, keys, predicates):
+    spec = WriteSpec.from_config("m", {"incremental_strategy": "delete+insert", **config})
+    where = TableLocation.of("/t")
+    request = plan_write(spec, materialization="incremental", location=where, exists=True, full_refresh=False)
+    assert (request.mode, request.replace_keys, request.replace_predicates) == (mode, keys, predicates)
+    first = plan_write(spec, materialization="incremental", location=where, exists=False, full_refresh=False)
+    assert first.mode == "create_or_replace"
+
+
+@pytest.mark.parametrize(
+    ("partition_by", "columns", "refused"),
+    [
+        ({"field": "day", "data_type": "date"}, ("day",), ""),
+        ({"field": "day"}, ("day",), ""),  # dbt-bigquery's default data_type is date
+        ({"field": "day", "data_type": "DATE", "granularity": "day"}, ("day",), ""),
+        ({"field": "at", "data_type": "timestamp"}, (), "timestamp's day"),
+        ({"field": "at", "data_type": "date", "granularity": "month"}, (), "date's month"),
+        ({"field": "n", "data_type": "int64", "range": {"start": 0}}, (), "must be a column name"),
+        ({"data_type": "date"}, (), "must be a column name"),
+    ],
+)
+def test_bigquery_date_partitioning_is_a_partition_column(partition_by, columns, refused):
+    if not refused:
+        assert WriteSpec.from_config("m", {"partition_by": partition_by}).partition_by == columns
+        return
+    with pytest.raises(SpecError) as err:
+        WriteSpec.from_config("m", {"partition_by": partition_by})
+    assert refused in str(err.value) and "partition_by" in str(err.value)
+
+
 def test_microbatch_replaces_its_window():
     spec = WriteSpec.from_config("m", {"incremental_strategy": "microbatch", "event_time": "at"})
     request = plan_write(

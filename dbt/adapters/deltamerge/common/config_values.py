@@ -51,6 +51,41 @@ def names(value: Any, key: str, problems: list[str]) -> tuple[str, ...]:
     return tuple(v.strip() for v in items)
 
 
+def partition_columns(value: Any, key: str, problems: list[str]) -> tuple[str, ...]:
+    """``partition_by``: a column name or a list of them, or dbt-bigquery's form of a partition per
+    date value (``{'field': 'day', 'data_type': 'date'}``, as packages written for several warehouses
+    pass it), which is Delta's partitioning by that column. BigQuery's other forms (a timestamp's
+    day, integer ranges) have no Delta equivalent and are refused naming what to write instead.
+
+    >>> partition_columns({"field": "day", "data_type": "date"}, "partition_by", [])
+    ('day',)
+    >>> problems = []; partition_columns({"field": "at", "data_type": "timestamp"}, "partition_by", problems)
+    ()
+    >>> problems  # doctest: +ELLIPSIS
+    ["partition_by {'field': 'at', 'data_type': 'timestamp'} partitions by the timestamp's day ..."]
+    """
+    if not isinstance(value, Mapping):
+        return names(value, key, problems)
+    column, kind = value.get("field"), str(value.get("data_type") or "date").lower()
+    granularity = str(value.get("granularity") or "day").lower()
+    extra = set(value) - {"field", "data_type", "granularity", "copy_partitions"}
+    if not isinstance(column, str) or not column.strip() or extra:
+        problems.append(
+            f"{key} must be a column name or a list of column names (or dbt-bigquery's "
+            f"{{'field': <a date column>, 'data_type': 'date'}}), got {value!r}"
+        )
+    elif kind != "date" or granularity != "day":
+        name = column.strip()
+        problems.append(
+            f"{key} {value!r} partitions by the {kind}'s {granularity} (BigQuery's form), which Delta "
+            f"cannot: partition by a date column (`partition_by=['{name}']` over a date), or by a "
+            f"generated column (`generated_columns={{'{name}_day': 'cast({name} as date)'}}`)"
+        )
+    else:
+        return (column.strip(),)
+    return ()
+
+
 def sql_text(
     value: Any, key: str, problems: list[str], *, what: str = "a non-empty SQL expression"
 ) -> str | None:

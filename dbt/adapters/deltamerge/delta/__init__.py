@@ -80,13 +80,8 @@ from dbt.adapters.deltamerge.delta.data.row_deletion import (
     mark_deleted,
     writes_deletion_vectors,
 )
-from dbt.adapters.deltamerge.delta.data.write import (
-    WriteMode,
-    WriteRequest,
-    write_dataframe,
-    write_files,
-    write_files_and_changes,
-)
+from dbt.adapters.deltamerge.delta.data.stored import write_files, write_files_and_changes
+from dbt.adapters.deltamerge.delta.data.write import WriteMode, WriteRequest, write_dataframe
 
 # the bottom: errors, faults, the error ledger, paths, storage
 from dbt.adapters.deltamerge.delta.errors import (

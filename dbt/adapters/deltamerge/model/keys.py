@@ -50,6 +50,9 @@ def _map(name: str) -> Kind:
 
 
 COLUMNS = Kind("a column name or a list of column names", lambda c, k, p: cv.names(c.get(k), k, p))
+PARTITIONS = Kind(
+    "a column name or a list of column names", lambda c, k, p: cv.partition_columns(c.get(k), k, p)
+)
 COLUMN = _text("a column name")
 PATH = _text("a folder path")
 SQL = Kind("a non-empty SQL expression", lambda c, k, p: cv.sql_text(c.get(k), k, p))
@@ -69,7 +72,7 @@ HOURS = Kind(
 
 
 FILE_FORMATS = ("delta", "parquet")
-STRATEGIES = ("append", "insert_overwrite", "microbatch", "delta_merge", "merge")
+STRATEGIES = ("append", "insert_overwrite", "microbatch", "delta_merge", "merge", "delete+insert")
 MERGE_STRATEGIES = ("delta_merge", "merge")
 ON_SCHEMA_CHANGE = ("ignore", "fail", "append_new_columns", "sync_all_columns")
 
@@ -79,7 +82,7 @@ WRITE_KEYS: dict[str, Kind] = {
     "file_format": one_of(*FILE_FORMATS),
     "incremental_strategy": one_of(*STRATEGIES),
     "on_schema_change": one_of(*ON_SCHEMA_CHANGE),
-    "partition_by": COLUMNS,
+    "partition_by": PARTITIONS,
     "tblproperties": PROPERTIES,
     "location_root": PATH,
     "change_data_feed": FLAG,

@@ -9,6 +9,7 @@ wrong kind fails naming the key, wherever the key would be used), then the table
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -59,6 +60,10 @@ class WriteSpec:
     optimize_after_run: bool = False
     # Liquid clustering (``cluster_by``, dbt-databricks' ``liquid_clustered_by``): OPTIMIZE after each run.
     cluster_by: tuple[str, ...] = ()
+    # ``delete+insert``: the rows sharing a new row's ``unique_key`` are replaced, narrowed by
+    # ``incremental_predicates`` (without a unique key the new rows are appended, as in dbt).
+    unique_key: tuple[str, ...] = ()
+    incremental_predicates: tuple[str, ...] = ()
 
     @property
     def deletion_vectors(self) -> bool:
@@ -100,6 +105,10 @@ class WriteSpec:
             optimize_after_run=bool(read("optimize_after_run")),
             cluster_by=read("cluster_by") or read("liquid_clustered_by"),
         )
+        if spec.strategy == "delete+insert":
+            spec = dataclasses.replace(
+                spec, unique_key=read("unique_key"), incremental_predicates=read("incremental_predicates")
+            )
         if read("cluster_by") and read("liquid_clustered_by"):
             problems.append("cluster_by and liquid_clustered_by name the same thing: set one of them")
         if spec.cluster_by and spec.partition_by:
@@ -212,6 +221,8 @@ def plan_write(
             mode = "replace_partitions"
         elif spec.strategy == "microbatch":
             mode, replace_where = "replace_where", _batch_predicate(spec, batch)
+        elif spec.strategy == "delete+insert":
+            mode = "replace_keys" if spec.unique_key else "append"
         else:  # a merge of an existing table is not a table write
             raise SpecError(spec.model, [f"incremental_strategy {spec.strategy!r} merges: no table write"])
     return WriteRequest(
@@ -220,6 +231,8 @@ def plan_write(
         partition_by=spec.partition_by,
         properties=spec.tblproperties,
         replace_where=replace_where,
+        replace_keys=spec.unique_key if mode == "replace_keys" else (),
+        replace_predicates=spec.incremental_predicates if mode == "replace_keys" else (),
         cluster_by=spec.cluster_by or None,
     )
 

@@ -35,7 +35,7 @@ from dbt.adapters.deltamerge.common.sql import quote_identifier
 from dbt.adapters.deltamerge.delta.commands.zorder import ZOrderBin, ZOrderError, zordered
 from dbt.adapters.deltamerge.delta.data.files import OPTIMIZE_WRITE
 from dbt.adapters.deltamerge.delta.data.read import read_files
-from dbt.adapters.deltamerge.delta.data.write import write_files
+from dbt.adapters.deltamerge.delta.data.stored import write_files
 from dbt.adapters.deltamerge.delta.log.clustering import PROVIDER, is_clustered_file
 from dbt.adapters.deltamerge.delta.log.row_ids import STABLE_COLUMNS, materialized_columns
 from dbt.adapters.deltamerge.delta.log.snapshot import AddFile, Snapshot

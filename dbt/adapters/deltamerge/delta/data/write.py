@@ -1,8 +1,10 @@
 """Table-level writes: one DataFrame becomes one new Delta version.
 
 ``create_or_replace`` (a new table, or a new version with a new definition: history is
-kept), ``append``, ``replace_partitions`` (dynamic partition overwrite) and
-``replace_where`` (rows matching a predicate are replaced, as Delta's ``replaceWhere``).
+kept), ``append``, ``replace_partitions`` (dynamic partition overwrite), ``replace_where``
+(rows matching a predicate are replaced, as Delta's ``replaceWhere``) and ``replace_keys``
+(rows sharing a new row's key are replaced: dbt's ``delete+insert``); the last two are
+``replace.py``'s.
 Every check that can refuse a write runs before the first data file is written.
 """
 
@@ -22,15 +24,8 @@ from pyspark.sql import types as T
 from dbt.adapters.deltamerge.common.sql import quote_identifier
 from dbt.adapters.deltamerge.delta.data.align import align_to_schema
 from dbt.adapters.deltamerge.delta.data.column_values import declared
-from dbt.adapters.deltamerge.delta.data.constraints import Constraints, enforced
-from dbt.adapters.deltamerge.delta.data.files import (
-    CHANGE_TYPE,
-    optimized,
-    physical_columns,
-    write_data_and_changes,
-    write_data_files,
-)
-from dbt.adapters.deltamerge.delta.data.read import read_files
+from dbt.adapters.deltamerge.delta.data.replace import Replacement, replace_rows
+from dbt.adapters.deltamerge.delta.data.stored import write_files
 from dbt.adapters.deltamerge.delta.errors import DeltaError, DeltaSchemaError
 from dbt.adapters.deltamerge.delta.location import TableLocation
 from dbt.adapters.deltamerge.delta.log.clustering import definition_clustering
@@ -49,34 +44,28 @@ from dbt.adapters.deltamerge.delta.log.mapping import (
     MAPPING_MODE,
     MAX_COLUMN_ID,
     mapping_mode,
-    physical_names,
 )
 from dbt.adapters.deltamerge.delta.log.properties import value_problems, with_session_defaults
 from dbt.adapters.deltamerge.delta.log.protocol import (
     TableMetadata,
-    change_data_feed_enabled,
     table_features,
     upgraded,
     with_row_tracking_columns,
 )
-from dbt.adapters.deltamerge.delta.log.row_ids import STABLE_COLUMNS, materialized_columns
 from dbt.adapters.deltamerge.delta.log.schema import (
-    contains_type,
     find_field,
     required_features,
     schema_to_json,
     to_delta_schema,
 )
 from dbt.adapters.deltamerge.delta.log.snapshot import AddFile, Snapshot, load_snapshot
-from dbt.adapters.deltamerge.delta.log.stats import DEFAULT_NUM_INDEXED_COLS
-from dbt.adapters.deltamerge.delta.paths import local_path, table_path_of
-from dbt.adapters.deltamerge.delta.txn.actions import ChangeFile, CommitActions, WrittenFile
+from dbt.adapters.deltamerge.delta.txn.actions import CommitActions, WrittenFile
 from dbt.adapters.deltamerge.delta.txn.commit import CommitInfo, now_ms
 from dbt.adapters.deltamerge.delta.txn.metrics import execution_time, write_metrics
 from dbt.adapters.deltamerge.delta.txn.transaction import CommitOptions, WriteResult, commit_files
 
 Action = dict[str, object]
-WriteMode = Literal["create_or_replace", "append", "replace_partitions", "replace_where"]
+WriteMode = Literal["create_or_replace", "append", "replace_partitions", "replace_where", "replace_keys"]
 
 
 @dataclass(frozen=True)
@@ -88,6 +77,10 @@ class WriteRequest:
     partition_by: tuple[str, ...] = ()
     properties: Mapping[str, str] = field(default_factory=dict)
     replace_where: str | None = None
+    # ``replace_keys``: the key columns (dbt's ``unique_key``) and the predicates narrowing the rows
+    # replaced (``incremental_predicates``).
+    replace_keys: tuple[str, ...] = ()
+    replace_predicates: tuple[str, ...] = ()
     # The existing table's definition change riding in this write's commit (``TableChange``: the
     # schema the write leaves, the change data feed switched on); a new table's is the request's.
     change: TableChange = NO_CHANGE
@@ -130,7 +123,15 @@ def write_dataframe(spark: SparkSession, df: DataFrame, request: WriteRequest) -
         elif request.mode == "replace_partitions":
             result = _replace_partitions(df, request, target, leading)
         else:
-            result = _replace_where(spark, df, request, target, leading)
+            replacement = Replacement(
+                request.location,
+                predicate=request.replace_where if request.mode == "replace_where" else None,
+                keys=request.replace_keys if request.mode == "replace_keys" else (),
+                predicates=request.replace_predicates,
+                txn=request.txn,
+                extra_metrics=request.extra_metrics,
+            )
+            result = replace_rows(spark, df, replacement, target, leading)
     result.metrics.update(execution_time(int((time.monotonic() - started) * 1000)))
     return result
 
@@ -226,135 +227,6 @@ def _replace_partitions(
     else:
         removed = list(current.files)
     return _commit(request, current, "WRITE", params, leading, written, removed, blind=False)
-
-
-def _replace_where(
-    spark: SparkSession, df: DataFrame, request: WriteRequest, current: Snapshot, leading: list[Action]
-) -> WriteResult:
-    predicate = request.replace_where or "true"
-    aligned = align_to_schema(df, current.schema, what=f"replace where into {request.location}")
-    touched = _files_matching(spark, current, predicate)
-    configuration = current.metadata.configuration
-    params: dict[str, object] = {"mode": "Overwrite", "predicate": [predicate]}
-    if leading or change_data_feed_enabled(configuration):
-        # Rows kept from rewritten files are not changes: the feed needs explicit change rows.
-        old = read_files(spark, current, touched)
-        replaced = F.coalesce(F.expr(f"({predicate})"), F.lit(False))
-        rows = old.select(*old.columns, F.when(replaced, "delete").alias(CHANGE_TYPE))
-        rows = rows.unionByName(aligned.withColumn(CHANGE_TYPE, F.lit(None).cast("string")))
-        rows = rows.unionByName(aligned.withColumn(CHANGE_TYPE, F.lit("insert")))
-        # Deleted rows are only change rows; the writer keeps rows whose change type is null.
-        written, changes = write_files_and_changes(
-            rows, request.location.path, current.partition_columns, configuration, current.schema
-        )
-        info = CommitInfo("WRITE", params, write_metrics(written, touched), txn=request.txn)
-        return commit_files(
-            current,
-            CommitActions(leading=leading, written=written, removed=touched, changes=changes),
-            CommitOptions(info),
-        )
-    kept_rows = read_files(spark, current, touched).where(f"NOT coalesce(({predicate}), false)")
-    written = write_files(
-        aligned.unionByName(kept_rows),
-        request.location.path,
-        current.partition_columns,
-        configuration,
-        current.schema,
-    )
-    return _commit(request, current, "WRITE", params, leading, written, touched, blind=False)
-
-
-def _files_matching(spark: SparkSession, snapshot: Snapshot, predicate: str) -> list[AddFile]:
-    """Live files holding at least one row that satisfies ``predicate``."""
-    if not snapshot.files:
-        return []
-    matches = (
-        read_files(spark, snapshot, list(snapshot.files))
-        .where(f"coalesce(({predicate}), false)")
-        .select(F.input_file_name().alias("file"))
-        .distinct()
-        .collect()
-    )
-    hit = {table_path_of(row.file) for row in matches}
-    return [f for f in snapshot.files if local_path(snapshot.table_path, f.path) in hit]
-
-
-def write_files(
-    df: DataFrame,
-    table_path: str,
-    partition_columns: list[str],
-    configuration: Mapping[str, str],
-    schema: T.StructType | None = None,
-) -> list[WrittenFile]:
-    """``df`` (in the table's column order) as data files; ``schema`` (the table's, with column
-    mapping metadata) is needed when the table maps columns: files hold physical names.
-    Every row is checked against the table's constraints in the same Spark job."""
-    num_indexed = int(configuration.get("delta.dataSkippingNumIndexedCols", DEFAULT_NUM_INDEXED_COLS))
-    df = optimized(
-        enforced(df, Constraints.of(schema or T.StructType(), configuration)),
-        partition_columns,
-        configuration,
-    )
-    df, partition_columns, unindexed = _as_stored(df, partition_columns, configuration, schema)
-    _unshredded_variants(df)
-    return write_data_files(
-        df, table_path, partition_columns=partition_columns, num_indexed_cols=num_indexed, unindexed=unindexed
-    )
-
-
-def write_files_and_changes(
-    df: DataFrame,
-    table_path: str,
-    partition_columns: list[str],
-    configuration: Mapping[str, str],
-    schema: T.StructType | None = None,
-) -> tuple[list[WrittenFile], list[ChangeFile]]:
-    """Rows with ``_change_type``: data files for null, change data files for the rest (the data
-    rows checked against the table's constraints in the same Spark job)."""
-    num_indexed = int(configuration.get("delta.dataSkippingNumIndexedCols", DEFAULT_NUM_INDEXED_COLS))
-    constraints = Constraints.of(schema or T.StructType(), configuration)
-    df = optimized(
-        enforced(df, constraints, rows=F.col(CHANGE_TYPE).isNull()), partition_columns, configuration
-    )
-    df, partition_columns, unindexed = _as_stored(df, partition_columns, configuration, schema)
-    _unshredded_variants(df)
-    return write_data_and_changes(
-        df, table_path, partition_columns=partition_columns, num_indexed_cols=num_indexed, unindexed=unindexed
-    )
-
-
-def _unshredded_variants(df: DataFrame) -> None:
-    """Have Spark write variant columns unshredded (a struct of ``value`` and ``metadata``), as
-    PROTOCOL.md asks of a table without ``variantShredding`` (Spark 4.1+ shreds by default)."""
-    if contains_type(df.schema, T.VariantType):
-        df.sparkSession.conf.set("spark.sql.variant.writeShredding.enabled", "false")
-
-
-def _as_stored(
-    df: DataFrame, partition_columns: list[str], configuration: Mapping[str, str], schema: T.StructType | None
-) -> tuple[DataFrame, list[str], frozenset[str]]:
-    """``df`` and the partition columns as data files hold them, and the columns without
-    statistics: physical names with column mapping; stable row ids (``STABLE_ROW_ID``, ...) in the
-    materialized columns of a table that preserves them, dropped otherwise."""
-    hidden = materialized_columns(configuration)
-    stable = [
-        F.col(internal).alias(stored)
-        for internal, stored in zip(STABLE_COLUMNS, hidden or (), strict=False)
-        if internal in df.columns
-    ]
-    unindexed = frozenset(hidden or ())
-    if mapping_mode(configuration) == "none":
-        kept = [F.col(quote_identifier(c)) for c in df.columns if c not in STABLE_COLUMNS]
-        return df.select(*kept, *stable), partition_columns, unindexed
-    if schema is None:
-        raise DeltaError("a write to a table with column mapping needs the table's schema (a bug)")
-    extra = [F.col(quote_identifier(c)) for c in df.columns if c == CHANGE_TYPE]
-    names = physical_names(schema)
-    return (
-        df.select(*physical_columns(schema), *extra, *stable),
-        [names[c] for c in partition_columns],
-        unindexed,
-    )
 
 
 def _commit(
