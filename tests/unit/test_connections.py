@@ -175,3 +175,12 @@ print(wrapped, frozen > 0, gc.get_freeze_count() == frozen)
 """
     out = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True, check=True).stdout
     assert out.split() == ["False", "True", "True", "True", "True"]
+
+
+def test_target_database_is_defined_and_none():
+    """A package's ``{{ var('x_database', target.database) }}`` must name no database (Spark has no
+    level above schemas), not fail to parse on an undefined ``target.database``."""
+    creds = DeltaMergeCredentials.from_dict(BASE)
+    target = dict(creds.connection_info(with_aliases=True))
+    assert "database" in target and target["database"] is None
+    assert creds.type == "deltamerge"  # never another adapter's type

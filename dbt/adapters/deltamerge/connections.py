@@ -134,6 +134,7 @@ class DeltaMergeCredentials(SparkCredentials):
     def _connection_keys(self) -> tuple[str, ...]:
         return (
             "method",
+            "database",
             "schema",
             "warehouse",
             "host",
