@@ -8,8 +8,9 @@ import os
 import sys
 import tempfile
 
-from benchmarks.harness import Settings, run_benchmark
+from benchmarks.harness import run_benchmark
 from benchmarks.report import write_report
+from benchmarks.settings import Settings
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from benchmarks.report import paired_ratio
+from benchmarks.records import paired_ratio
 from benchmarks.workloads import workloads
 
 SERIES = (("deltars", "ours / delta-rs"), ("rewrite", "ours / full rewrite"), ("floor", "ours / floor"))

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from benchmarks.measure import PeakMemory, commit_files, fresh_copy, latest_version
 
 if TYPE_CHECKING:
-    from benchmarks.harness import Settings
+    from benchmarks.settings import Settings
     from benchmarks.workloads import Workload
 
 PROJECT = """name: deltamerge_bench

@@ -27,8 +27,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks.harness import Settings, SparkWorker, base_table, source_path
+from benchmarks.harness import SparkWorker, base_table, source_path
 from benchmarks.measure import fresh_copy
+from benchmarks.settings import Settings
 from benchmarks.workloads import workloads
 from dbt.adapters.deltamerge.spark import server
 

@@ -14,36 +14,17 @@ import shutil
 import subprocess
 import sys
 import time
-from dataclasses import dataclass, field
 from typing import Any
 
 import psutil
 from deltalake import DeltaTable
 
 from benchmarks.measure import PeakMemory, commit_files, fresh_copy, tree_rss
+from benchmarks.settings import Settings
 from benchmarks.workloads import Workload, workloads
 
 CONTESTANTS = ("ours", "ours_feed_off", "deltars", "rewrite", "append", "floor")
 TABLE_OUTPUT = ("ours", "ours_feed_off", "deltars", "rewrite", "append")
-
-
-@dataclass
-class Settings:
-    """What one run of the harness measures, and where."""
-
-    rows: int
-    layouts: list[int]
-    runs: int
-    warmups: int
-    workdir: str
-    only: list[str] = field(default_factory=list)
-    cold_dbt: bool = True
-    # Workloads also run as a cold `dbt run` (empty: every measured one), and through a warm server too.
-    cold_only: list[str] = field(default_factory=list)
-    cold_server: bool = True
-    noop_runs: int = 20
-    # Records of an interrupted run of the same settings: their (workload, layout) are not re-run.
-    resumed: list[dict[str, Any]] = field(default_factory=list)
 
 
 class SparkWorker:

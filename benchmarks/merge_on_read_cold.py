@@ -32,7 +32,8 @@ def main() -> None:
     parser.add_argument("--out", default="/tmp/benchout")
     parser.add_argument("--only", nargs="*", default=[])
     args = parser.parse_args()
-    from benchmarks.harness import Settings, _free_port
+    from benchmarks.harness import _free_port
+    from benchmarks.settings import Settings
     from benchmarks.workloads import workloads
     from dbt.adapters.deltamerge.spark import server
     from dbt.adapters.deltamerge.spark.embedded import start_session

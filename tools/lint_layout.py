@@ -3,7 +3,7 @@
 1. The package root holds what dbt calls: at most ``ROOT_LIMIT`` modules. Every other concern is
    a folder.
 2. No import cycle between folders and root modules (every import counts, also one inside a
-   function), and none between modules.
+   function), and none between modules, the benchmarks', tests' and tools' included.
 3. Each folder imports only the folders below it (``MAY_IMPORT``): the Delta table layer only
    itself and ``common``; data skipping takes keys and predicates, never a merge's clause set
    (it does not import ``merge``); the engine (``common``, ``delta``, ``skipping``, ``merge``,
@@ -55,6 +55,8 @@ DELTA_ROOMS = ["", "log", "txn", "data", "commands"]
 NO_SPARK_ROOMS = {"", "log", "txn"}
 # Folders whose callers import the folder's face (its __init__) only.
 FACES = {"delta", "binding", "merge"}
+# Folders of the tree outside the package whose modules may not import each other in a circle.
+OUTSIDE = ("benchmarks", "tests", "tools")
 # Where callers live besides the package (unit tests excepted: they mirror the tree).
 CALLERS = ["tests/functional", "tests", "benchmarks", "examples", "tools"]
 
@@ -184,10 +186,35 @@ def problems() -> list[str]:
         found.append(f"rule 2: import cycle between {' <-> '.join(group)}")
     for group in cycles(module_edges):
         found.append(f"rule 2: import cycle between modules {' <-> '.join(group)}")
+    found.extend(_outside_cycles())
     found.extend(_unmapped(known))
     found.extend(_delta_rooms(known))
     found.extend(_faces(known))
     return found
+
+
+def _outside_cycles() -> list[str]:
+    """Rule 2 beyond the package: no import cycle among the modules of ``OUTSIDE`` (benchmarks,
+    tests, tools), imports inside functions included."""
+    edges: dict[str, set[str]] = {}
+    for folder in OUTSIDE:
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            module = ".".join(path.relative_to(ROOT).with_suffix("").parts)
+            module = module.removesuffix(".__init__")
+            for node in ast.walk(ast.parse(path.read_text())):
+                if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                    names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+                elif isinstance(node, ast.Import):
+                    names = [a.name for a in node.names]
+                else:
+                    continue
+                for name in names:
+                    target = ROOT.joinpath(*name.split("."))
+                    if name.split(".")[0] in OUTSIDE and name != module and (
+                        target.with_suffix(".py").exists() or (target / "__init__.py").exists()
+                    ):
+                        edges.setdefault(module, set()).add(name)
+    return [f"rule 2: import cycle between modules {' <-> '.join(g)}" for g in cycles(edges)]
 
 
 def _room(module: str) -> str:
