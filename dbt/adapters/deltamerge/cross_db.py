@@ -12,9 +12,7 @@ from sqlglot import exp
 _SPARK = sqlglot.Dialect.get_or_raise("spark")
 
 
-def listagg_sql(
-    measure: str, delimiter: str, order_by_clause: str | None, limit_num: int | None
-) -> str:
+def listagg_sql(measure: str, delimiter: str, order_by_clause: str | None, limit_num: int | None) -> str:
     """Spark SQL for dbt's ``listagg(measure, delimiter_text, order_by_clause, limit_num)``.
 
     Without a limit Spark's own ``listagg`` keeps the order. With one, the values are collected

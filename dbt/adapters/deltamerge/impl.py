@@ -32,7 +32,14 @@ from dbt.adapters.deltamerge.merge import DryRun
 from dbt.adapters.deltamerge.model.response import dry_run_response, not_written_response, write_response
 from dbt.adapters.deltamerge.model.spec import Materialization, ModelSpec, batch_window
 from dbt.adapters.deltamerge.model.txn import WriteNumbers
-from dbt.adapters.deltamerge.model.write import ModelTable, NotWritten, locate, write_model
+from dbt.adapters.deltamerge.model.write import (
+    CatalogEntry,
+    ModelRun,
+    ModelTable,
+    NotWritten,
+    locate,
+    write_model,
+)
 from dbt.adapters.deltamerge.statements.fresh import CATALOG_READS
 from dbt.adapters.deltamerge.statements.travel import TRAVEL_MARK, with_versions
 
@@ -143,42 +150,36 @@ class DeltaMergeAdapter(SparkAdapter):
 
     @available
     def delta_materialize(
-        self,
-        relation: BaseRelation,
-        sql: str,
-        config: dict[str, Any],
-        materialization: str,
-        full_refresh: bool = False,
-        batch_start: Any = None,
-        batch_end: Any = None,
-        language: str = "sql",
-        dry_run: bool = False,
-        contract: dict[str, Any] | None = None,
+        self, relation: BaseRelation, sql: str, config: dict[str, Any], run: dict[str, Any]
     ) -> AdapterResponse:
-        """Run ``sql`` (a Python model's compiled code for ``language='python'``) and write its
-        rows as a new version of the model's Delta table (with ``dry_run``: preview a merge,
-        write nothing); ``contract``: the enforced contract's columns and model constraints."""
+        """Run ``sql`` (a Python model's compiled code for ``run.language == 'python'``) and write
+        its rows as a new version of the model's Delta table (with ``run.dry_run``: preview a
+        merge, write nothing).
+
+        ``run``, from the materialization: ``materialization`` (``table`` or ``incremental``),
+        ``full_refresh``, ``batch_start`` / ``batch_end`` (a microbatch's window), ``language``,
+        ``dry_run``, ``contract`` (the enforced contract's columns and model constraints)."""
         model = str(relation.identifier)
         with model_errors(model):
             # Config first: its errors cost no Spark work.
+            materialization = str(run["materialization"])
             spec = ModelSpec.from_config(model, config, materialization)
-            enforced = _contract(model, contract) if contract is not None else None
+            contract = run.get("contract")
+            model_run = ModelRun(
+                materialization=cast(Materialization, materialization),  # our macros pass one of them
+                full_refresh=bool(run.get("full_refresh")),
+                batch=batch_window(run.get("batch_start"), run.get("batch_end")),
+                dry_run=bool(run.get("dry_run")),
+                contract=_contract(model, contract) if contract is not None else None,
+            )
             spark = self.spark_session()
             table = self._model_table(spark, relation, spec, incremental=materialization == "incremental")
-            if language != "python":  # the tables it reads, at their latest versions (a Python
+            python = run.get("language") == "python"
+            if not python:  # the tables it reads, at their latest versions (a Python
                 CATALOG_READS.refresh_sql(spark, sql)  # model's ref() and source() do the same),
                 sql = with_versions(spark, sql)  # and those it reads VERSION / TIMESTAMP AS OF
-            done = write_model(
-                spark,
-                _python_model(spark, sql, model) if language == "python" else spark.sql(sql),
-                table=table,
-                spec=spec,
-                materialization=cast(Materialization, materialization),  # our macros pass one of them
-                full_refresh=full_refresh,
-                batch=batch_window(batch_start, batch_end),
-                dry_run=dry_run,
-                contract=enforced,
-            )
+            rows = _python_model(spark, sql, model) if python else spark.sql(sql)
+            done = write_model(spark, rows, table=table, spec=spec, run=model_run)
             if isinstance(done, NotWritten):
                 return not_written_response(done.reason)
             if not isinstance(done, DryRun):  # bound by the write: its version looked up at the next read
@@ -203,12 +204,9 @@ class DeltaMergeAdapter(SparkAdapter):
         return locate(
             spark,
             spec,
-            schema=schema,
-            identifier=identifier,
-            bound=found.table_path if found else None,
+            CatalogEntry(schema, identifier, found.table_path if found else None, catalog),
             incremental=incremental,
             txn=self._write_numbers.next(get_invocation_id(), schema, identifier),
-            catalog=catalog,
             schema_folder=lambda name: CATALOG_READS.schema_folder(spark, name),
         )
 
@@ -242,7 +240,8 @@ class DeltaMergeAdapter(SparkAdapter):
             spark = self.spark_session()
             df = seed_dataframe(spark, agate_table, self._seed_types(agate_table, config))
             table = self._model_table(spark, relation, spec, incremental=False)
-            done = write_model(spark, df, table=table, spec=spec, materialization="seed", full_refresh=True)
+            seed_run = ModelRun(materialization="seed", full_refresh=True)
+            done = write_model(spark, df, table=table, spec=spec, run=seed_run)
             assert isinstance(done, WriteResult)  # only a dry run writes nothing
             CATALOG_READS.bound(table.schema, table.identifier, table.location.path, None)
             return write_response(done)

@@ -116,8 +116,13 @@ def plan_merge(
     executor: ExecutorKind
     if spec.is_insert_only:
         executor = "insert_only" if snapshot.files else "insert_into_empty"
-    elif marks and not spec.not_matched_by_source and (
-        broadcast or fits_in_broadcast(narrow_schema(merge, joining.on_condition, source_schema), source_rows)
+    elif (
+        marks
+        and not spec.not_matched_by_source
+        and (
+            broadcast
+            or fits_in_broadcast(narrow_schema(merge, joining.on_condition, source_schema), source_rows)
+        )
     ):
         executor = "one_join"
     else:

@@ -22,7 +22,7 @@ from pyspark.sql import SparkSession
 from dbt.adapters.deltamerge import binding
 from dbt.adapters.deltamerge.delta import WriteResult
 from dbt.adapters.deltamerge.model.spec import ModelSpec
-from dbt.adapters.deltamerge.model.write import locate, write_model
+from dbt.adapters.deltamerge.model.write import CatalogEntry, ModelRun, locate, write_model
 from dbt.adapters.deltamerge.spark import warmup
 
 TABLE_EVERY = 8
@@ -40,15 +40,15 @@ def run_round(
     spec = ModelSpec.from_config("warmup", config, materialization)
     spark.sql(f"SHOW TABLE EXTENDED IN {schema} LIKE '*'").collect()
     found = binding.binding(spark, schema, IDENTIFIER)
+    entry = CatalogEntry(
+        schema, IDENTIFIER, found.table_path if found else None, found.properties if found else None
+    )
     table = locate(
         spark,
         spec,
-        schema=schema,
-        identifier=IDENTIFIER,
-        bound=found.table_path if found else None,
+        entry,
         incremental=not table_round,
         txn=(f"dbt-deltamerge:warmup-{os.getpid()}:{schema}.{IDENTIFIER}", number),
-        catalog=found.properties if found else None,
     )
     with interruptible():
         written = write_model(
@@ -56,8 +56,7 @@ def run_round(
             spark.sql(MODEL_SQL),
             table=table,
             spec=spec,
-            materialization=materialization,
-            full_refresh=False,
+            run=ModelRun(materialization=materialization),
             bind=False,
         )
     assert isinstance(written, WriteResult)

@@ -44,6 +44,7 @@ from dbt.adapters.deltamerge.model.spec import Materialization, ModelSpec, plan_
 if TYPE_CHECKING:
     from dbt.adapters.deltamerge.model.contract import ModelContract
 
+
 @dataclass(frozen=True)
 class NotWritten:
     """A dry run of a write that is not a merge: nothing was written, for this reason."""
@@ -65,17 +66,27 @@ class ModelTable:
     catalog: Mapping[str, str] | None = None
 
 
+@dataclass(frozen=True)
+class ModelRun:
+    """What dbt asks of one run of a model's materialization."""
+
+    materialization: Materialization
+    full_refresh: bool = False
+    # A microbatch's window (``spec.batch_window``): the rows it replaces.
+    batch: tuple[str, str] | None = None
+    # Preview the merge, write nothing (``var('deltamerge_dry_run')``).
+    dry_run: bool = False
+    # The enforced contract (its columns' NOT NULL and the model's CHECK constraints).
+    contract: ModelContract | None = None
+
+
 def write_model(
     spark: SparkSession,
     df: DataFrame,
     *,
     table: ModelTable,
     spec: ModelSpec,
-    materialization: Materialization,
-    full_refresh: bool,
-    batch: tuple[str, str] | None = None,
-    dry_run: bool = False,
-    contract: ModelContract | None = None,
+    run: ModelRun,
     bind: bool = True,
 ) -> WriteResult | DryRun | NotWritten:
     """Write one version of the model's Delta table (or merge into it) and re-bind the catalog.
@@ -83,39 +94,39 @@ def write_model(
     ``bind=False``: the catalog entry is left to the caller (the local server's warm-up binds
     apart, outside the operations a dbt command may interrupt: ``spark/warmup.py``).
 
-    With an enforced ``contract``, a new table gets its NOT NULL columns and CHECK constraints; an
-    existing one is brought to the contract first (its own commit, existing rows checked), and
-    the write is then checked against it.
+    With an enforced contract (``run.contract``), a new table gets its NOT NULL columns and CHECK
+    constraints; an existing one is brought to the contract first (its own commit, existing rows
+    checked), and the write is then checked against it.
 
     Returns:
         What was committed; for a dry run the merge it previews, or ``NotWritten`` when the
         model's write is not a merge into an existing table.
     """
-    write = decide(spec, exists=table.exists, full_refresh=full_refresh)
+    write = decide(spec, exists=table.exists, full_refresh=run.full_refresh)
     if spec.write.zorder or spec.write.cluster_by:  # df.columns costs a round trip on Spark Connect
         _check_maintenance_columns(spec, df)  # before anything is written, not after the commit
     if spec.merge is not None and write == "table_write":  # the run creating a merge model's table
         check_before_creating(spark, spec.merge, df)
-    if dry_run and write != "merge":  # answered before the table is read or a change planned
+    if run.dry_run and write != "merge":  # answered before the table is read or a change planned
         return NotWritten(_NOT_PREVIEWED[write])
-    replaces = _replaces(spec, materialization, write, full_refresh)
+    replaces = _replaces(spec, run, write)
     current = _current(table, spec, write, replaces)
     stored = _stored_rows(df, spec)
+    contract = run.contract
     change = table_change(spec, write, current, lambda: stored.schema, contract=contract, replaces=replaces)
-    if dry_run:
+    if run.dry_run:
         assert spec.merge is not None and current is not None  # a merge's table exists (``_current``)
         return dry_run_merge(spark, df, current, spec.merge, change=change)
     name = f"{table.schema}.{table.identifier}"
     if current is not None:
         current = commit_before(spark, current, change, name)  # a contract's constraints, rows checked
     if write == "cdc_apply":
-        result = _apply_changes(spark, df, stored, table, spec, current, change, full_refresh, contract)
+        result = _apply_changes(spark, (df, stored), table, spec, run, current, change)
     elif write == "merge":
         assert spec.merge is not None and current is not None
         result = merge_into(spark, df, current, spec.merge, change=change, txn=table.txn)
     else:
-        write_args = (materialization, current, change, full_refresh, batch, contract)
-        result = _table_write(spark, df, table, spec, *write_args)
+        result = _table_write(spark, df, table, spec, run, current, change)
     with after_commit("the model's maintenance (auto compaction, clustering, OPTIMIZE)"):
         latest = _maintained(spark, result, spec, change) if result.version is not None else result.snapshot
     if bind and (result.version is not None or write == "table_write" or not table.bound):
@@ -185,13 +196,13 @@ def _maintained(spark: SparkSession, result: WriteResult, spec: ModelSpec, chang
     return latest.snapshot
 
 
-def _replaces(spec: ModelSpec, materialization: Materialization, write: Write, full_refresh: bool) -> bool:
+def _replaces(spec: ModelSpec, run: ModelRun, write: Write) -> bool:
     """Whether the run writes a new definition of the table (CREATE OR REPLACE)."""
     if write == "cdc_apply":
-        return full_refresh
+        return run.full_refresh
     if write == "merge":
         return False
-    return materialization != "incremental" or full_refresh
+    return run.materialization != "incremental" or run.full_refresh
 
 
 def _with_contract(
@@ -226,28 +237,38 @@ _NOT_PREVIEWED: dict[Write, str] = {
 }
 
 
+@dataclass(frozen=True)
+class CatalogEntry:
+    """Where a model's relation stands in the catalog when its run starts."""
+
+    schema: str
+    identifier: str
+    # The table the entry binds (None: no entry of ours).
+    bound: str | None = None
+    # The entry's table properties as the run read them (None: not read, or changed since; the
+    # binding then reads them again).
+    properties: Mapping[str, str] | None = None
+
+
 def locate(
     spark: SparkSession,
     spec: ModelSpec,
+    entry: CatalogEntry,
     *,
-    schema: str,
-    identifier: str,
-    bound: str | None,
     incremental: bool,
     txn: tuple[str, int],
-    catalog: Mapping[str, str] | None = None,
     schema_folder: Callable[[str], str] | None = None,
 ) -> ModelTable:
     """The model's table: its location (``delta.place_table``: ``location_root``, its catalog
     binding, or the schema's folder).
 
     ``txn``: the write's ``txn`` (``model/txn.py``).
-    ``catalog``: the catalog entry's properties the run read (its re-binding does not read them again).
     ``schema_folder``: a schema's folder (the command's lookup; else the catalog's, a round trip),
     asked only when it decides.
     A run killed after its commit but before re-binding leaves the table without its catalog
     entry: an incremental model continues the Delta table at its location.
     """
+    schema, identifier, bound = entry.schema, entry.identifier, entry.bound
     root = spec.write.location_root
     folder_of = schema_folder or (lambda name: binding.schema_folder(spark, name))
     location = place_table(
@@ -257,27 +278,27 @@ def locate(
         schema_folder=lambda: folder_of(schema),
     )
     exists = bound is not None or (incremental and has_delta_log(location.path))
-    return ModelTable(schema, identifier, location, exists, bound is not None, txn, catalog)
+    return ModelTable(schema, identifier, location, exists, bound is not None, txn, entry.properties)
 
 
 def _apply_changes(
     spark: SparkSession,
-    events: DataFrame,
-    stored: DataFrame,
+    rows: tuple[DataFrame, DataFrame],
     table: ModelTable,
     spec: ModelSpec,
+    run: ModelRun,
     current: Snapshot | None,
     change: TableChange,
-    full_refresh: bool,
-    contract: ModelContract | None,
 ) -> WriteResult:
+    """CDC apply of the events (``rows``: the events, and the columns of them the table stores)."""
     from dbt.adapters.deltamerge.cdc.apply import apply_changes  # loaded by CDC models only
 
     assert spec.cdc is not None
+    events, stored = rows
     create = plan_write(
         spec.write, materialization="table", location=table.location, exists=table.exists, full_refresh=True
     )
-    create = _with_contract(create, stored, contract, spec)
+    create = _with_contract(create, stored, run.contract, spec)
     return apply_changes(
         spark,
         events,
@@ -286,7 +307,7 @@ def _apply_changes(
         create=create,
         txn=table.txn,
         change=change,
-        full_refresh=full_refresh,
+        full_refresh=run.full_refresh,
     )
 
 
@@ -295,23 +316,22 @@ def _table_write(
     df: DataFrame,
     table: ModelTable,
     spec: ModelSpec,
-    materialization: Materialization,
+    run: ModelRun,
     current: Snapshot | None,
     change: TableChange,
-    full_refresh: bool,
-    batch: tuple[str, str] | None,
-    contract: ModelContract | None,
 ) -> WriteResult:
-    """A table write (``plan_write``: create or replace, append, overwrite partitions, a batch)."""
+    """A table write (``plan_write``: create or replace, append, overwrite partitions, a batch,
+    replace by key)."""
     request = plan_write(
         spec.write,
-        materialization=materialization,
+        materialization=run.materialization,
         location=table.location,
         exists=table.exists,
-        full_refresh=full_refresh,
-        batch=batch,
+        full_refresh=run.full_refresh,
+        batch=run.batch,
     )
-    request = _with_contract(dataclasses.replace(request, txn=table.txn, change=change), df, contract, spec)
+    request = dataclasses.replace(request, txn=table.txn, change=change)
+    request = _with_contract(request, df, run.contract, spec)
     if request.mode != "create_or_replace" and current is not None:
         df = only_columns_of(df, change.schema or current.schema)  # ``ignore``: new columns not written
     return write_dataframe(spark, df, request)

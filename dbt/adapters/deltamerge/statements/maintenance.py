@@ -143,4 +143,3 @@ def _check_predicate(condition: str | None, snapshot: Snapshot) -> None:
     problem = non_partition_column(condition, snapshot.partition_columns) if condition else None
     if problem:
         raise MaintenanceError(f"{problem}. Nothing was committed.")
-

@@ -128,8 +128,10 @@ def feature_problems(protocol: Protocol, configuration: Mapping[str, str], schem
     problems.extend(configuration_problems(configuration, configuration))
     problems.extend(_schema_feature_problems(schema_string))
     mode = str(configuration.get("delta.columnMapping.mode", "none")).lower()
-    enabled = protocol.min_writer_version >= 5 if protocol.writer_features is None else (
-        "columnMapping" in protocol.writer_features
+    enabled = (
+        protocol.min_writer_version >= 5
+        if protocol.writer_features is None
+        else ("columnMapping" in protocol.writer_features)
     )
     if mode in ("name", "id") and not enabled:
         # Its files are written under logical names: mapping them now would make them unreadable.

@@ -20,10 +20,11 @@
   {%- if file_format == 'delta' -%}
     {{ deltamerge_sql_header(model.language) }}
     {%- set contract = deltamerge_contract(compiled_code, target_relation) -%}
-    {% set response = adapter.delta_materialize(
-        target_relation, compiled_code, model.config, 'incremental', full_refresh,
-        batch.event_time_start if batch else none, batch.event_time_end if batch else none,
-        language=model.language, dry_run=dry_run, contract=contract) %}
+    {% set response = adapter.delta_materialize(target_relation, compiled_code, model.config, {
+        'materialization': 'incremental', 'full_refresh': full_refresh,
+        'batch_start': batch.event_time_start if batch else none,
+        'batch_end': batch.event_time_end if batch else none,
+        'language': model.language, 'dry_run': dry_run, 'contract': contract}) %}
     {% do store_result('main', response=response) %}
   {%- else -%}
     {{ exceptions.raise_compiler_error(

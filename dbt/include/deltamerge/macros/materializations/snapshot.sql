@@ -41,7 +41,8 @@
 
   {% if not target_relation_exists %}
     {% set build_sql = build_snapshot_table(strategy, model['compiled_code']) %}
-    {% set response = adapter.delta_materialize(target_relation.incorporate(is_delta=true), build_sql, model.config, 'table') %}
+    {% set response = adapter.delta_materialize(target_relation.incorporate(is_delta=true), build_sql, model.config,
+        {'materialization': 'table'}) %}
     {% do store_result('main', response=response) %}
   {% else %}
     {% set columns = config.get("snapshot_table_column_names") or get_snapshot_table_column_names() %}

@@ -16,8 +16,8 @@
   {%- if file_format == 'delta' -%}
     {{ deltamerge_sql_header(model.language) }}
     {%- set contract = deltamerge_contract(compiled_code, target_relation) -%}
-    {% set response = adapter.delta_materialize(
-        target_relation, compiled_code, model.config, 'table', language=model.language, dry_run=dry_run, contract=contract) %}
+    {% set response = adapter.delta_materialize(target_relation, compiled_code, model.config, {
+        'materialization': 'table', 'language': model.language, 'dry_run': dry_run, 'contract': contract}) %}
     {% do store_result('main', response=response) %}
   {%- elif model.language == 'python' -%}
     {{ exceptions.raise_compiler_error(
