@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from pyspark.sql import types as T
 
-from dbt.adapters.deltamerge.merge.structs import AssignmentError, by_name, nested_update
+from dbt.adapters.deltamerge.merge.structs import AssignmentError, assigned_cast, by_name, nested_update
 
 
 def struct(*fields: tuple[str, T.DataType]) -> T.StructType:
@@ -81,3 +81,29 @@ def test_conflicting_or_impossible_field_assignments_are_deltas_errors():
         AssignmentError, match=r"DELTA_UNSUPPORTED_FIELD_UPDATE_NON_STRUCT.*`v.c`, which is of type: bigint"
     ):
         nested_update("t.v", column, [(("c", "x"), "1", None)], missing_allowed=False)
+
+
+def test_a_value_assigned_across_types_is_cast_as_delta_casts_it():
+    """A string into an int (Delta: Spark's ANSI cast) is cast where it is assigned, and a value that
+    does not convert raises instead of becoming null; lossless widening stays a plain value."""
+    sql = by_name("s.txt", T.StringType(), T.IntegerType(), missing_allowed=False)
+    assert "try_cast((s.txt) AS int)" in sql and "raise_error(" in sql
+    assert by_name("s.n", T.IntegerType(), T.LongType(), missing_allowed=False) == "s.n"
+
+
+def test_a_field_assigned_by_name_is_checked_as_a_whole_value_is():
+    """A struct field whose value does not convert fails too (a plain CAST follows ansi.enabled=false)."""
+    source = T.StructType([T.StructField("a", T.StringType()), T.StructField("b", T.StringType())])
+    sql = by_name("s.v", source, AB, missing_allowed=False)
+    assert "try_cast(((s.v).`a`) AS int)" in sql and "raise_error(" in sql
+
+
+def test_an_array_element_that_does_not_convert_is_found_at_any_depth():
+    nested = T.ArrayType(T.ArrayType(T.StringType()))
+    sql = assigned_cast("s.v", nested, T.ArrayType(T.ArrayType(T.IntegerType())))
+    assert "zip_with((s.v), try_cast((s.v) AS array<array<int>>), (_cast_x0, _cast_y0) ->" in sql
+    assert "zip_with(_cast_x0, _cast_y0, (_cast_x1, _cast_y1) ->" in sql  # the inner arrays' elements
+    keyed = assigned_cast(
+        "s.m", T.MapType(T.StringType(), T.StringType()), T.MapType(T.StringType(), T.IntegerType())
+    )
+    assert "map_values((s.m))" in keyed and "map_keys((s.m))" in keyed

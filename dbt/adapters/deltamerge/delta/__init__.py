@@ -111,7 +111,7 @@ from dbt.adapters.deltamerge.delta.log.definition import (
     with_transaction_retention,
 )
 from dbt.adapters.deltamerge.delta.log.deletion_vectors import serialize
-from dbt.adapters.deltamerge.delta.log.evolution import evolved_schema, schema_changes
+from dbt.adapters.deltamerge.delta.log.evolution import can_write, evolved_schema, schema_changes
 from dbt.adapters.deltamerge.delta.log.features import check_writable, configuration_problems
 from dbt.adapters.deltamerge.delta.log.identity import (
     Identity,
@@ -240,6 +240,7 @@ __all__ = [
     "auto_compact",
     "auto_compact_enabled",
     "block_masks",
+    "can_write",
     "cdc_event_metrics",
     "change_data_feed_enabled",
     "changed",

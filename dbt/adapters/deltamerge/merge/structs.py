@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from pyspark.sql import types as T
 
 from dbt.adapters.deltamerge.common.sql import quote_identifier, string_literal
+from dbt.adapters.deltamerge.delta import can_write
 
 
 class AssignmentError(ValueError):
@@ -65,9 +66,51 @@ def by_name(
         return f"transform_values({sql}, ({key}, {value}) -> {inner})"
     if _has_struct(source) or _has_struct(target):
         raise AssignmentError(_mismatch(source, target))
+    if source != target and not can_write(source, target):
+        return assigned_cast(sql, source, target)
     if source != target and depth > 0:
         return f"CAST({sql} AS {target.simpleString()})"
     return sql
+
+
+def assigned_cast(sql: str, source: T.DataType, target: T.DataType) -> str:
+    """``sql`` (of type ``source``) cast to ``target`` as Delta casts an assigned value: Spark's ANSI
+    cast, whatever ``spark.sql.ansi.enabled`` says (dbt-spark keeps it off). A value that does not
+    convert (``'a'`` into an int, an overflow), at any depth of an array or map, fails the
+    statement, never becomes a silent null; a pair of types Spark cannot cast fails its analysis.
+
+    >>> assigned_cast("s.v", T.StringType(), T.IntegerType())  # doctest: +ELLIPSIS
+    "CASE WHEN ((s.v) IS NOT NULL AND try_cast((s.v) AS int) IS NULL) THEN raise_error('...') ELSE ..."
+    """
+    cast = f"try_cast(({sql}) AS {target.simpleString()})"
+    message = string_literal(
+        f"[CAST_INVALID_INPUT] a value of {sql} ({source.simpleString()}) cannot be cast to "
+        f"{target.simpleString()}: it does not parse or does not fit; nothing was written"
+    )
+    return (
+        f"CASE WHEN {_lost(f'({sql})', cast, source, target, 0)} THEN raise_error({message}) ELSE {cast} END"
+    )
+
+
+def _lost(value: str, cast: str, source: T.DataType, target: T.DataType, depth: int) -> str:
+    """SQL true where ``cast`` (``try_cast(value)``) lost a value ``value`` had, at any depth."""
+    here = f"({value} IS NOT NULL AND {cast} IS NULL)"
+    pairs: list[tuple[str, str, T.DataType, T.DataType]] = []
+    if isinstance(source, T.ArrayType) and isinstance(target, T.ArrayType):
+        pairs = [(value, cast, source.elementType, target.elementType)]
+    elif isinstance(source, T.MapType) and isinstance(target, T.MapType):
+        pairs = [
+            (f"map_keys({value})", f"map_keys({cast})", source.keyType, target.keyType),
+            (f"map_values({value})", f"map_values({cast})", source.valueType, target.valueType),
+        ]
+    if not pairs:
+        return here
+    x, y, lost = f"_cast_x{depth}", f"_cast_y{depth}", f"_cast_l{depth}"
+    inner = [
+        f"exists(zip_with({v}, {c}, ({x}, {y}) -> {_lost(x, y, s, t, depth + 1)}), {lost} -> {lost})"
+        for v, c, s, t in pairs
+    ]
+    return f"({here} OR ({value} IS NOT NULL AND ({' OR '.join(inner)})))"
 
 
 def _struct(

@@ -10,7 +10,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from pyspark.sql import types as T
 
-from dbt.adapters.deltamerge.delta.log.stats import file_stats, stats_to_json, upper_bound
+from dbt.adapters.deltamerge.delta.log.stats import (
+    file_stats,
+    stats_from_metadata,
+    stats_to_json,
+    upper_bound,
+)
 
 SCHEMA = T.StructType(
     [
@@ -112,3 +117,14 @@ def test_decimals_serialize_exactly():
     assert json.loads(text, parse_float=decimal.Decimal)["minValues"]["d"] == decimal.Decimal(
         "12345678901234567890.123456789"
     )
+
+
+def test_a_timestamp_past_year_9999_leaves_its_column_without_min_max(tmp_path):
+    """Python has no datetime past 9999: such a column gets no min/max (read, never skipped) and
+    the file's other statistics stay."""
+    far = pa.array([2**40 * 1_000_000, 0], pa.timestamp("us", tz="UTC"))
+    pq.write_table(pa.table({"ts": far, "n": [1, 2]}), tmp_path / "f.parquet")
+    schema = T.StructType([T.StructField("ts", T.TimestampType()), T.StructField("n", T.LongType())])
+    stats = stats_from_metadata(pq.read_metadata(tmp_path / "f.parquet"), schema)
+    assert "ts" not in stats["minValues"] and stats["nullCount"]["ts"] == 0
+    assert (stats["minValues"]["n"], stats["maxValues"]["n"], stats["numRecords"]) == (1, 2, 2)

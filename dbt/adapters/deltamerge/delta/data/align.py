@@ -60,7 +60,7 @@ def aligned_columns(
         col = F.col(quote_identifier(found.name))
         lossy = not can_write(found.dataType, target.dataType)
         if store_assignment and lossy and can_store_assign(found.dataType, target.dataType):
-            columns.append(store_assigned(col, target, what))
+            columns.append(store_assigned(col, target, what, found.dataType))
             continue
         if not can_write(found.dataType, target.dataType):
             problems.append(
@@ -76,12 +76,54 @@ def aligned_columns(
     return columns
 
 
-def store_assigned(value: Column, field: T.StructField, what: str) -> Column:
-    """``value`` cast to the column's type as a SQL store assignment; a value that does not convert
-    fails the write (with ``what`` and the column named) instead of becoming null."""
+def store_assigned(
+    value: Column, field: T.StructField, what: str, source: T.DataType | None = None
+) -> Column:
+    """``value`` cast to the column's type as a MERGE's or UPDATE's assignment (Spark's ANSI cast);
+    a value that does not convert fails the write (with ``what`` and the column named) instead of
+    becoming null. With the value's type (``source``), a value inside an array, map or struct that
+    does not convert fails it too (Spark's ``try_cast`` nulls just that element)."""
     cast = value.try_cast(field.dataType)
     message = F.lit(
         f"{what}: a value of column `{field.name}` cannot be cast to "
         f"{field.dataType.simpleString()}; nothing was written"
     )
-    return F.when(value.isNotNull() & cast.isNull(), F.raise_error(message)).otherwise(cast).alias(field.name)
+    lost = (
+        _lost(value, cast, source, field.dataType)
+        if source is not None
+        else value.isNotNull() & cast.isNull()
+    )
+    return F.when(lost, F.raise_error(message)).otherwise(cast).alias(field.name)
+
+
+def _lost(value: Column, cast: Column, source: T.DataType, target: T.DataType) -> Column:
+    """True where ``cast`` (``try_cast(value)``) lost a value that was there, at any depth."""
+    here = value.isNotNull() & cast.isNull()
+    if isinstance(source, T.ArrayType) and isinstance(target, T.ArrayType):
+        inner = F.zip_with(value, cast, lambda v, c: _lost(v, c, source.elementType, target.elementType))
+        return here | (value.isNotNull() & F.exists(inner, lambda lost: lost))
+    if isinstance(source, T.MapType) and isinstance(target, T.MapType):
+        keys = F.zip_with(
+            F.map_keys(value), F.map_keys(cast), lambda v, c: _lost(v, c, source.keyType, target.keyType)
+        )
+        values = F.zip_with(
+            F.map_values(value),
+            F.map_values(cast),
+            lambda v, c: _lost(v, c, source.valueType, target.valueType),
+        )
+        nested = F.exists(keys, lambda lost: lost) | F.exists(values, lambda lost: lost)
+        return here | (value.isNotNull() & nested)
+    if isinstance(source, T.StructType) and isinstance(target, T.StructType):
+        fields = zip(source.fields, target.fields, strict=False)  # a struct casts by position
+        inside = [
+            _lost(value.getField(s.name), cast.getField(t.name), s.dataType, t.dataType) for s, t in fields
+        ]
+        return here | (value.isNotNull() & cast.isNotNull() & _any(inside)) if inside else here
+    return here
+
+
+def _any(conditions: list[Column]) -> Column:
+    found = conditions[0]
+    for condition in conditions[1:]:
+        found = found | condition
+    return found

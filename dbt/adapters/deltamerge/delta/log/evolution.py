@@ -181,23 +181,32 @@ _DATETIME = (T.DateType, T.TimestampType, T.TimestampNTZType)
 
 
 def can_store_assign(source: T.DataType, target: T.DataType) -> bool:
-    """Whether Spark's ANSI store assignment casts ``source`` values into a ``target`` column.
+    """Whether Delta casts ``source`` values assigned to a ``target`` column by a MERGE or UPDATE.
 
-    The rule of a MERGE's, UPDATE's or INSERT's assignments (Delta casts the assigned values
-    to the column types; a value that does not fit fails the write at run time): numbers to
-    numbers, dates and timestamps among themselves, atomic values to strings, recursively
-    inside arrays, maps and structs.
+    Delta's rule (``UpdateExpressionsSupport.cast`` under Spark's default ``storeAssignmentPolicy``
+    ANSI) is Spark's ANSI cast: numbers among themselves and to and from booleans, a string to a
+    number, boolean, date, timestamp or binary, dates and timestamps among themselves, numbers to
+    timestamps and back, anything atomic to a string; recursively inside arrays, maps and structs.
+    A value that does not convert (``'a'`` into an int, an overflow) fails the write at run time
+    (``store_assigned``), never a silent null. A date never becomes a number (Spark refuses it).
 
     >>> can_store_assign(T.LongType(), T.IntegerType()), can_store_assign(T.TimestampType(), T.DateType())
     (True, True)
-    >>> can_store_assign(T.StringType(), T.IntegerType())
-    False
+    >>> can_store_assign(T.StringType(), T.IntegerType()), can_store_assign(T.DateType(), T.IntegerType())
+    (True, False)
     """
     if can_write(source, target):
         return True
-    if isinstance(source, T.NumericType) and isinstance(target, T.NumericType):
+    numeric_or_bool = (T.NumericType, T.BooleanType)
+    if isinstance(source, numeric_or_bool) and isinstance(target, numeric_or_bool):
         return True
     if isinstance(source, _DATETIME) and isinstance(target, _DATETIME):
+        return True
+    if isinstance(source, T.StringType):
+        return isinstance(target, (*numeric_or_bool, *_DATETIME, T.BinaryType, T.StringType))
+    if isinstance(source, T.NumericType) and isinstance(target, T.TimestampType):
+        return True
+    if isinstance(source, T.TimestampType) and isinstance(target, T.NumericType):
         return True
     if isinstance(target, T.StringType):
         return isinstance(source, T.AtomicType) and not isinstance(source, T.BinaryType)

@@ -115,11 +115,15 @@ def _combine(chunk_stats: list[Any], num_rows: int) -> tuple[int | None, Any, An
             null_count = null_count + st.null_count if st.has_null_count else None
         if st.num_values == 0:
             continue  # an all-null row group has no min/max and needs none
-        if not st.has_min_max:
-            complete = False
+        try:
+            bounds = (st.min, st.max) if st.has_min_max else None
+        except (OverflowError, ValueError):  # a timestamp past year 9999: no Python value for it
+            bounds = None
+        if bounds is None:
+            complete = False  # no min/max for this column of the file: readers read it, never skip it
             continue
-        low = st.min if low is None else min(low, st.min)
-        high = st.max if high is None else max(high, st.max)
+        low = bounds[0] if low is None else min(low, bounds[0])
+        high = bounds[1] if high is None else max(high, bounds[1])
     if not complete:
         return null_count, None, None
     return null_count, low, high
