@@ -189,7 +189,8 @@ class TestWorkAvoidedAndErrors:
         ("config", "expected"),
         [
             ({"when_matched": [{"action": "update", "condition": "DBT_INTERNAL_SOURCE.nope > 1"}]}, "nope"),
-            ({"when_matched": [{"action": "update", "set": {"id": "'not a number'"}}]}, "`id` is string"),
+            # Delta casts a string assigned to a number column (ANSI cast): this one does not parse.
+            ({"when_matched": [{"action": "update", "set": {"id": "'not a number'"}}]}, "cannot be cast to"),
         ],
     )
     def test_failed_merge_leaves_table_and_files(self, project, config, expected):
