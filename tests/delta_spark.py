@@ -138,7 +138,9 @@ def _tail(path: str, lines: int = 12) -> str:
 def _session(workdir: str) -> Any:
     from pyspark.sql import SparkSession
 
-    return (
+    from dbt.adapters.deltamerge.spark.packages import resolving
+
+    builder = (
         SparkSession.builder.master("local[2]")
         .appName("delta-oracle")
         .config("spark.jars.packages", DELTA_PACKAGE)
@@ -158,8 +160,9 @@ def _session(workdir: str) -> Any:
         .config("spark.databricks.delta.snapshotPartitions", "1")
         # VACUUM ... DRY RUN of files just removed, as ours is asked.
         .config("spark.databricks.delta.retentionDurationCheck.enabled", "false")
-        .getOrCreate()
     )
+    with resolving({"spark.jars.packages": DELTA_PACKAGE}):  # one Ivy resolution at a time
+        return builder.getOrCreate()
 
 
 def _pause(folder: str) -> bool:

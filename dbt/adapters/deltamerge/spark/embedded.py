@@ -19,6 +19,7 @@ from dbt.adapters.deltamerge.spark.conf import session_conf
 from dbt.adapters.deltamerge.spark.java import java_problem, java_version_problem
 from dbt.adapters.deltamerge.spark.logs import java_option
 from dbt.adapters.deltamerge.spark.metastore import claim_warehouse, in_use_message, metastore_holder
+from dbt.adapters.deltamerge.spark.packages import resolving
 from dbt.adapters.deltamerge.spark.process import PROCESS
 
 logger = AdapterLogger("DeltaMerge")
@@ -78,7 +79,8 @@ def start_session(warehouse: str, overrides: dict[str, str]) -> Any:
         raise DbtRuntimeError(missing)
     logger.debug(f"Starting the embedded Spark session, warehouse {warehouse}")
     try:
-        session = builder.getOrCreate()
+        with resolving(conf):  # Ivy resolves one process's packages at a time
+            session = builder.getOrCreate()
     except Exception as error:  # the JVM did not start: a Java too old is said as such
         _release_lock()
         problem = java_version_problem()

@@ -30,6 +30,7 @@ from dbt.adapters.deltamerge.spark.conf import SERVER_SESSION_DEFAULTS, session_
 from dbt.adapters.deltamerge.spark.java import java_problem, java_version_problem
 from dbt.adapters.deltamerge.spark.logs import server_java_option
 from dbt.adapters.deltamerge.spark.metastore import describe_process, lock_holders, metastore_holder
+from dbt.adapters.deltamerge.spark.packages import resolving
 
 SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
 DEFAULT_PORT = 15002
@@ -42,9 +43,8 @@ CLIENTS_FILE = ".deltamerge-server.clients"
 START_LOCK = ".deltamerge-server.lock"
 START_TIMEOUT_SECONDS = 120.0
 RENEW_AFTER_COMMANDS = 400  # ~4,000 of the metastore's leaked PersistenceManagers (daemon.RENEW)
-# The warm-up process's program (``python -m``): the model layer's round over ``spark/warmup.py``.
-# A process this layer starts, not a module it imports (it imports nothing above it); the module
-# imports ``spark/warmup.py``, and a unit test checks the name is that module.
+# The warm-up process's program (``python -m``) over ``spark/warmup.py``: a process this layer
+# starts, not a module it imports (it imports nothing above it); a unit test checks the name.
 WARMUP_MAIN = "dbt.adapters.deltamerge.model.warmup"
 LOG_KEEP_BYTES = 10 * 2**20
 
@@ -201,12 +201,13 @@ def start(
         spec.update(warmup_rounds=warmup_rounds, warmup_settings=settings)
     spec_file = os.path.join(warehouse, SPEC_FILE)
     Path(spec_file).write_text(json.dumps(spec, indent=2))
-    supervisor = subprocess.Popen(
-        [sys.executable, daemon.__file__, spec_file],
-        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        cwd=warehouse, start_new_session=True,  # outlives this command; stopped as a process group
-    )  # fmt: skip
-    return _wait_until_serving(supervisor, warehouse, log)
+    with resolving(server_conf(warehouse, conf)):  # Ivy resolves one process's packages at a time
+        supervisor = subprocess.Popen(
+            [sys.executable, daemon.__file__, spec_file],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            cwd=warehouse, start_new_session=True,  # outlives this command; stopped as a process group
+        )  # fmt: skip
+        return _wait_until_serving(supervisor, warehouse, log)
 
 
 def _wait_until_serving(supervisor: subprocess.Popen[bytes], warehouse: str, log: str) -> ServerState:
