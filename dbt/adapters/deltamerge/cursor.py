@@ -11,6 +11,7 @@ session itself).
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from dbt.adapters.events.logging import AdapterLogger
@@ -19,9 +20,9 @@ from dbt_common.exceptions import DbtDatabaseError
 from pyspark.errors import PySparkException
 
 from dbt.adapters.deltamerge.errors import named_errors
+from dbt.adapters.deltamerge.invocation import current
 from dbt.adapters.deltamerge.spark.view_text import make_room
 from dbt.adapters.deltamerge.statements import may_write_table
-from dbt.adapters.deltamerge.statements.fresh import CATALOG_READS
 from dbt.adapters.deltamerge.statements.parse_history import may_be_history_statement, travel_references
 from dbt.adapters.deltamerge.statements.reads import may_define_objects, read_names
 from dbt.adapters.deltamerge.statements.travel import with_versions
@@ -39,12 +40,13 @@ class DeltaCursor(Cursor):
     def execute(self, sql: str, *parameters: Any) -> None:
         if parameters:
             sql = sql % parameters
+        catalog = current().catalog
         reads = read_names(sql)
         if reads:
             with named_errors("SQL statement reading a Delta table"):
-                CATALOG_READS.refresh(self.spark, reads)
+                catalog.refresh(self.spark, reads)
         if may_define_objects(sql):
-            CATALOG_READS.forget_definitions()  # a view's text or a table's kind may change
+            catalog.forget_definitions()  # a view's text or a table's kind may change
         if may_be_history_statement(sql) and self._history(sql):
             return
         if travel_references(sql):  # VERSION / TIMESTAMP AS OF: those versions' entries
@@ -54,7 +56,7 @@ class DeltaCursor(Cursor):
             from dbt.adapters.deltamerge.statements.run import run_on_delta  # the parsers, on first use
 
             with named_errors("SQL statement on a Delta table"):
-                handled = run_on_delta(self.spark, sql)
+                handled = run_on_delta(self.spark, sql, partial(catalog.schema_folder, self.spark))
             if handled is not None:
                 result = handled.result
                 logger.debug(f"{result.operation} of {handled.table}: Delta version {result.version}")

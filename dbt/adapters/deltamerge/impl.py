@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, cast
 
 from dbt.adapters.base import ConstraintSupport, available
@@ -20,7 +21,6 @@ from dbt.adapters.contracts.relation import RelationType
 from dbt.adapters.spark.impl import SparkAdapter, SparkConfig
 from dbt_common.contracts.constraints import ConstraintType
 from dbt_common.exceptions import DbtRuntimeError
-from dbt_common.invocation import get_invocation_id
 from pyspark.sql import SparkSession
 
 from dbt.adapters.deltamerge import binding
@@ -28,10 +28,10 @@ from dbt.adapters.deltamerge.common.config_values import dry_run_var
 from dbt.adapters.deltamerge.connections import DeltaMergeConnectionManager, session_of
 from dbt.adapters.deltamerge.delta import DEFAULT_RETENTION_HOURS, WriteResult, load_snapshot
 from dbt.adapters.deltamerge.errors import model_errors, named_errors
+from dbt.adapters.deltamerge.invocation import current
 from dbt.adapters.deltamerge.merge import DryRun
 from dbt.adapters.deltamerge.model.response import dry_run_response, not_written_response, write_response
 from dbt.adapters.deltamerge.model.spec import Materialization, ModelSpec, batch_window
-from dbt.adapters.deltamerge.model.txn import WriteNumbers
 from dbt.adapters.deltamerge.model.write import (
     CatalogEntry,
     ModelRun,
@@ -40,7 +40,6 @@ from dbt.adapters.deltamerge.model.write import (
     locate,
     write_model,
 )
-from dbt.adapters.deltamerge.statements.fresh import CATALOG_READS
 from dbt.adapters.deltamerge.statements.travel import TRAVEL_MARK, with_versions
 
 
@@ -69,9 +68,6 @@ class DeltaMergeAdapter(SparkAdapter):
 
     def __init__(self, config: Any, mp_context: Any) -> None:
         super().__init__(config, mp_context)
-        # The Delta txn of each write this command makes (idempotent commit retries depend on it).
-        self._write_numbers = WriteNumbers()
-        CATALOG_READS.forget()  # a new command (dbt's programmatic runner reuses the process)
 
     @classmethod
     def quote(cls, identifier: str) -> str:
@@ -176,14 +172,14 @@ class DeltaMergeAdapter(SparkAdapter):
             table = self._model_table(spark, relation, spec, incremental=materialization == "incremental")
             python = run.get("language") == "python"
             if not python:  # the tables it reads, at their latest versions (a Python
-                CATALOG_READS.refresh_sql(spark, sql)  # model's ref() and source() do the same),
+                current().catalog.refresh_sql(spark, sql)  # model's ref() and source() do the same),
                 sql = with_versions(spark, sql)  # and those it reads VERSION / TIMESTAMP AS OF
             rows = _python_model(spark, sql, model) if python else spark.sql(sql)
             done = write_model(spark, rows, table=table, spec=spec, run=model_run)
             if isinstance(done, NotWritten):
                 return not_written_response(done.reason)
             if not isinstance(done, DryRun):  # bound by the write: its version looked up at the next read
-                CATALOG_READS.bound(table.schema, table.identifier, table.location.path, None)
+                current().catalog.bound(table.schema, table.identifier, table.location.path, None)
             return dry_run_response(done) if isinstance(done, DryRun) else write_response(done)
 
     def _model_table(
@@ -191,13 +187,14 @@ class DeltaMergeAdapter(SparkAdapter):
     ) -> ModelTable:
         """The model's table, its catalog entry re-bound first if other writers committed since."""
         schema, identifier = str(relation.schema), str(relation.identifier)
+        invocation = current()
         found, unlisted = self._binding(spark, relation)
         # The model's SQL may read {{ this }}: it must see versions other writers made.
         rebound = found is not None and binding.refresh(
             spark, schema=schema, identifier=identifier, table_path=found.table_path, version=found.version
         )
         if found is not None:  # what {{ this }} is: no catalog look-up when the SQL reads it
-            CATALOG_READS.bound(schema, identifier, found.table_path, None if rebound else found.version)
+            invocation.catalog.bound(schema, identifier, found.table_path, None if rebound else found.version)
         # An entry dbt's cache does not list has no properties for the binding to keep: it is
         # not read again before the binding (one catalog round trip fewer for each new table).
         catalog = {} if unlisted else found.properties if found and not rebound else None
@@ -206,8 +203,8 @@ class DeltaMergeAdapter(SparkAdapter):
             spec,
             CatalogEntry(schema, identifier, found.table_path if found else None, catalog),
             incremental=incremental,
-            txn=self._write_numbers.next(get_invocation_id(), schema, identifier),
-            schema_folder=lambda name: CATALOG_READS.schema_folder(spark, name),
+            txn=invocation.next_txn(schema, identifier),
+            schema_folder=lambda name: invocation.catalog.schema_folder(spark, name),
         )
 
     def _binding(self, spark: SparkSession, relation: BaseRelation) -> tuple[binding.Binding | None, bool]:
@@ -243,7 +240,7 @@ class DeltaMergeAdapter(SparkAdapter):
             seed_run = ModelRun(materialization="seed", full_refresh=True)
             done = write_model(spark, df, table=table, spec=spec, run=seed_run)
             assert isinstance(done, WriteResult)  # only a dry run writes nothing
-            CATALOG_READS.bound(table.schema, table.identifier, table.location.path, None)
+            current().catalog.bound(table.schema, table.identifier, table.location.path, None)
             return write_response(done)
 
     @available
@@ -267,7 +264,7 @@ class DeltaMergeAdapter(SparkAdapter):
                 statistics=statistics,
                 relation_name=relation_name,
             )
-        CATALOG_READS.forget()  # a registered name is one of our entries now, maybe of another table
+        current().catalog.forget()  # a registered name is one of our entries now, maybe of another table
         return dataclasses.asdict(result)
 
     @available
@@ -323,7 +320,8 @@ class DeltaMergeAdapter(SparkAdapter):
         with named_errors(f"binding of {relation}"):
             spark = self.spark_session()
             schema, identifier = str(relation.schema), str(relation.identifier)
-            path = interrupted_table(spark, schema, identifier)
+            folder = partial(current().catalog.schema_folder, spark, schema)
+            path = interrupted_table(spark, schema, identifier, folder)
             snapshot = load_snapshot(path) if path is not None else None
             if snapshot is None:
                 return False

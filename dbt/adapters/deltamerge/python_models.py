@@ -16,7 +16,7 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 
 from dbt.adapters.deltamerge.common.errors import EngineError
-from dbt.adapters.deltamerge.statements.fresh import CATALOG_READS
+from dbt.adapters.deltamerge.invocation import current
 from dbt.adapters.deltamerge.statements.reads import read_names
 
 
@@ -44,5 +44,5 @@ def python_model_frame(spark: SparkSession, compiled_code: str, *, model: str) -
 
 def _fresh_table(spark: SparkSession, name: str) -> DataFrame:
     """``spark.table(name)`` of the table's latest version (another writer may have committed)."""
-    CATALOG_READS.refresh(spark, read_names(f"SELECT * FROM {name}"))
+    current().catalog.refresh(spark, read_names(f"SELECT * FROM {name}"))
     return spark.table(name)

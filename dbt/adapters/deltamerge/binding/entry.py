@@ -349,8 +349,8 @@ def _create_files_table(
 
 
 def schema_folder(spark: SparkSession, schema: str) -> str:
-    """The folder of ``schema`` where Spark places its managed tables (a catalog round trip;
-    callers in a dbt command go through ``statements/fresh.CATALOG_READS.schema_folder``)."""
+    """The folder of ``schema`` where Spark places its managed tables (a catalog round trip; a
+    dbt invocation asks through its ``catalog.schema_folder``, once per schema)."""
     return str(spark.catalog.getDatabase(schema).locationUri)
 
 

@@ -7,8 +7,8 @@ another writer (Delta's conflict rules decide); microbatch writes of one invocat
 Tables keep these entries for ``delta.setTransactionRetentionDuration``
 (``delta/log/definition.with_transaction_retention``).
 
-The adapter instance holds one ``WriteNumbers`` (dbt makes an adapter per command); counts are
-also keyed by the invocation, so an adapter dbt reused for another invocation starts again at 0.
+Each dbt invocation holds one ``WriteNumbers`` (``invocation.Invocation.writes``); counts are
+also keyed by the invocation id, so numbers never carry over from one invocation to another.
 """
 
 from __future__ import annotations

@@ -8,8 +8,8 @@ times in one process), while a JVM with its metastore can start once per process
 sessions and their server-side state outlive a connection, a lease on a warm server's clients file
 must be held until exit, and a server started in the background is waited for by a later
 connection. One place, so a reader (and a test) sees all of it: nothing else in the package keeps
-module-level state across connections (the Delta ``txn`` counter lives on the adapter instance; the
-statements' catalog knowledge, ``statements/fresh.CATALOG_READS``, is forgotten at each command).
+module-level state across connections. What one dbt invocation knows (its catalog reads, its
+writes' ``txn`` numbers) is its ``invocation.Invocation``, kept here by invocation id.
 
 The collector:
 
@@ -71,6 +71,13 @@ class ProcessState:
     # database belongs to one JVM for its life, and widened it stays (spark/view_text.py).
     wide_view_text: set[str] = field(default_factory=set)
     view_text_lock: threading.Lock = field(default_factory=threading.Lock)
+    # Each dbt invocation's knowledge by invocation id, the last few (``invocation.py``): dbt's
+    # Python API runs invocations one after another in one process.
+    invocations: dict[str, Any] = field(default_factory=dict)
+    invocations_lock: threading.Lock = field(default_factory=threading.Lock)
+    # The clients locks this process holds on warm servers it stopped (``server.hold_clients``),
+    # open until exit.
+    held_clients: list[IO[bytes]] = field(default_factory=list)
 
 
 PROCESS = ProcessState()

@@ -23,7 +23,6 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from importlib.metadata import version
 from pathlib import Path
-from typing import IO
 
 from dbt.adapters.deltamerge.spark import daemon
 from dbt.adapters.deltamerge.spark.conf import SERVER_SESSION_DEFAULTS, session_conf
@@ -31,6 +30,7 @@ from dbt.adapters.deltamerge.spark.java import java_problem, java_version_proble
 from dbt.adapters.deltamerge.spark.logs import server_java_option
 from dbt.adapters.deltamerge.spark.metastore import describe_process, lock_holders, metastore_holder
 from dbt.adapters.deltamerge.spark.packages import resolving
+from dbt.adapters.deltamerge.spark.process import PROCESS
 
 SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
 DEFAULT_PORT = 15002
@@ -240,11 +240,8 @@ def hold_clients(warehouse: str, *, wait: bool, say: Callable[[str], None]) -> s
             return users or "a dbt command"
         say(f"Waiting for the dbt commands using the server to finish ({users or 'a dbt command'})")
         fcntl.flock(holder, fcntl.LOCK_EX)
-    _HELD.append(holder)
+    PROCESS.held_clients.append(holder)
     return ""
-
-
-_HELD: list[IO[bytes]] = []  # clients locks this process holds (``hold_clients``) until it exits
 
 
 def stop(warehouse: str) -> ServerState | None:

@@ -14,7 +14,7 @@ the catalog entry; the log and its history stay).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from pyspark.sql import DataFrame, SparkSession
@@ -44,7 +44,6 @@ from dbt.adapters.deltamerge.delta import (
 )
 from dbt.adapters.deltamerge.statements.column_ddl import column_metadata, constraint_properties
 from dbt.adapters.deltamerge.statements.dml import update_rows
-from dbt.adapters.deltamerge.statements.fresh import CATALOG_READS
 from dbt.adapters.deltamerge.statements.parse_ddl import ColumnDefinition, CreateTableStatement
 
 
@@ -63,9 +62,15 @@ class _Definition:
 
 
 def create_table(
-    spark: SparkSession, statement: CreateTableStatement, *, schema: str, identifier: str
+    spark: SparkSession,
+    statement: CreateTableStatement,
+    *,
+    schema: str,
+    identifier: str,
+    schema_folder: Callable[[], str],
 ) -> WriteResult | None:
-    """Create (or replace) the Delta table ``schema.identifier``; nothing is committed for IF NOT EXISTS.
+    """Create (or replace) the Delta table ``schema.identifier``; nothing is committed for IF NOT
+    EXISTS. ``schema_folder``: the schema's folder, asked when the table is placed there.
 
     Returns:
         What was committed, or None for a ``LIKE`` of a non-Delta table without ``USING delta``
@@ -85,7 +90,7 @@ def create_table(
         identifier,
         explicit=statement.location,
         bound=bound[0] if bound else None,
-        schema_folder=lambda: CATALOG_READS.schema_folder(spark, schema),
+        schema_folder=schema_folder,
     )
     current = load_snapshot(location)
     if current is not None and not (

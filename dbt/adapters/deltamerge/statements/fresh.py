@@ -63,14 +63,14 @@ Known = Bound | View | Other
 
 
 class CatalogReads:
-    """What this process knows of the catalog names statements read, so that a read costs one log
-    listing per Delta table when nothing changed.
+    """What one dbt invocation knows of the catalog names its statements read, so that a read costs
+    one log listing per Delta table when nothing changed (``invocation.Invocation.catalog``).
 
-    Process state, on purpose: one dbt command is one process, and the catalog entries it binds
-    and the views it creates are its own doing. Entries of ours are kept with the version last
-    bound (any binder's: a differing log is looked at again before binding); views and other
-    tables are forgotten whenever a statement of the process creates, replaces, alters or drops
-    a catalog object (``forget_definitions``). A missing name is never kept.
+    The catalog entries an invocation binds and the views it creates are its own doing. Entries
+    of ours are kept with the version last bound (any binder's: a differing log is looked at again
+    before binding); views and other tables are forgotten whenever a statement of the invocation
+    creates, replaces, alters or drops a catalog object (``forget_definitions``). A missing name is
+    never kept.
     """
 
     def __init__(self) -> None:
@@ -203,5 +203,3 @@ def _fresh(spark: SparkSession, bound: Bound) -> Bound:
     )
     return Bound(bound.schema, bound.identifier, entry.table_path, snapshot.version)
 
-
-CATALOG_READS = CatalogReads()

@@ -37,7 +37,6 @@ from dbt.adapters.deltamerge.merge import MergeSpec, evolved_by_merge, merge_int
 from dbt.adapters.deltamerge.statements import dml
 from dbt.adapters.deltamerge.statements.column_ddl import add_constraint, alter_column, drop_constraint
 from dbt.adapters.deltamerge.statements.ddl import add_columns, create_table, drop_columns, rename_column
-from dbt.adapters.deltamerge.statements.fresh import CATALOG_READS
 from dbt.adapters.deltamerge.statements.insert import insert_into
 from dbt.adapters.deltamerge.statements.maintenance import optimize_table, reorg_purge, set_properties
 from dbt.adapters.deltamerge.statements.parse import (
@@ -86,8 +85,16 @@ class StatementResult:
     affected: dict[str, int | str]
 
 
-def run_on_delta(spark: SparkSession, sql: str) -> StatementResult | None:
-    """Run ``sql`` through the engine if it writes a Delta table.
+# A schema's name -> the folder of its new tables (the invocation's catalog reads answer it).
+SchemaFolder = Callable[[str], str]
+
+
+def run_on_delta(
+    spark: SparkSession, sql: str, schema_folder: SchemaFolder | None = None
+) -> StatementResult | None:
+    """Run ``sql`` through the engine if it writes a Delta table; ``schema_folder`` tells where a
+    schema's new tables go (asked only when a table is placed: a dbt invocation's catalog reads,
+    which ask the catalog once per schema; without it, the catalog is asked each time).
 
     Returns:
         What ran, or None when ``sql`` is not such a statement (Spark runs it).
@@ -104,10 +111,11 @@ def run_on_delta(spark: SparkSession, sql: str) -> StatementResult | None:
     if schema is None:
         return None
     name = f"{schema}.{identifier}"
+    folder = partial(schema_folder or partial(binding.schema_folder, spark), schema)
     if isinstance(parsed, CreateTableStatement):
-        result = create_table(spark, parsed, schema=schema, identifier=identifier)
+        result = create_table(spark, parsed, schema=schema, identifier=identifier, schema_folder=folder)
         return None if result is None else _done(spark, schema, identifier, result)
-    snapshot = _bound_snapshot(spark, schema, identifier)
+    snapshot = _bound_snapshot(spark, schema, identifier, folder)
     if snapshot is None:
         return None
     if isinstance(parsed, RefusedStatement):
@@ -201,9 +209,13 @@ def _schema_of(spark: SparkSession, parts: tuple[str, ...]) -> str | None:
     return parts[-2] if len(parts) > 1 else spark.catalog.currentDatabase()
 
 
-def _bound_snapshot(spark: SparkSession, schema: str, identifier: str) -> Snapshot | None:
+def _bound_snapshot(
+    spark: SparkSession, schema: str, identifier: str, schema_folder: Callable[[], str]
+) -> Snapshot | None:
     bound = binding.binding(spark, schema, identifier)
-    path = bound.table_path if bound is not None else interrupted_table(spark, schema, identifier)
+    path = (
+        bound.table_path if bound is not None else interrupted_table(spark, schema, identifier, schema_folder)
+    )
     if path is None:
         return None
     # The statement's query (a snapshot's staging view, say) may read the table: it must see
@@ -216,15 +228,17 @@ def _bound_snapshot(spark: SparkSession, schema: str, identifier: str) -> Snapsh
     return snapshot
 
 
-def interrupted_table(spark: SparkSession, schema: str, identifier: str) -> str | None:
+def interrupted_table(
+    spark: SparkSession, schema: str, identifier: str, schema_folder: Callable[[], str]
+) -> str | None:
     """The Delta table at the managed location of a name whose catalog entry a killed run was
-    replacing (a table the user dropped stays dropped): statements and snapshots bind it again."""
+    replacing (a table the user dropped stays dropped): statements and snapshots bind it again.
+    ``schema_folder``: the schema's folder (asked only when the schema exists)."""
     if spark.catalog.tableExists(binding.table_name(schema, identifier)):
         return None  # a table of another kind (a view, a parquet table): Spark's
     if not spark.catalog.databaseExists(schema):
         return None
-    folder = partial(CATALOG_READS.schema_folder, spark, schema)
-    path = place_table(identifier, explicit=None, bound=None, schema_folder=folder).path
+    path = place_table(identifier, explicit=None, bound=None, schema_folder=schema_folder).path
     return path if binding.interrupted_binding(path, schema, identifier) else None
 
 
