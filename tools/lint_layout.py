@@ -20,6 +20,14 @@
    names an inner module (a test may still import a module as a whole to patch it; unit tests,
    which mirror the tree, import the module they test).
 
+8. No module-level state outside ``spark/process.ProcessState`` (the process's) and
+   ``invocation.Invocation`` (one dbt invocation's): a module-level object made by calling a class
+   with no arguments (``NAME = Class()``, ``threading.local()``) or an empty container is allowed
+   only where ``MODULE_STATE`` names it with its reason (stateless values, thread-locals).
+9. Where the layout is moving, counts only fall: ``table_path: str`` in the package's signatures
+   (a table's handle is its ``TableLocation``) and ``on_object_store(`` outside
+   ``delta/storage.py`` (the store is chosen once) at most ``RATCHETS`` says.
+
 Run ``python tools/lint_layout.py``: it prints each broken rule with the place and exits 1.
 """
 
@@ -57,6 +65,27 @@ DELTA_ROOMS = ["", "log", "txn", "data", "commands"]
 NO_SPARK_ROOMS = {"", "log", "txn"}
 # Folders whose callers import the folder's face (its __init__) only.
 FACES = {"delta", "binding", "merge"}
+# Module-level objects allowed (rule 8), by module, each with why it is not state to move.
+MODULE_STATE: dict[str, dict[str, str]] = {
+    "spark/process.py": {"PROCESS": "the process's state, the one place for it"},
+    "common/sql.py": {"_FALLBACK_FILTER": "a stateless logging filter"},
+    "delta/log/definition.py": {"NO_CHANGE": "an immutable value"},
+    "delta/txn/stamps.py": {"NO_STAMPS": "an immutable value"},
+    "merge/refusals.py": {"_SPARK": "sqlglot's dialect, stateless"},
+    "merge/scope.py": {"_SPARK": "sqlglot's dialect, stateless"},
+    "statements/parse_dml.py": {"SPARK": "sqlglot's dialect, stateless"},
+    "delta/ledger.py": {"_OPEN": "per thread: the ledgers a thread's block opened"},
+    "docs_catalog.py": {"_HELD": "per thread: the snapshot a catalog thread holds"},
+    "spark/progress.py": {"_THREAD": "per thread: what the thread works on"},
+    "common/cancel.py": {
+        "_CANCELLED": "marks on threads (weak: gone with them), below ProcessState's layer",
+        "_LOCK": "guards _CANCELLED",
+    },
+    "binding/delta_catalog.py": {"_SESSIONS": "a memo per Spark session (weak: gone with it)"},
+    "delta/object_storage.py": {"STORES": "to move: a table's handle carries its store (issue 69)"},
+}
+# Counts that may only fall (rule 9): lower them as the code moves, never raise them.
+RATCHETS = {"table_path: str": 69, "on_object_store(": 4}
 # Folders of the tree outside the package whose modules may not import each other in a circle.
 OUTSIDE = ("benchmarks", "tests", "tools")
 # Where callers live besides the package (unit tests excepted: they mirror the tree).
@@ -192,7 +221,52 @@ def problems() -> list[str]:
     found.extend(_unmapped(known))
     found.extend(_delta_rooms(known))
     found.extend(_faces(known))
+    found.extend(_module_state(known))
+    found.extend(_ratchets(known))
     return found
+
+
+def _module_state(known: dict[str, Path]) -> list[str]:
+    """Module-level objects of state not named in ``MODULE_STATE`` (rule 8)."""
+    found = []
+    for path in known.values():
+        rel = path.relative_to(PACKAGE).as_posix()
+        allowed = MODULE_STATE.get(rel, {})
+        for node in ast.parse(path.read_text()).body:
+            target = node.targets[0] if isinstance(node, ast.Assign) else getattr(node, "target", None)
+            value = getattr(node, "value", None)
+            if isinstance(target, ast.Name) and _makes_state(value) and target.id not in allowed:
+                found.append(
+                    f"rule 8: {rel}:{node.lineno} keeps module-level state {target.id}: "
+                    "put it on ProcessState or Invocation"
+                )
+    return found
+
+
+def _makes_state(value: ast.expr | None) -> bool:
+    """Whether ``value`` makes an object of state: an empty container, or a class called bare."""
+    if isinstance(value, (ast.List, ast.Dict, ast.Set)):
+        return not (value.elts if not isinstance(value, ast.Dict) else value.keys)
+    if not isinstance(value, ast.Call) or value.args or value.keywords:
+        return False
+    name = value.func.id if isinstance(value.func, ast.Name) else getattr(value.func, "attr", "")
+    return name[:1].isupper() or name.lstrip("_")[:1].isupper() or name in ("local", "set", "dict", "list")
+
+
+def _ratchets(known: dict[str, Path]) -> list[str]:
+    """Counts above their ratchet (rule 9)."""
+    counts = dict.fromkeys(RATCHETS, 0)
+    for path in known.values():
+        rel = path.relative_to(PACKAGE).as_posix()
+        text = path.read_text()
+        counts["table_path: str"] += text.count("table_path: str")
+        if rel != "delta/storage.py":
+            counts["on_object_store("] += text.count("on_object_store(")
+    return [
+        f"rule 9: {count} of `{what}` (at most {RATCHETS[what]}: the count only falls)"
+        for what, count in counts.items()
+        if count > RATCHETS[what]
+    ]
 
 
 def _outside_cycles() -> list[str]:
