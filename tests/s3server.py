@@ -45,11 +45,11 @@ def s3proxy_jar() -> Path:
     return jar
 
 
-def s3_options(endpoint: str) -> dict[str, str]:
+def s3_options(endpoint: str, access_key: str = ACCESS_KEY, secret_key: str = SECRET_KEY) -> dict[str, str]:
     """The ``AWS_*`` variables that reach an S3Proxy of these tests at ``endpoint``."""
     return {
-        "AWS_ACCESS_KEY_ID": ACCESS_KEY,
-        "AWS_SECRET_ACCESS_KEY": SECRET_KEY,
+        "AWS_ACCESS_KEY_ID": access_key,
+        "AWS_SECRET_ACCESS_KEY": secret_key,
         "AWS_REGION": REGION,
         "AWS_ENDPOINT_URL": endpoint,
     }
@@ -63,10 +63,12 @@ class S3Server:
     root: Path
     process: subprocess.Popen[bytes]
     log: Path
+    access_key: str = ACCESS_KEY
+    secret_key: str = SECRET_KEY
 
     def options(self) -> dict[str, str]:
         """The environment-variable options that reach it (``AWS_*``, as a user would set them)."""
-        return s3_options(self.endpoint)
+        return s3_options(self.endpoint, self.access_key, self.secret_key)
 
     def make_bucket(self, name: str) -> str:
         (self.root / name).mkdir(exist_ok=True)
@@ -115,27 +117,30 @@ def _free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-def s3proxy_properties(endpoint: str, buckets: str) -> str:
-    """S3Proxy's settings: serve ``endpoint`` from the folder ``buckets`` (one subfolder a bucket)."""
+def s3proxy_properties(
+    endpoint: str, buckets: str, access_key: str = ACCESS_KEY, secret_key: str = SECRET_KEY
+) -> str:
+    """S3Proxy's settings: serve ``endpoint`` from the folder ``buckets`` (one subfolder a bucket)
+    to the one identity ``access_key`` / ``secret_key``."""
     lines = [
         f"s3proxy.endpoint={endpoint}",
         "s3proxy.authorization=aws-v2-or-v4",
-        f"s3proxy.identity={ACCESS_KEY}",
-        f"s3proxy.credential={SECRET_KEY}",
+        f"s3proxy.identity={access_key}",
+        f"s3proxy.credential={secret_key}",
         "jclouds.provider=filesystem-nio2",
         f"jclouds.filesystem.basedir={buckets}",
     ]
     return "\n".join(lines) + "\n"
 
 
-def start_s3_server(folder: str) -> S3Server:
-    """Start S3Proxy over ``folder``/buckets; returns once it answers."""
+def start_s3_server(folder: str, access_key: str = ACCESS_KEY, secret_key: str = SECRET_KEY) -> S3Server:
+    """Start S3Proxy over ``folder``/buckets for one identity; returns once it answers."""
     root = Path(folder) / "buckets"
     root.mkdir(parents=True, exist_ok=True)
     port = _free_port()
     endpoint = f"http://127.0.0.1:{port}"
     conf = Path(folder) / "s3proxy.conf"
-    conf.write_text(s3proxy_properties(endpoint, str(root)))
+    conf.write_text(s3proxy_properties(endpoint, str(root), access_key, secret_key))
     log = Path(folder) / "s3proxy.log"
     with open(log, "wb") as out:
         process = subprocess.Popen(
@@ -145,4 +150,4 @@ def start_s3_server(folder: str) -> S3Server:
             start_new_session=True,
         )
     wait_listening(process, port, log, "S3Proxy")
-    return S3Server(endpoint, root, process, log)
+    return S3Server(endpoint, root, process, log, access_key, secret_key)

@@ -184,3 +184,36 @@ def test_target_database_is_defined_and_none():
     target = dict(creds.connection_info(with_aliases=True))
     assert "database" in target and target["database"] is None
     assert creds.type == "deltamerge"  # never another adapter's type
+
+
+def test_a_bucket_of_its_own_is_reached_with_its_options_and_wrong_entries_are_named(monkeypatch):
+    from dbt.adapters.deltamerge.connections import bucket_settings, store_settings
+    from dbt.adapters.deltamerge.delta import object_storage
+
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "shared-key")
+    monkeypatch.setenv("AWS_SESSION_TOKEN", "shared-token")
+    monkeypatch.setenv("DELTAMERGE_CACHE", "/proc/no-such-cache")  # no committer jar fetched
+    own = {
+        "AWS_ENDPOINT_URL": "http://partner:9000",
+        "AWS_ACCESS_KEY_ID": "k2",
+        "AWS_SECRET_ACCESS_KEY": "s2",
+    }
+    creds = DeltaMergeCredentials.from_dict({**BASE, "bucket_storage_options": {"s3://partner": own}})
+    store_settings(creds)
+    assert object_storage.STORES.options_for("s3a://partner/t")["AWS_ACCESS_KEY_ID"] == "k2"
+    assert "AWS_SESSION_TOKEN" not in object_storage.STORES.options_for("s3://partner/t")  # not mixed
+    assert object_storage.STORES.options_for("s3://lake/t")["AWS_ACCESS_KEY_ID"] == "shared-key"
+    settings = bucket_settings(creds)
+    assert settings["fs.s3a.bucket.partner.endpoint"] == "http://partner:9000"
+    assert settings["fs.s3a.bucket.partner.secret.key"] == "s2"
+    assert "fs.s3a.bucket.partner.session.token" not in settings
+    assert os.environ.get("AWS_SECRET_ACCESS_KEY") != "s2"  # a bucket's keys stay out of the environment
+    object_storage.configure({})
+    for entry, named in (
+        ({"gs://b": {}}, "name an S3 bucket"),
+        ({"s3://b/path": {}}, "name an S3 bucket"),
+        ({"s3://b": {"AWS_PROFILE": "p"}}, "AWS_PROFILE cannot be given per bucket"),
+        ({"s3://b": {"REGION": "r"}}, "REGION is no S3 option"),
+    ):
+        with pytest.raises(DbtRuntimeError, match=named):
+            DeltaMergeCredentials.from_dict({**BASE, "bucket_storage_options": entry})

@@ -28,6 +28,10 @@ from dbt_common.dataclass_schema import StrEnum, ValidationError
 from dbt_common.exceptions import DbtDatabaseError, DbtRuntimeError
 
 from dbt.adapters.deltamerge.common.store_options import (
+    bucket_of,
+    bucket_options,
+    bucket_problems,
+    bucket_session_conf,
     credential_environment,
     effective_options,
     is_object_uri,
@@ -75,6 +79,9 @@ class DeltaMergeCredentials(SparkCredentials):
     # (AWS_ENDPOINT_URL, AWS_ACCESS_KEY_ID, ...; they override the environment's). Set (even to {})
     # to give the local Spark (`session`, `server`) Hadoop's S3A connector.
     storage_options: dict[str, str] | None = None
+    # A bucket's own endpoint and credentials, by ``s3://<bucket>`` (overlaying storage_options):
+    # tables on a second account or endpoint. Spark gets them as session settings, not a command line.
+    bucket_storage_options: dict[str, dict[str, str]] | None = None
 
     @classmethod
     def validate(cls, data: Any) -> None:
@@ -107,6 +114,9 @@ class DeltaMergeCredentials(SparkCredentials):
         if self.method == ConnectionMethod.CONNECT:
             connect.check_url(self.host)
         super().__post_init__()
+        problems = [p for k, v in (self.bucket_storage_options or {}).items() for p in bucket_problems(k, v)]
+        if problems:
+            raise DbtRuntimeError("; ".join(problems))
         refused = refused_scheme(self.warehouse)
         if refused is not None:
             raise DbtRuntimeError(f"`warehouse` is {self.warehouse}: {refused} is not supported")
@@ -203,13 +213,35 @@ def store_settings(creds: DeltaMergeCredentials) -> dict[str, str]:
     starts), and Spark's S3A settings returned when the profile asks for them (``storage_options``),
     with S3A's magic committer for a Spark this process starts (``spark/committer.py``)."""
     options = effective_options(os.environ, creds.storage_options or {})
-    object_storage.configure(options)
-    if creds.storage_options is None and not is_object_uri(creds.warehouse):
+    object_storage.configure(options, own_buckets(creds, options))
+    if (
+        creds.storage_options is None
+        and not creds.bucket_storage_options
+        and not is_object_uri(creds.warehouse)
+    ):
         return {}
     os.environ.update(credential_environment(options))
     settings = {**object_store_conf(options), **warehouse_conf(creds.warehouse)}
     if creds.method != ConnectionMethod.CONNECT:  # a cluster's committer is the cluster's own
         settings.update(committer_conf(committer_jar(os.environ)))
+    return settings
+
+
+def own_buckets(
+    creds: DeltaMergeCredentials, shared: dict[str, str]
+) -> dict[tuple[str, str], dict[str, str]]:
+    """The options of each bucket the profile gives its own (``bucket_storage_options``)."""
+    return {bucket_of(k): bucket_options(shared, v) for k, v in (creds.bucket_storage_options or {}).items()}
+
+
+def bucket_settings(creds: DeltaMergeCredentials) -> dict[str, str]:
+    """Session settings reaching each bucket of ``bucket_storage_options`` with its own options
+    (Hadoop's ``fs.s3a.bucket.<bucket>.*``): set on the connection's running session, so its
+    credentials are on no command line and in no environment of this process."""
+    shared = effective_options(os.environ, creds.storage_options or {})
+    settings: dict[str, str] = {}
+    for (_, bucket), options in own_buckets(creds, shared).items():
+        settings.update(bucket_session_conf(bucket, options))
     return settings
 
 
@@ -291,6 +323,7 @@ class DeltaMergeConnectionManager(SparkConnectionManager):
         else:
             spark = embedded.start_session(creds.home, overrides)
             connect.apply_settings(spark, overrides)  # the session may predate this profile
+        connect.apply_settings(spark, bucket_settings(creds))  # buckets with their own credentials
         freeze_imports("spark client")  # pyspark, pandas, grpc: they live until exit (spark/process.py)
         # Statements writing Delta-bound tables must reach the engine, not Spark's INSERT.
         connection.handle = SessionConnectionWrapper(DeltaConnection(spark))

@@ -242,3 +242,104 @@ def hadoop_conf(options: Mapping[str, str]) -> dict[str, str]:
         conf[prefix + "path.style.access"] = "true"
         conf[prefix + "connection.ssl.enabled"] = str(endpoint.startswith("https://")).lower()
     return conf
+
+
+# A bucket's own credentials and endpoint replace the shared ones whole: a key of one account
+# beside another account's session token, or the shared endpoint beside its own, would mix stores.
+_REPLACED_TOGETHER = (
+    ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE"),
+    ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "AWS_ALLOW_HTTP"),
+)
+
+
+def bucket_of(key: str) -> tuple[str, str]:
+    """``(kind, bucket)`` of a ``bucket_storage_options`` key: ``s3://<bucket>`` (or ``s3a://``).
+
+    >>> bucket_of("s3://other-lake"), bucket_of("s3a://other-lake/")
+    (('s3', 'other-lake'), ('s3', 'other-lake'))
+    >>> bucket_of("gs://b")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: `bucket_storage_options` key 'gs://b': name an S3 bucket, s3://<bucket> ...
+    """
+    scheme, bucket, key_path = split_uri(key)
+    if OBJECT_SCHEMES.get(scheme) != "s3" or not bucket or key_path:
+        raise ValueError(
+            f"`bucket_storage_options` key {key!r}: name an S3 bucket, s3://<bucket> (other stores take "
+            "the profile's storage_options)"
+        )
+    return "s3", bucket
+
+
+def bucket_options(shared: Mapping[str, str], own: Mapping[str, str]) -> dict[str, str]:
+    """The options of a bucket with options of its ``own``: the ``shared`` ones (environment and
+    profile) overlaid by its own, credentials and endpoint taken whole from its own when it names any.
+
+    >>> shared = {"AWS_REGION": "eu-west-1", "AWS_ACCESS_KEY_ID": "a", "AWS_SESSION_TOKEN": "t"}
+    >>> bucket_options(shared, {"AWS_ACCESS_KEY_ID": "b", "AWS_SECRET_ACCESS_KEY": "s"})
+    {'AWS_REGION': 'eu-west-1', 'AWS_ACCESS_KEY_ID': 'b', 'AWS_SECRET_ACCESS_KEY': 's'}
+    """
+    own = {str(k).upper(): str(v) for k, v in own.items() if v is not None}
+    found = dict(shared)
+    for group in _REPLACED_TOGETHER:
+        if any(k in own for k in group):
+            for name in group:
+                found.pop(name, None)
+    found.update(own)
+    return found
+
+
+def bucket_problems(key: str, own: Mapping[str, str]) -> list[str]:
+    """What is wrong with one ``bucket_storage_options`` entry (nothing: an empty list).
+
+    >>> [p[35:59] for p in bucket_problems("s3://b", {"AWS_PROFILE": "p", "GOOGLE_X": "1"})]
+    ['AWS_PROFILE cannot be gi', 'GOOGLE_X is no S3 option']
+    """
+    problems = []
+    try:
+        bucket_of(key)
+    except ValueError as error:
+        problems.append(str(error))
+    for name in own:
+        upper = str(name).upper()
+        if upper == "AWS_PROFILE":
+            problems.append(
+                f"`bucket_storage_options` {key!r}: AWS_PROFILE cannot be given per bucket (Spark's S3A "
+                "reads one profile per JVM); give the bucket's AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY"
+            )
+        elif not upper.startswith("AWS_"):
+            problems.append(f"`bucket_storage_options` {key!r}: {name} is no S3 option (AWS_...)")
+    return problems
+
+
+def bucket_session_conf(bucket: str, options: Mapping[str, str]) -> dict[str, str]:
+    """Spark session settings that reach ``bucket`` with its ``options`` (Hadoop's per-bucket S3A
+    keys, ``fs.s3a.bucket.<bucket>.*``): set on a running session, never on a command line.
+
+    >>> conf = bucket_session_conf("b", {"AWS_ENDPOINT_URL": "http://h:1", "AWS_ACCESS_KEY_ID": "k",
+    ...                                  "AWS_SECRET_ACCESS_KEY": "s"})
+    >>> [conf[f"fs.s3a.bucket.b.{k}"] for k in ("endpoint", "access.key", "path.style.access")]
+    ['http://h:1', 'k', 'true']
+    """
+    prefix = f"fs.s3a.bucket.{bucket}."
+    conf = {
+        prefix + k.removeprefix("spark.hadoop.fs.s3a."): v
+        for k, v in hadoop_conf(options).items()
+        if k.startswith("spark.hadoop.fs.s3a.") and not k.endswith("fast.upload.buffer")
+    }
+    keys = {
+        "AWS_ACCESS_KEY_ID": "access.key",
+        "AWS_SECRET_ACCESS_KEY": "secret.key",
+        "AWS_SESSION_TOKEN": "session.token",
+    }
+    for name, setting in keys.items():
+        if options.get(name):
+            conf[prefix + setting] = options[name]
+    if options.get("AWS_ACCESS_KEY_ID"):  # its keys, not the JVM's chain of the shared ones
+        provider = (
+            "TemporaryAWSCredentialsProvider"
+            if options.get("AWS_SESSION_TOKEN")
+            else "SimpleAWSCredentialsProvider"
+        )
+        conf[prefix + "aws.credentials.provider"] = f"org.apache.hadoop.fs.s3a.{provider}"
+    return conf

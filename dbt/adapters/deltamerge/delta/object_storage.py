@@ -54,20 +54,33 @@ class ConditionalCreateUnsupported(ObjectStoreError):
 
 
 class _Stores:
-    """The process's obstore clients, one per bucket, built from the options ``configure`` set."""
+    """The process's obstore clients, one per bucket, built from the options ``configure`` set: the
+    shared options, and a bucket's own where the profile gives them (``bucket_storage_options``).
+
+    Process-wide, as Spark's side is: the S3A connector of a JVM keeps one configuration per bucket
+    (its file systems are cached by bucket), so one process reaches a bucket one way."""
 
     def __init__(self) -> None:
         self.options: dict[str, str] = {}
+        self.buckets: dict[tuple[str, str], dict[str, str]] = {}
         self.clients: dict[tuple[str, str], Any] = {}
         self.lock = threading.Lock()
         self.profile: Any = None  # the boto3 session of the options' AWS profile, once asked for
 
-    def configure(self, options: Mapping[str, str]) -> None:
+    def configure(
+        self, options: Mapping[str, str], buckets: Mapping[tuple[str, str], Mapping[str, str]] | None = None
+    ) -> None:
+        own = {key: dict(value) for key, value in (buckets or {}).items()}
         with self.lock:
-            if dict(options) != self.options:
-                self.options = dict(options)
+            if dict(options) != self.options or own != self.buckets:
+                self.options, self.buckets = dict(options), own
                 self.clients.clear()
                 self.profile = None
+
+    def options_for(self, uri: str) -> dict[str, str]:
+        """The options that reach ``uri``'s bucket: its own, else the shared ones."""
+        found = self.buckets.get((store_kind(uri), split_uri(uri)[1]))
+        return dict(found) if found is not None else dict(self.options)
 
     def aws_session(self) -> Any:
         """boto3's session of the options' ``AWS_PROFILE`` (None without one): the shared config and
@@ -99,10 +112,11 @@ class _Stores:
         with self.lock:
             found = self.clients.get((kind, bucket))
             if found is None:
-                config, client_options = obstore_config(kind, self.options)
+                options = self.buckets.get((kind, bucket), self.options)
+                config, client_options = obstore_config(kind, options)
                 root = f"{'s3' if kind == 's3' else scheme}://{bucket}"
                 extra = {}
-                session = self.aws_session() if kind == "s3" else None
+                session = self.aws_session() if kind == "s3" and aws_profile(options) else None
                 if session is not None:
                     from obstore.auth.boto3 import Boto3CredentialProvider
 
@@ -118,20 +132,23 @@ class _Stores:
 STORES = _Stores()
 
 
-def configure(options: Mapping[str, str]) -> None:
-    """Use ``options`` (``store_options.effective_options``) for every store from now on."""
-    STORES.configure(options)
+def configure(
+    options: Mapping[str, str], buckets: Mapping[tuple[str, str], Mapping[str, str]] | None = None
+) -> None:
+    """Use ``options`` (``store_options.effective_options``) for every store from now on, and
+    ``buckets``' own (``store_options.bucket_options``, by ``(kind, bucket)``) for those buckets."""
+    STORES.configure(options, buckets)
 
 
 # The shared files' variables, as botocore's session names them.
 _AWS_FILES = {"AWS_SHARED_CREDENTIALS_FILE": "credentials_file", "AWS_CONFIG_FILE": "config_file"}
 
 
-def deltalake_options() -> dict[str, str]:
-    """The options as deltalake (delta-rs) takes them, for the reads it serves here (an AWS
-    profile's credentials resolved now: delta-rs does not read the shared files)."""
-    options = dict(STORES.options)
-    session = STORES.aws_session()
+def deltalake_options(uri: str) -> dict[str, str]:
+    """The options of ``uri``'s bucket as deltalake (delta-rs) takes them, for the reads it serves
+    here (an AWS profile's credentials resolved now: delta-rs does not read the shared files)."""
+    options = STORES.options_for(uri)
+    session = STORES.aws_session() if aws_profile(options) else None
     if session is not None:
         frozen = session.get_credentials().get_frozen_credentials()
         options.update({"AWS_ACCESS_KEY_ID": frozen.access_key, "AWS_SECRET_ACCESS_KEY": frozen.secret_key})

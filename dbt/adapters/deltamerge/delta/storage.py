@@ -65,7 +65,7 @@ def table_options(path: str, given: Mapping[str, str] | None = None) -> dict[str
     the process's object-store options; None on a local disk."""
     if given:
         return dict(given)
-    return remote.deltalake_options() if on_object_store(path) else None
+    return remote.deltalake_options(path) if on_object_store(path) else None
 
 
 def read_bytes(path: str) -> bytes:
