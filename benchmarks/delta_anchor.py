@@ -91,7 +91,7 @@ class Anchor:
 
     def pair(self, base: str, statement: str, first: str) -> dict[str, Any]:
         """``statement`` (``{}`` for the table) on a fresh copy each: ours and Delta's, timed."""
-        from dbt.adapters.deltamerge.statements.run import run_on_delta
+        from dbt.adapters.deltamerge.statements.run.statement import run_on_delta
 
         seconds: dict[str, float] = {}
         names = {}
@@ -164,7 +164,7 @@ def _with_feed(anchor: Anchor, base: str) -> str:
     path = base + "_cdf"
     if not os.path.exists(path):
         shutil.copytree(base, path)
-        from dbt.adapters.deltamerge.statements.run import run_on_delta
+        from dbt.adapters.deltamerge.statements.run.statement import run_on_delta
 
         name = f"anchor.feed_{os.path.basename(base)}"
         anchor.spark.sql(f"CREATE TABLE IF NOT EXISTS {name} USING delta LOCATION '{path}'")

@@ -73,8 +73,8 @@ def _base_table(spark: Any, args: argparse.Namespace) -> str:
 
 def _set_properties(spark: Any, table: str, properties: dict[str, str]) -> None:
     from dbt.adapters.deltamerge.delta import load_snapshot
-    from dbt.adapters.deltamerge.statements.maintenance import set_properties
-    from dbt.adapters.deltamerge.statements.parse_maintenance import SetPropertiesStatement
+    from dbt.adapters.deltamerge.statements.parse.maintenance import SetPropertiesStatement
+    from dbt.adapters.deltamerge.statements.run.maintenance import set_properties
 
     snapshot = load_snapshot(table)
     assert snapshot is not None

@@ -92,8 +92,8 @@ def _source(spark: Any, out: str, rows: int, name: str) -> str:
 
 def _with_vectors(spark: Any, table: str) -> None:
     from dbt.adapters.deltamerge.delta import load_snapshot
-    from dbt.adapters.deltamerge.statements.maintenance import set_properties
-    from dbt.adapters.deltamerge.statements.parse_maintenance import SetPropertiesStatement
+    from dbt.adapters.deltamerge.statements.parse.maintenance import SetPropertiesStatement
+    from dbt.adapters.deltamerge.statements.run.maintenance import set_properties
 
     snapshot = load_snapshot(table)
     assert snapshot is not None
@@ -152,7 +152,7 @@ def _ours(spark: Any, rows: int, table: str, source: str | None, name: str) -> t
     from benchmarks.workloads import workloads
     from dbt.adapters.deltamerge.delta import load_snapshot
     from dbt.adapters.deltamerge.merge import MergeSpec, merge_into
-    from dbt.adapters.deltamerge.statements.dml import delete_rows, update_rows
+    from dbt.adapters.deltamerge.statements.run.dml import delete_rows, update_rows
 
     started = time.monotonic()
     snapshot = load_snapshot(table)
@@ -182,8 +182,8 @@ def _scan_cost(spark: Any, args: argparse.Namespace, base: str, files: int) -> d
     from benchmarks import data
     from dbt.adapters.deltamerge.delta import load_snapshot, read_files
     from dbt.adapters.deltamerge.merge import MergeSpec, merge_into
-    from dbt.adapters.deltamerge.statements.maintenance import reorg_purge
-    from dbt.adapters.deltamerge.statements.parse_maintenance import ReorgStatement
+    from dbt.adapters.deltamerge.statements.parse.maintenance import ReorgStatement
+    from dbt.adapters.deltamerge.statements.run.maintenance import reorg_purge
 
     table = fresh_copy(base, os.path.join(args.out, "work", "scan_dv"))
     _with_vectors(spark, table)

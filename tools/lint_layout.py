@@ -8,13 +8,15 @@
    itself and ``common``; data skipping takes keys and predicates, never a merge's clause set
    (it does not import ``merge``); the engine (``common``, ``delta``, ``skipping``, ``merge``,
    ``cdc``, ``statements``) imports no dbt.
-4. Modules at most ``MODULE_LIMIT`` lines, functions at most ``FUNCTION_LIMIT`` lines.
+4. Modules at most ``MODULE_LIMIT`` lines, functions at most ``FUNCTION_LIMIT`` lines and
+   ``PARAMETER_LIMIT`` parameters.
 5. One module map, ``docs/architecture.md``'s: it names every module and no module that is gone;
    no other document (README, ``docs/``) keeps a map of its own.
 6. The Delta layer stands in rooms (``DELTA_ROOMS``, bottom first), each importing only itself and
    the rooms below it; the log's and the commit path's rooms (and the bottom) import nothing of
    pyspark but ``pyspark.sql.types``: they run no Spark job, so a commit can be retried, and
-   tested, without a Spark session.
+   tested, without a Spark session. The statements' parsers (``statements/parse``) import no
+   pyspark at all and no runner (``statements/run``).
 7. A folder with a public face (``FACES``: its ``__init__`` re-exports what others use) is imported
    by that face only: no module of another folder, no functional test, benchmark, example or tool
    names an inner module (a test may still import a module as a whole to patch it; unit tests,
@@ -45,6 +47,7 @@ PREFIX = "dbt.adapters.deltamerge"
 ROOT_LIMIT = 14
 MODULE_LIMIT = 400
 FUNCTION_LIMIT = 80
+PARAMETER_LIMIT = 8
 # What each folder may import of the package besides itself ("root" = the root modules named).
 MAY_IMPORT: dict[str, set[str]] = {
     "common": set(),
@@ -73,7 +76,7 @@ MODULE_STATE: dict[str, dict[str, str]] = {
     "delta/txn/stamps.py": {"NO_STAMPS": "an immutable value"},
     "merge/refusals.py": {"_SPARK": "sqlglot's dialect, stateless"},
     "merge/scope.py": {"_SPARK": "sqlglot's dialect, stateless"},
-    "statements/parse_dml.py": {"SPARK": "sqlglot's dialect, stateless"},
+    "statements/parse/dml.py": {"SPARK": "sqlglot's dialect, stateless"},
     "delta/ledger.py": {"_OPEN": "per thread: the ledgers a thread's block opened"},
     "docs_catalog.py": {"_HELD": "per thread: the snapshot a catalog thread holds"},
     "spark/progress.py": {"_THREAD": "per thread: what the thread works on"},
@@ -173,6 +176,17 @@ def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
     return groups
 
 
+def wide_functions(path: Path) -> Iterator[tuple[str, int, int]]:
+    """``(name, line, count)`` of functions taking more than ``PARAMETER_LIMIT`` parameters (``self``
+    and ``cls`` aside): run settings travel as one value (``ModelRun``, ``MergeBehaviour``)."""
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            given = [a.arg for a in [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs]]
+            count = len(given) - (1 if given[:1] in (["self"], ["cls"]) else 0)
+            if count > PARAMETER_LIMIT:
+                yield node.name, node.lineno, count
+
+
 def long_functions(path: Path) -> Iterator[tuple[str, int, int]]:
     """``(name, line, length)`` of functions longer than ``FUNCTION_LIMIT`` lines (docstring included)."""
     for node in ast.walk(ast.parse(path.read_text())):
@@ -213,6 +227,10 @@ def problems() -> list[str]:
             found.append(f"rule 4: {rel} has {lines} lines (at most {MODULE_LIMIT})")
         for name, line, length in long_functions(path):
             found.append(f"rule 4: {rel}:{line} {name}() has {length} lines (at most {FUNCTION_LIMIT})")
+        for name, line, count in wide_functions(path):
+            found.append(
+                f"rule 4: {rel}:{line} {name}() takes {count} parameters (at most {PARAMETER_LIMIT})"
+            )
     for group in cycles(unit_edges):
         found.append(f"rule 2: import cycle between {' <-> '.join(group)}")
     for group in cycles(module_edges):
@@ -220,6 +238,7 @@ def problems() -> list[str]:
     found.extend(_outside_cycles())
     found.extend(_unmapped(known))
     found.extend(_delta_rooms(known))
+    found.extend(_statement_rooms(known))
     found.extend(_faces(known))
     found.extend(_module_state(known))
     found.extend(_ratchets(known))
@@ -314,6 +333,26 @@ def _delta_rooms(known: dict[str, Path]) -> list[str]:
         if room in NO_SPARK_ROOMS:
             for name, line in _spark_imports(path):
                 found.append(f"rule 6: {rel}:{line} imports {name}: {room or 'the bottom'} runs no Spark job")
+    return found
+
+
+def _statement_rooms(known: dict[str, Path]) -> list[str]:
+    """Rule 6 for ``statements/``: its parsers import no pyspark at all and no runner."""
+    found = []
+    for module, path in known.items():
+        if not module.startswith("statements.parse."):
+            continue
+        rel = path.relative_to(ROOT)
+        for imported, line in imports_of(path, known):
+            if imported.startswith("statements.run"):
+                found.append(f"rule 6: {rel}:{line} imports {imported}: a parser imports no runner")
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            if isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module]
+            for name in names:
+                if name.startswith("pyspark"):
+                    found.append(f"rule 6: {rel}:{node.lineno} imports {name}: the parsers are pure")
     return found
 
 

@@ -29,7 +29,7 @@ from dbt.adapters.deltamerge.delta import (
     write_dataframe,
 )
 from dbt.adapters.deltamerge.merge import MergeSpec, merge_into
-from dbt.adapters.deltamerge.statements.dml import delete_rows, update_rows
+from dbt.adapters.deltamerge.statements.run.dml import delete_rows, update_rows
 from tests.validator import problems
 
 CASES = int(os.environ.get("DELTAMERGE_CONSTRAINT_CASES", "1"))

@@ -29,7 +29,7 @@ from dbt.tests.util import run_dbt
 from deltalake import DeltaTable
 
 from dbt.adapters.deltamerge.delta import WriteRequest, load_snapshot, write_dataframe
-from dbt.adapters.deltamerge.statements import dml
+from dbt.adapters.deltamerge.statements.run import dml
 from tests.functional.helpers import live_rows, table_path
 from tests.functional.test_dml_differential import enable_deletion_vectors
 

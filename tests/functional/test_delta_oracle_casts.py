@@ -20,7 +20,7 @@ import pytest
 
 from dbt.adapters.deltamerge.delta import WriteRequest, load_snapshot, write_dataframe
 from dbt.adapters.deltamerge.merge import MergeSpec, merge_into
-from dbt.adapters.deltamerge.statements.parse import parse_write_statement
+from dbt.adapters.deltamerge.statements.parse.statement import parse_write_statement
 from tests.files import copy_folder
 
 CASES = int(os.environ.get("DELTAMERGE_ORACLE_CAST_CASES", "6"))

@@ -20,9 +20,9 @@ import random
 import pytest
 
 from dbt.adapters.deltamerge.delta import WriteRequest, load_snapshot, write_dataframe
-from dbt.adapters.deltamerge.statements import dml
-from dbt.adapters.deltamerge.statements.parse import parse_write_statement
-from dbt.adapters.deltamerge.statements.parse_dml import DeleteStatement, UpdateStatement
+from dbt.adapters.deltamerge.statements.parse.dml import DeleteStatement, UpdateStatement
+from dbt.adapters.deltamerge.statements.parse.statement import parse_write_statement
+from dbt.adapters.deltamerge.statements.run import dml
 from tests.files import copy_folder
 from tests.functional.helpers import log_actions
 from tests.functional.test_delta_oracle_merge import ONLY_OURS, assert_same_after, committed, table_rows

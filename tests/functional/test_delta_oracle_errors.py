@@ -13,7 +13,7 @@ import pytest
 
 from dbt.adapters.deltamerge.delta import TableChange, WriteRequest, load_snapshot, write_dataframe
 from dbt.adapters.deltamerge.merge import MergeSpec, evolved_by_merge, merge_into
-from dbt.adapters.deltamerge.statements.parse import parse_write_statement
+from dbt.adapters.deltamerge.statements.parse.statement import parse_write_statement
 from tests.files import copy_folder
 
 SOURCE = (

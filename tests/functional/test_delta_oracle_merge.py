@@ -31,8 +31,8 @@ import pytest
 
 from dbt.adapters.deltamerge.delta import TableChange, WriteRequest, load_snapshot, write_dataframe
 from dbt.adapters.deltamerge.merge import MergeSpec, dry_run_merge, evolved_by_merge, merge_into
-from dbt.adapters.deltamerge.statements import dml
-from dbt.adapters.deltamerge.statements.parse import parse_write_statement
+from dbt.adapters.deltamerge.statements.parse.statement import parse_write_statement
+from dbt.adapters.deltamerge.statements.run import dml
 from tests import files
 from tests.files import copy_folder
 from tests.functional.helpers import log_actions

@@ -27,7 +27,7 @@ import pytest
 from deltalake import DeltaTable, QueryBuilder
 
 from dbt.adapters.deltamerge.delta import load_snapshot, vacuum
-from dbt.adapters.deltamerge.statements.run import run_on_delta
+from dbt.adapters.deltamerge.statements.run.statement import run_on_delta
 from tests.backend import SLOW
 from tests.functional.helpers import log_actions
 from tests.validator import problems

@@ -21,9 +21,9 @@ import pytest
 from deltalake import DeltaTable
 
 from dbt.adapters.deltamerge.delta import WriteRequest, load_snapshot, write_dataframe
-from dbt.adapters.deltamerge.statements import dml
-from dbt.adapters.deltamerge.statements.maintenance import set_properties
-from dbt.adapters.deltamerge.statements.parse_maintenance import SetPropertiesStatement
+from dbt.adapters.deltamerge.statements.parse.maintenance import SetPropertiesStatement
+from dbt.adapters.deltamerge.statements.run import dml
+from dbt.adapters.deltamerge.statements.run.maintenance import set_properties
 from tests.files import copy_folder
 from tests.functional.helpers import live_rows
 

@@ -25,9 +25,9 @@ from dbt.adapters.deltamerge.delta import (
     read_files,
     write_dataframe,
 )
-from dbt.adapters.deltamerge.statements.ddl import add_columns
-from dbt.adapters.deltamerge.statements.dml import delete_rows, update_rows
-from dbt.adapters.deltamerge.statements.parse_ddl import ColumnDefinition
+from dbt.adapters.deltamerge.statements.parse.ddl import ColumnDefinition
+from dbt.adapters.deltamerge.statements.run.ddl import add_columns
+from dbt.adapters.deltamerge.statements.run.dml import delete_rows, update_rows
 from tests.validator import problems
 
 CASES = int(os.environ.get("DELTAMERGE_FEATURE_CASES", "1"))

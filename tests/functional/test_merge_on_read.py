@@ -25,7 +25,7 @@ from dbt.adapters.deltamerge.delta import (
     load_snapshot,
     write_dataframe,
 )
-from dbt.adapters.deltamerge.statements.dml import delete_rows, update_rows
+from dbt.adapters.deltamerge.statements.run.dml import delete_rows, update_rows
 from tests.functional.helpers import live_rows, log_actions, table_path
 from tests.validator import problems
 

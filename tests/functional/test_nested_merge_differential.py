@@ -29,7 +29,7 @@ import pytest
 from dbt.adapters.deltamerge.common.config_values import SpecError
 from dbt.adapters.deltamerge.delta import WriteRequest, load_snapshot, write_dataframe
 from dbt.adapters.deltamerge.merge import MergeSpec, merge_into
-from dbt.adapters.deltamerge.statements.parse import parse_write_statement
+from dbt.adapters.deltamerge.statements.parse.statement import parse_write_statement
 from tests.functional.helpers import live_rows
 
 CASES = int(os.environ.get("DELTAMERGE_NESTED_CASES", "6"))

@@ -33,7 +33,7 @@ from dbt.adapters.deltamerge.delta import (
     write_dataframe,
 )
 from dbt.adapters.deltamerge.merge import MergeSpec, merge_into
-from dbt.adapters.deltamerge.statements.dml import delete_rows
+from dbt.adapters.deltamerge.statements.run.dml import delete_rows
 from tests.backend import SLOW
 from tests.functional.helpers import race_conditional_creates
 
@@ -504,7 +504,8 @@ def test_spark_uploads_data_files_at_their_final_keys_never_copying_them(s3_serv
     live = {uri.split("/", 3)[3] for uri in _delta(f"{lake}/orders").file_uris()}
     assert live and all(any(key in p for p in completions) for key in live), (live, completions)
     assert {r["id"]: r["status"] for r in _live(f"{lake}/orders")} == {
-        **{i: "one" for i in range(3)}, **{i: "two" for i in range(3, 8)}
+        **{i: "one" for i in range(3)},
+        **{i: "two" for i in range(3, 8)},
     }
 
 

@@ -28,7 +28,7 @@ from dbt.adapters.deltamerge.delta import (
     optimize,
     write_dataframe,
 )
-from dbt.adapters.deltamerge.statements.dml import delete_rows
+from dbt.adapters.deltamerge.statements.run.dml import delete_rows
 from tests.functional.helpers import live_rows, log_actions, rows, table_path
 from tests.validator import problems
 

@@ -26,7 +26,7 @@ import uuid
 import pytest
 
 from dbt.adapters.deltamerge.delta import UnsupportedTableFeature, load_snapshot, read_files
-from dbt.adapters.deltamerge.statements.run import run_on_delta
+from dbt.adapters.deltamerge.statements.run.statement import run_on_delta
 from tests.backend import SLOW
 from tests.functional.test_delta_reads_ours import _plain
 from tests.validator import problems

@@ -556,7 +556,7 @@ def _v2_checkpoint_table(root: Path) -> str:
 @pytest.mark.parametrize("name", ["table-with-dv-small", "table_with_liquid_clustering", "v2_checkpoints"])
 def test_checkpoints_after_our_writes_keep_vectors_row_ids_and_domains(spark, tmp_path, name):
     from dbt.adapters.deltamerge.delta import log_state, maybe_checkpoint
-    from dbt.adapters.deltamerge.statements.dml import delete_rows, update_rows
+    from dbt.adapters.deltamerge.statements.run.dml import delete_rows, update_rows
 
     path = _v2_checkpoint_table(tmp_path) if name == "v2_checkpoints" else _copy(name, tmp_path)
     column = DeltaTable(path).schema().fields[0].name
@@ -817,7 +817,7 @@ def test_an_undecodable_vector_is_refused_naming_the_table_the_file_and_the_vect
 def test_column_mapping_by_id_reads_files_by_field_id_whatever_their_names(spark, tmp_path):
     from deltalake import write_deltalake
 
-    from dbt.adapters.deltamerge.statements.dml import delete_rows
+    from dbt.adapters.deltamerge.statements.run.dml import delete_rows
 
     path = str(tmp_path / "by_id")
     data = pa.table({"id": [1, 2, 3], "name": ["a", "b", "c"]})

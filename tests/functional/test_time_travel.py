@@ -108,8 +108,11 @@ class TestTimeTravel:
         assert adds and all(a["dataChange"] for a in adds)
         got = project.run_sql(f"select id, v from {name} order by id", fetch="all")
         assert [tuple(r) for r in got] == built[0]
-        with pytest.raises(Exception, match=r"\[DELTA_VERSION_NOT_FOUND\] Cannot time travel Delta table to "
-                           r"version 9\. Available versions: \[0, 3\]\."):
+        with pytest.raises(
+            Exception,
+            match=r"\[DELTA_VERSION_NOT_FOUND\] Cannot time travel Delta table to "
+            r"version 9\. Available versions: \[0, 3\]\.",
+        ):
             project.run_sql(f"select * from {name} VERSION AS OF 9")
         with pytest.raises(Exception, match="DELTA_TIMESTAMP_EARLIER_THAN_COMMIT_RETENTION"):
             project.run_sql(f"select * from {name} TIMESTAMP AS OF '2001-01-01'")

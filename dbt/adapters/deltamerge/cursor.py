@@ -23,9 +23,9 @@ from dbt.adapters.deltamerge.errors import named_errors
 from dbt.adapters.deltamerge.invocation import current
 from dbt.adapters.deltamerge.spark.view_text import make_room
 from dbt.adapters.deltamerge.statements import may_write_table
-from dbt.adapters.deltamerge.statements.parse_history import may_be_history_statement, travel_references
-from dbt.adapters.deltamerge.statements.reads import may_define_objects, read_names
-from dbt.adapters.deltamerge.statements.travel import with_versions
+from dbt.adapters.deltamerge.statements.parse.history import may_be_history_statement, travel_references
+from dbt.adapters.deltamerge.statements.parse.reads import may_define_objects, read_names
+from dbt.adapters.deltamerge.statements.run.travel import with_versions
 
 logger = AdapterLogger("deltamerge")
 
@@ -53,7 +53,9 @@ class DeltaCursor(Cursor):
             with named_errors("Time travel"):
                 sql = with_versions(self.spark, sql)
         if not parameters and may_write_table(sql):
-            from dbt.adapters.deltamerge.statements.run import run_on_delta  # the parsers, on first use
+            from dbt.adapters.deltamerge.statements.run.statement import (
+                run_on_delta,  # the parsers, on first use
+            )
 
             with named_errors("SQL statement on a Delta table"):
                 handled = run_on_delta(self.spark, sql, partial(catalog.schema_folder, self.spark))
@@ -76,7 +78,7 @@ class DeltaCursor(Cursor):
 
     def _history(self, sql: str) -> bool:
         """DESCRIBE HISTORY / DETAIL or RESTORE of a Delta-bound name; False for another statement."""
-        from dbt.adapters.deltamerge.statements.travel import run_history
+        from dbt.adapters.deltamerge.statements.run.travel import run_history
 
         with named_errors("History statement on a Delta table"):
             handled = run_history(self.spark, sql)

@@ -40,7 +40,7 @@ from dbt.adapters.deltamerge.model.write import (
     locate,
     write_model,
 )
-from dbt.adapters.deltamerge.statements.travel import TRAVEL_MARK, with_versions
+from dbt.adapters.deltamerge.statements.run.travel import TRAVEL_MARK, with_versions
 
 
 @dataclass
@@ -315,7 +315,9 @@ class DeltaMergeAdapter(SparkAdapter):
     @available
     def delta_recover_binding(self, relation: BaseRelation) -> bool:
         """Bind again a Delta table whose catalog entry a killed run left dropped; True if it did."""
-        from dbt.adapters.deltamerge.statements.run import interrupted_table  # the statements' engine
+        from dbt.adapters.deltamerge.statements.run.statement import (
+            interrupted_table,  # the statements' engine
+        )
 
         with named_errors(f"binding of {relation}"):
             spark = self.spark_session()

@@ -22,7 +22,7 @@ from dbt_common.invocation import get_invocation_id
 
 from dbt.adapters.deltamerge.model.txn import WriteNumbers
 from dbt.adapters.deltamerge.spark.process import PROCESS
-from dbt.adapters.deltamerge.statements.fresh import CatalogReads
+from dbt.adapters.deltamerge.statements.run.fresh import CatalogReads
 
 # Invocations kept: dbt runs one at a time; the previous ones only while their threads end.
 KEPT = 4

@@ -46,8 +46,8 @@ from dbt.adapters.deltamerge.delta import (
     vacuum,
 )
 from dbt.adapters.deltamerge.errors import ModelWriteError
-from dbt.adapters.deltamerge.statements.maintenance import optimize_plan, reorg_purge
-from dbt.adapters.deltamerge.statements.parse_maintenance import OptimizeStatement, ReorgStatement
+from dbt.adapters.deltamerge.statements.parse.maintenance import OptimizeStatement, ReorgStatement
+from dbt.adapters.deltamerge.statements.run.maintenance import optimize_plan, reorg_purge
 
 
 def table_changes(spark: SparkSession, relation: Any, start: Any, end: Any = None) -> str:

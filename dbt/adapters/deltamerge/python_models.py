@@ -17,7 +17,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 from dbt.adapters.deltamerge.common.errors import EngineError
 from dbt.adapters.deltamerge.invocation import current
-from dbt.adapters.deltamerge.statements.reads import read_names
+from dbt.adapters.deltamerge.statements.parse.reads import read_names
 
 
 class PythonModelError(EngineError):

@@ -163,8 +163,13 @@ def test_the_plan_names_every_route_a_merge_runs_by():
     # SOURCE clause needs the target rows no source row matches; `deletion_vectors: false` rewrites.
     vectors = {"delta.enableDeletionVectors": "true"}
     dv_table = _snapshot(configuration=vectors)
-    dv_table = Snapshot(dv_table.location, 3, Protocol(3, 7, ("deletionVectors",), ("deletionVectors",)),
-                        dv_table.metadata, FILES)
+    dv_table = Snapshot(
+        dv_table.location,
+        3,
+        Protocol(3, 7, ("deletionVectors",), ("deletionVectors",)),
+        dv_table.metadata,
+        FILES,
+    )
     upsert = {"unique_key": "id"}
     assert _plan(upsert, snapshot=dv_table).executor == "one_join"
     assert _plan(upsert, rows=50_000_000, snapshot=dv_table).executor == "classic_mark_deleted"

@@ -6,7 +6,7 @@ import pytest
 
 from dbt.adapters.deltamerge.common.config_values import SpecError
 from dbt.adapters.deltamerge.merge.clauses import Assignment, MergeClause
-from dbt.adapters.deltamerge.merge.spec import MergeSpec
+from dbt.adapters.deltamerge.merge.spec import MergeBehaviour, MergeSpec
 
 ONE_MATCHED = (
     "[NON_LAST_MATCHED_CLAUSE_OMIT_CONDITION] When there are more than one MATCHED clauses in a MERGE "
@@ -228,17 +228,14 @@ def test_the_engine_s_door_builds_the_clause_set_the_user_s_door_parses():
     typed = MergeSpec.of(
         "m",
         unique_key=["id"],
-        matched=[
+        clauses=[
             MergeClause("matched", "delete", condition="s.op = 'delete'"),
             MergeClause("matched", "update", assignments=(Assignment("v", "s.v"),)),
-        ],
-        not_matched=[
             MergeClause(
                 "not_matched", "insert", condition="s.op = 'upsert'", assignments=(Assignment("id", "s.id"),)
-            )
+            ),
         ],
-        update_only_if_changed=True,
-        copy_on_write=True,
+        behaviour=MergeBehaviour(update_only_if_changed=True, copy_on_write=True),
     )
     assert typed == MergeSpec.from_config("m", config)
 
@@ -247,5 +244,7 @@ def test_a_broken_engine_merge_is_a_bug_said_as_such_not_the_user_s_config():
     said = r"the merge built for m has no WHEN clause; no unique key .* \(a bug\)"
     with pytest.raises(AssertionError, match=said):
         MergeSpec.of("m")
-    with pytest.raises(AssertionError, match="a not_matched clause among the matched ones"):
-        MergeSpec.of("m", unique_key=["id"], matched=[MergeClause("not_matched", "insert")])
+    with pytest.raises(AssertionError, match="one alias for the source and the target"):
+        MergeSpec.of(
+            "m", unique_key=["id"], aliases=("s", "S"), clauses=[MergeClause("not_matched", "insert")]
+        )

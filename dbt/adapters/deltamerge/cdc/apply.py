@@ -44,7 +44,14 @@ from dbt.adapters.deltamerge.delta import (
 )
 from dbt.adapters.deltamerge.merge import DEFAULT_SOURCE_ALIAS as S
 from dbt.adapters.deltamerge.merge import DEFAULT_TARGET_ALIAS as T_
-from dbt.adapters.deltamerge.merge import Assignment, MergeClause, MergeSpec, fits_in_broadcast, merge_into
+from dbt.adapters.deltamerge.merge import (
+    Assignment,
+    MergeBehaviour,
+    MergeClause,
+    MergeSpec,
+    fits_in_broadcast,
+    merge_into,
+)
 from dbt.adapters.deltamerge.skipping.files import (
     as_instant,
     key_profile_aggregates,
@@ -211,10 +218,8 @@ def _merge_spec(spec: CdcSpec, stored: tuple[str, ...], target: T.StructType, *,
     return MergeSpec.of(
         spec.model,
         unique_key=spec.keys,
-        matched=matched,
-        not_matched=[upsert],
-        update_only_if_changed=True,
-        copy_on_write=spec.copy_on_write,
+        clauses=[*matched, upsert],
+        behaviour=MergeBehaviour(update_only_if_changed=True, copy_on_write=spec.copy_on_write),
     )
 
 

@@ -48,6 +48,7 @@ from dbt.adapters.deltamerge.delta import (
 from dbt.adapters.deltamerge.merge import DEFAULT_SOURCE_ALIAS as S
 from dbt.adapters.deltamerge.merge import (
     Assignment,
+    MergeBehaviour,
     MergeClause,
     MergeSpec,
     checkpoint_with_aggregates,
@@ -236,13 +237,12 @@ def apply_scd2(
     main = MergeSpec.of(
         spec.model,
         unique_key=[*spec.keys, START_AT],
-        matched=[
+        clauses=[
             MergeClause("matched", "delete", condition=f"{qualified(S, OP)} = 'delete'"),
             MergeClause("matched", "update", assignments=_assigned([*values, END_AT])),
+            MergeClause("not_matched", "insert", condition=upsert, assignments=_assigned(columns)),
         ],
-        not_matched=[MergeClause("not_matched", "insert", condition=upsert, assignments=_assigned(columns))],
-        update_only_if_changed=True,
-        copy_on_write=spec.copy_on_write,
+        behaviour=MergeBehaviour(update_only_if_changed=True, copy_on_write=spec.copy_on_write),
     )
     counts = replayed.counts
     return merge_into(spark, replayed.changes, table, main, change=change, txn=txn, extra_metrics=counts)

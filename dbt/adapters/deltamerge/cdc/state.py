@@ -186,8 +186,7 @@ def prepare(
     if not written and not removed:
         return None
     return PendingCommit.of_files(
-        table_path=snapshot.table_path,
-        read_version=snapshot.version,
+        snapshot,
         operation="WRITE",
         leading=[],
         written=written,

@@ -17,7 +17,12 @@ from dbt.adapters.deltamerge.merge.execute.touched import MULTIPLE_MATCHES, Mult
 from dbt.adapters.deltamerge.merge.pipeline import dry_run_merge, merge_into
 from dbt.adapters.deltamerge.merge.resolve import evolved_by_merge
 from dbt.adapters.deltamerge.merge.source import checkpoint_with_aggregates, fits_in_broadcast
-from dbt.adapters.deltamerge.merge.spec import DEFAULT_SOURCE_ALIAS, DEFAULT_TARGET_ALIAS, MergeSpec
+from dbt.adapters.deltamerge.merge.spec import (
+    DEFAULT_SOURCE_ALIAS,
+    DEFAULT_TARGET_ALIAS,
+    MergeBehaviour,
+    MergeSpec,
+)
 
 __all__ = [
     "DEFAULT_SOURCE_ALIAS",
@@ -26,6 +31,7 @@ __all__ = [
     "SHORTHANDS",
     "Assignment",
     "DryRun",
+    "MergeBehaviour",
     "MergeClause",
     "MergeSpec",
     "MultipleMatchesError",

@@ -14,6 +14,7 @@ are reported together, in Delta's words (``DELTA_MERGE_UNRESOLVED_EXPRESSION``,
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from pyspark.sql import types as T
@@ -88,7 +89,9 @@ def resolve(
         outputs = (
             ()
             if clause.action == "delete"
-            else _outputs(spec, clause, index, target, source, where, problems, lenient_star, types or {})
+            else _outputs(
+                spec, clause, (target, source), where, problems, lenient_star, _of(types, clause, index)
+            )
         )
         unchanged = None
         if spec.update_only_if_changed and clause.kind == "matched" and clause.action == "update":
@@ -133,17 +136,22 @@ def unchanged_condition(target_alias: str, outputs: tuple[tuple[str, str], ...])
     return conjunction(pairs) if pairs else "true"
 
 
+def _of(types: AssignedTypes | None, clause: MergeClause, index: int) -> dict[str, T.DataType]:
+    """The assigned expressions' types of one clause (the ``index``-th of its kind), by config key."""
+    return {key: t for (kind, i, key), t in (types or {}).items() if kind == clause.kind and i == index}
+
+
 def _outputs(
     spec: MergeSpec,
     clause: MergeClause,
-    index: int,
-    target: T.StructType,
-    source: T.StructType,
+    schemas: tuple[T.StructType, T.StructType],
     where: str,
     problems: list[str],
     lenient_star: bool,
-    types: AssignedTypes,
+    types: Mapping[str, T.DataType],
 ) -> tuple[tuple[str, str], ...]:
+    """The clause's ``(column, SQL)`` outputs over the ``(target, source)`` schemas; problems added."""
+    target, source = schemas
     columns = tuple(f.name for f in target.fields)
     by_lower = {c.lower(): c for c in columns}
     source_names = {f.name.lower(): f.name for f in source.fields}
@@ -204,7 +212,7 @@ def _outputs(
                     f"{name} is not supported."
                 )
             else:
-                typed = [(path, sql, types.get((clause.kind, index, key))) for path, sql, key in items]
+                typed = [(path, sql, types.get(key)) for path, sql, key in items]
                 value = _assigned_value(spec, target[name], typed, evolving, where, problems)
                 if value is not None:
                     assigned[name] = value

@@ -38,6 +38,18 @@ DEFAULT_TARGET_ALIAS = "DBT_INTERNAL_DEST"
 
 
 @dataclass(frozen=True)
+class MergeBehaviour:
+    """How a merge behaves beyond its clauses (the flags ``MergeSpec.of`` takes as one value)."""
+
+    # Delta's auto-merge: new source columns and fields join the target's schema.
+    schema_evolution: bool = False
+    # A matched update that would store the values already stored is skipped (not counted).
+    update_only_if_changed: bool = False
+    # ``deletion_vectors: false``: rewrite touched files even where the table takes deletion vectors.
+    copy_on_write: bool = False
+
+
+@dataclass(frozen=True)
 class MergeSpec:
     """The validated clause set of one ``delta_merge`` model."""
 
@@ -136,14 +148,13 @@ class MergeSpec:
             unique_key=unique_key,
             merge_condition=merge_condition,
             incremental_predicates=predicates,
-            source_alias=source,
-            target_alias=target,
-            matched=clauses["matched"],
-            not_matched=clauses["not_matched"],
-            not_matched_by_source=clauses["not_matched_by_source"],
-            schema_evolution=schema_evolution,
-            update_only_if_changed=only_if_changed,
-            copy_on_write=config.get("deletion_vectors") is False,
+            aliases=(source, target),
+            clauses=[c for kind in LIST_KEYS for c in clauses[kind]],
+            behaviour=MergeBehaviour(
+                schema_evolution=schema_evolution,
+                update_only_if_changed=only_if_changed,
+                copy_on_write=config.get("deletion_vectors") is False,
+            ),
         )
 
     @classmethod
@@ -154,38 +165,28 @@ class MergeSpec:
         unique_key: Sequence[str] = (),
         merge_condition: str | None = None,
         incremental_predicates: Sequence[str] = (),
-        source_alias: str = DEFAULT_SOURCE_ALIAS,
-        target_alias: str = DEFAULT_TARGET_ALIAS,
-        matched: Sequence[MergeClause] = (),
-        not_matched: Sequence[MergeClause] = (),
-        not_matched_by_source: Sequence[MergeClause] = (),
-        schema_evolution: bool = False,
-        update_only_if_changed: bool = False,
-        copy_on_write: bool = False,
+        aliases: tuple[str, str] = (DEFAULT_SOURCE_ALIAS, DEFAULT_TARGET_ALIAS),
+        clauses: Sequence[MergeClause] = (),
+        behaviour: MergeBehaviour = MergeBehaviour(),
     ) -> MergeSpec:
         """A clause set built by code: the engine's own door (CDC apply; ``from_config`` ends here).
+        ``aliases``: the source's and the target's; ``clauses`` in order, each of its kind.
 
         The user's config goes through ``from_config``, which words every problem as theirs; a
         merge the engine builds breaks an invariant only by a bug of the engine, said as such (an
         ``AssertionError``), never as a model's invalid config.
 
         >>> insert = MergeClause("not_matched", "insert")
-        >>> MergeSpec.of("m", unique_key=["id"], not_matched=[insert]).on_condition
+        >>> MergeSpec.of("m", unique_key=["id"], clauses=[insert]).on_condition
         '(`DBT_INTERNAL_DEST`.`id` <=> `DBT_INTERNAL_SOURCE`.`id`)'
         """
-        clauses = (tuple(matched), tuple(not_matched), tuple(not_matched_by_source))
+        source_alias, target_alias = aliases
         kinds = ("matched", "not_matched", "not_matched_by_source")
-        misplaced = [
-            f"a {c.kind} clause among the {k} ones"
-            for k, kind_clauses in zip(kinds, clauses, strict=True)
-            for c in kind_clauses
-            if c.kind != k
-        ]
+        by_kind = tuple(tuple(c for c in clauses if c.kind == kind) for kind in kinds)
         broken = [
-            "no WHEN clause" if not any(clauses) else "",
+            "no WHEN clause" if not clauses else "",
             "no unique key and no merge condition" if not unique_key and merge_condition is None else "",
             "one alias for the source and the target" if source_alias.lower() == target_alias.lower() else "",
-            *misplaced,
         ]
         if any(broken):
             said = "; ".join(b for b in broken if b)
@@ -202,12 +203,12 @@ class MergeSpec:
             incremental_predicates=predicates,
             source_alias=source_alias,
             target_alias=target_alias,
-            matched=clauses[0],
-            not_matched=clauses[1],
-            not_matched_by_source=clauses[2],
-            schema_evolution=schema_evolution,
-            update_only_if_changed=update_only_if_changed,
-            copy_on_write=copy_on_write,
+            matched=by_kind[0],
+            not_matched=by_kind[1],
+            not_matched_by_source=by_kind[2],
+            schema_evolution=behaviour.schema_evolution,
+            update_only_if_changed=behaviour.update_only_if_changed,
+            copy_on_write=behaviour.copy_on_write,
         )
 
 

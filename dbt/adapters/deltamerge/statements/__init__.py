@@ -1,7 +1,7 @@
 """SQL statements on Delta tables: parsed (pure), then run by the engine as Delta commits.
 
 ``may_write_table`` is the cheap test the cursor runs on every statement dbt sends; only a
-statement that passes it loads the parsers (``statements.run``).
+statement that passes it loads the parsers and runners (``statements/parse``, ``statements/run``).
 """
 
 from __future__ import annotations

@@ -51,9 +51,8 @@ class PendingCommit:
     @classmethod
     def of_files(
         cls,
+        snapshot: Snapshot,
         *,
-        table_path: str,
-        read_version: int,
         operation: str,
         leading: Sequence[dict[str, object]],
         written: list[WrittenFile],
@@ -62,7 +61,7 @@ class PendingCommit:
         parameters: dict[str, Any] | None = None,
         metrics: dict[str, int] | None = None,
     ) -> PendingCommit:
-        """The commit that removes ``removed`` and adds ``written`` and ``changes``."""
+        """The commit on ``snapshot`` that removes ``removed`` and adds ``written`` and ``changes``."""
         stamp = now_ms()
         actions = [
             *leading,
@@ -72,7 +71,14 @@ class PendingCommit:
         ]
         # Round-trip through JSON: the record on disk and the commit must be the same data.
         plain = [json.loads(stats_to_json(a)) for a in actions]
-        return cls(table_path, read_version, operation, plain, dict(parameters or {}), dict(metrics or {}))
+        return cls(
+            snapshot.table_path,
+            snapshot.version,
+            operation,
+            plain,
+            dict(parameters or {}),
+            dict(metrics or {}),
+        )
 
     def written_paths(self) -> list[str]:
         """The files this commit would add (data and change data), as local paths."""

@@ -22,7 +22,7 @@ from pyspark.sql import SparkSession
 from dbt.adapters.deltamerge import binding
 from dbt.adapters.deltamerge.common.sql import quote_identifier, string_literal
 from dbt.adapters.deltamerge.delta import DeltaError, latest_version, load_snapshot
-from dbt.adapters.deltamerge.statements.reads import Name, read_names
+from dbt.adapters.deltamerge.statements.parse.reads import Name, read_names
 
 # Views nested deeper than this are not followed further (a view over itself is an error of Spark's).
 MAX_VIEW_DEPTH = 16
@@ -202,4 +202,3 @@ def _fresh(spark: SparkSession, bound: Bound) -> Bound:
         spark, schema=bound.schema, identifier=bound.identifier, snapshot=snapshot, current=entry.properties
     )
     return Bound(bound.schema, bound.identifier, entry.table_path, snapshot.version)
-

@@ -21,7 +21,7 @@ from dbt.adapters.deltamerge.delta import (
     store_assigned,
     write_dataframe,
 )
-from dbt.adapters.deltamerge.statements.parse import InsertStatement
+from dbt.adapters.deltamerge.statements.parse.statement import InsertStatement
 
 
 class InsertError(EngineError):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from dbt.adapters.deltamerge.statements.views import ViewError, underlying_table
+from dbt.adapters.deltamerge.statements.run.views import ViewError, underlying_table
 
 TABLE = """      +- SubqueryAlias spark_catalog.s.tab
          +- Relation spark_catalog.s.tab[key#2,value#3] parquet"""

@@ -41,13 +41,13 @@ from dbt.adapters.deltamerge.delta import (
     write_files,
     zorder_problems,
 )
-from dbt.adapters.deltamerge.statements.dml_parts import columns, layout, row_ids, skipped
-from dbt.adapters.deltamerge.statements.parse_maintenance import (
+from dbt.adapters.deltamerge.statements.parse.maintenance import (
     OptimizeStatement,
     ReorgStatement,
     SetPropertiesStatement,
     non_partition_column,
 )
+from dbt.adapters.deltamerge.statements.run.dml_parts import columns, layout, row_ids, skipped
 
 
 class MaintenanceError(EngineError):

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from sqlglot import exp
 
-from dbt.adapters.deltamerge.statements.parse_dml import StatementParseError, sql_of, table_parts
+from dbt.adapters.deltamerge.statements.parse.dml import StatementParseError, sql_of, table_parts
 
 
 @dataclass(frozen=True)

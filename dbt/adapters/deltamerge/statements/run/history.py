@@ -35,7 +35,7 @@ from dbt.adapters.deltamerge.delta import (
     read_commit,
     storage,
 )
-from dbt.adapters.deltamerge.statements.parse_history import AsOf
+from dbt.adapters.deltamerge.statements.parse.history import AsOf
 
 
 class TimeTravelError(DeltaError):

@@ -19,18 +19,18 @@ from dbt.adapters.deltamerge import binding
 from dbt.adapters.deltamerge.common.errors import EngineError
 from dbt.adapters.deltamerge.common.sql import quote_identifier
 from dbt.adapters.deltamerge.delta import after_commit, load_snapshot
-from dbt.adapters.deltamerge.statements.history import (
+from dbt.adapters.deltamerge.statements.parse.history import (
+    DescribeDetail,
+    DescribeHistory,
+    parse_history_statement,
+    travel_references,
+)
+from dbt.adapters.deltamerge.statements.run.history import (
     detail_frame,
     history_frame,
     resolve_version,
     restore,
     snapshot_at,
-)
-from dbt.adapters.deltamerge.statements.parse_history import (
-    DescribeDetail,
-    DescribeHistory,
-    parse_history_statement,
-    travel_references,
 )
 
 # Catalog entries of old versions end so; dbt's relation listing leaves them out.

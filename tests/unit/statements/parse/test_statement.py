@@ -6,17 +6,17 @@ import logging
 
 import pytest
 
-from dbt.adapters.deltamerge.statements.parse import (
-    InsertStatement,
-    RefusedStatement,
-    StatementParseError,
-    parse_write_statement,
-)
-from dbt.adapters.deltamerge.statements.parse_dml import (
+from dbt.adapters.deltamerge.statements.parse.dml import (
     DeleteStatement,
     MergeStatement,
     TruncateStatement,
     UpdateStatement,
+)
+from dbt.adapters.deltamerge.statements.parse.statement import (
+    InsertStatement,
+    RefusedStatement,
+    StatementParseError,
+    parse_write_statement,
 )
 
 

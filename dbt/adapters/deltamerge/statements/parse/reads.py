@@ -18,7 +18,7 @@ from sqlglot import exp
 from sqlglot.tokens import TokenType
 
 from dbt.adapters.deltamerge.common.sql import quiet_sqlglot
-from dbt.adapters.deltamerge.statements.parse_dml import SPARK, table_parts
+from dbt.adapters.deltamerge.statements.parse.dml import SPARK, table_parts
 
 # A catalog name as the session resolves it: (schema, identifier), lower case; schema "" when the
 # statement leaves it to the session's current database.

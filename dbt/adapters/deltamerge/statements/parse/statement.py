@@ -23,15 +23,15 @@ from sqlglot import exp
 from sqlglot.tokens import Token, TokenType
 
 from dbt.adapters.deltamerge.common.sql import quiet_sqlglot
-from dbt.adapters.deltamerge.statements.parse_ddl import DdlStatement, parse_ddl
-from dbt.adapters.deltamerge.statements.parse_dml import (
+from dbt.adapters.deltamerge.statements.parse.ddl import DdlStatement, parse_ddl
+from dbt.adapters.deltamerge.statements.parse.dml import (
     SPARK,
     DmlStatement,
     StatementParseError,
     parse_dml,
     table_parts,
 )
-from dbt.adapters.deltamerge.statements.parse_maintenance import (
+from dbt.adapters.deltamerge.statements.parse.maintenance import (
     ClusterByStatement,
     OptimizeStatement,
     ReorgStatement,

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from dbt.adapters.deltamerge.statements.parse_ddl import (
+from dbt.adapters.deltamerge.statements.parse.ddl import (
     AddColumnsStatement,
     ColumnDefinition,
     CreateTableStatement,
     parse_ddl,
 )
-from dbt.adapters.deltamerge.statements.parse_dml import StatementParseError
+from dbt.adapters.deltamerge.statements.parse.dml import StatementParseError
 
 
 def test_create_table_forms():

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import sqlglot
 from sqlglot import exp
 
-from dbt.adapters.deltamerge.statements.parse_dml import SPARK, StatementParseError, sql_of, table_parts
+from dbt.adapters.deltamerge.statements.parse.dml import SPARK, StatementParseError, sql_of, table_parts
 
 
 @dataclass(frozen=True)

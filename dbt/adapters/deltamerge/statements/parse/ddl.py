@@ -15,8 +15,8 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.tokens import TokenType
 
-from dbt.adapters.deltamerge.statements.parse_alter import AlterStatement, parse_alter
-from dbt.adapters.deltamerge.statements.parse_dml import SPARK, StatementParseError, sql_of, table_parts
+from dbt.adapters.deltamerge.statements.parse.alter import AlterStatement, parse_alter
+from dbt.adapters.deltamerge.statements.parse.dml import SPARK, StatementParseError, sql_of, table_parts
 
 _QUERY_STARTS = {TokenType.SELECT, TokenType.WITH, TokenType.VALUES, TokenType.FROM, TokenType.TABLE}
 

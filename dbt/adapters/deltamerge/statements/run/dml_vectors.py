@@ -34,7 +34,7 @@ from dbt.adapters.deltamerge.delta import (
     write_files,
     write_files_and_changes,
 )
-from dbt.adapters.deltamerge.statements.dml_parts import (
+from dbt.adapters.deltamerge.statements.run.dml_parts import (
     aliased,
     columns,
     commit,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from dbt.adapters.deltamerge.merge.spec import MergeSpec
-from dbt.adapters.deltamerge.statements.parse_dml import (
+from dbt.adapters.deltamerge.statements.parse.dml import (
     DeleteStatement,
     MergeStatement,
     StatementParseError,
@@ -75,7 +75,7 @@ def test_unsupported_forms_say_what_is_not_supported():
 
 def test_spark_4_functions_sqlglot_s_spark_generator_drops_are_kept():
     # sqlglot's Spark generator turns parse_json(x) into x: a string where the user made a VARIANT.
-    from dbt.adapters.deltamerge.statements.parse import parse_write_statement
+    from dbt.adapters.deltamerge.statements.parse.statement import parse_write_statement
 
     statement = parse_write_statement(
         "merge into t using (select 1 as id, parse_json('{\"k\": 1}') as v) s on t.id = s.id "

@@ -24,7 +24,7 @@ from dbt.adapters.deltamerge.delta import (
     redefine,
 )
 from dbt.adapters.deltamerge.delta import metadata as identity_metadata
-from dbt.adapters.deltamerge.statements.parse_ddl import ColumnDefinition
+from dbt.adapters.deltamerge.statements.parse.ddl import ColumnDefinition
 
 
 class ColumnDefinitionError(EngineError):

@@ -34,42 +34,42 @@ from dbt.adapters.deltamerge.delta import (
     rows_affected,
 )
 from dbt.adapters.deltamerge.merge import MergeSpec, evolved_by_merge, merge_into
-from dbt.adapters.deltamerge.statements import dml
-from dbt.adapters.deltamerge.statements.column_ddl import add_constraint, alter_column, drop_constraint
-from dbt.adapters.deltamerge.statements.ddl import add_columns, create_table, drop_columns, rename_column
-from dbt.adapters.deltamerge.statements.insert import insert_into
-from dbt.adapters.deltamerge.statements.maintenance import optimize_table, reorg_purge, set_properties
-from dbt.adapters.deltamerge.statements.parse import (
+from dbt.adapters.deltamerge.statements.parse.alter import (
+    AddConstraintStatement,
+    AlterColumnStatement,
+    DropConstraintStatement,
+)
+from dbt.adapters.deltamerge.statements.parse.ddl import (
+    AddColumnsStatement,
+    CreateTableStatement,
+    DropColumnsStatement,
+    RenameColumnStatement,
+)
+from dbt.adapters.deltamerge.statements.parse.dml import (
+    DeleteStatement,
+    MergeStatement,
+    TruncateStatement,
+    UpdateStatement,
+)
+from dbt.adapters.deltamerge.statements.parse.maintenance import (
+    ClusterByStatement,
+    OptimizeStatement,
+    ReorgStatement,
+    SetPropertiesStatement,
+)
+from dbt.adapters.deltamerge.statements.parse.statement import (
     InsertStatement,
     RefusedStatement,
     Statement,
     StatementParseError,
     parse_write_statement,
 )
-from dbt.adapters.deltamerge.statements.parse_alter import (
-    AddConstraintStatement,
-    AlterColumnStatement,
-    DropConstraintStatement,
-)
-from dbt.adapters.deltamerge.statements.parse_ddl import (
-    AddColumnsStatement,
-    CreateTableStatement,
-    DropColumnsStatement,
-    RenameColumnStatement,
-)
-from dbt.adapters.deltamerge.statements.parse_dml import (
-    DeleteStatement,
-    MergeStatement,
-    TruncateStatement,
-    UpdateStatement,
-)
-from dbt.adapters.deltamerge.statements.parse_maintenance import (
-    ClusterByStatement,
-    OptimizeStatement,
-    ReorgStatement,
-    SetPropertiesStatement,
-)
-from dbt.adapters.deltamerge.statements.views import ViewError, temp_view_table
+from dbt.adapters.deltamerge.statements.run import dml
+from dbt.adapters.deltamerge.statements.run.alter import add_constraint, alter_column, drop_constraint
+from dbt.adapters.deltamerge.statements.run.ddl import add_columns, create_table, drop_columns, rename_column
+from dbt.adapters.deltamerge.statements.run.insert import insert_into
+from dbt.adapters.deltamerge.statements.run.maintenance import optimize_table, reorg_purge, set_properties
+from dbt.adapters.deltamerge.statements.run.views import ViewError, temp_view_table
 
 
 class StatementError(EngineError):

@@ -43,7 +43,7 @@ from dbt.adapters.deltamerge.delta import (
     write_files_and_changes,
     writes_deletion_vectors,
 )
-from dbt.adapters.deltamerge.statements.dml_parts import (
+from dbt.adapters.deltamerge.statements.run.dml_parts import (
     aliased,
     columns,
     commit,
@@ -53,7 +53,7 @@ from dbt.adapters.deltamerge.statements.dml_parts import (
     row_ids,
     skipped,
 )
-from dbt.adapters.deltamerge.statements.dml_vectors import delete_marking, update_marking
+from dbt.adapters.deltamerge.statements.run.dml_vectors import delete_marking, update_marking
 
 _FILE, _ROWS, _SELECTED = "_dml_file", "_dml_rows", "_dml_selected"
 

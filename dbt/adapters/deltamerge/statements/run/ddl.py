@@ -42,9 +42,9 @@ from dbt.adapters.deltamerge.delta import (
     with_schema,
     write_dataframe,
 )
-from dbt.adapters.deltamerge.statements.column_ddl import column_metadata, constraint_properties
-from dbt.adapters.deltamerge.statements.dml import update_rows
-from dbt.adapters.deltamerge.statements.parse_ddl import ColumnDefinition, CreateTableStatement
+from dbt.adapters.deltamerge.statements.parse.ddl import ColumnDefinition, CreateTableStatement
+from dbt.adapters.deltamerge.statements.run.alter import column_metadata, constraint_properties
+from dbt.adapters.deltamerge.statements.run.dml import update_rows
 
 
 class TableStatementError(EngineError):

@@ -2,13 +2,13 @@ from __future__ import annotations
 
 import pytest
 
-from dbt.adapters.deltamerge.statements.parse_alter import (
+from dbt.adapters.deltamerge.statements.parse.alter import (
     AddConstraintStatement,
     AlterColumnStatement,
     DropConstraintStatement,
 )
-from dbt.adapters.deltamerge.statements.parse_ddl import parse_ddl
-from dbt.adapters.deltamerge.statements.parse_dml import StatementParseError
+from dbt.adapters.deltamerge.statements.parse.ddl import parse_ddl
+from dbt.adapters.deltamerge.statements.parse.dml import StatementParseError
 
 
 @pytest.mark.parametrize(

@@ -18,7 +18,7 @@ import sqlglot.errors
 from sqlglot import exp
 from sqlglot.tokens import Token
 
-from dbt.adapters.deltamerge.statements.parse_dml import SPARK
+from dbt.adapters.deltamerge.statements.parse.dml import SPARK
 
 _COMMENTS = re.compile(r"^(?:\s+|--[^\n]*(?:\n|$)|/\*.*?\*/)*", re.S)  # dbt's query comment first
 _NAME = r"((?:`[^`]+`|[A-Za-z_][\w$]*)(?:\s*\.\s*(?:`[^`]+`|[A-Za-z_][\w$]*)){0,2})"
