@@ -28,30 +28,8 @@ them, RESTORE's re-added files).
 
 from __future__ import annotations
 
-# commands/: one command each
-from dbt.adapters.deltamerge.delta.commands.auto_optimize import (
-    AUTO_COMPACT,
-    auto_compact,
-    auto_compact_enabled,
-)
-from dbt.adapters.deltamerge.delta.commands.change_feed import read_changes
-from dbt.adapters.deltamerge.delta.commands.comments import set_descriptions
-from dbt.adapters.deltamerge.delta.commands.convert import (
-    ALREADY_DELTA,
-    ConvertError,
-    ConvertResult,
-    convert_to_delta,
-    parse_partition_schema,
-)
-from dbt.adapters.deltamerge.delta.commands.optimize import (
-    OptimizeOptions,
-    optimize,
-    plan_bins,
-    zorder_problems,
-)
-from dbt.adapters.deltamerge.delta.commands.redefine import commit_after, commit_before, recluster, redefine
-from dbt.adapters.deltamerge.delta.commands.vacuum import DEFAULT_RETENTION_HOURS, vacuum
-from dbt.adapters.deltamerge.delta.commands.zorder import ZOrderError
+import importlib
+from typing import TYPE_CHECKING, Any
 
 # data/: rows through Spark
 from dbt.adapters.deltamerge.delta.data.align import align_to_schema, aligned_columns, store_assigned
@@ -121,7 +99,7 @@ from dbt.adapters.deltamerge.delta.log.identity import (
     metadata,
 )
 from dbt.adapters.deltamerge.delta.log.mapping import mapping_mode
-from dbt.adapters.deltamerge.delta.log.properties import value_problems
+from dbt.adapters.deltamerge.delta.log.properties import AUTO_COMPACT, DEFAULT_RETENTION_HOURS, value_problems
 from dbt.adapters.deltamerge.delta.log.protocol import CDF_PROPERTY, change_data_feed_enabled
 from dbt.adapters.deltamerge.delta.log.replay import log_state
 from dbt.adapters.deltamerge.delta.log.row_ids import (
@@ -180,6 +158,37 @@ from dbt.adapters.deltamerge.delta.txn.transaction import (
     WriteResult,
     commit_files,
 )
+
+# commands/: one command each, loaded on first use (``_COMMANDS``, ``__getattr__``): a dbt command
+# that writes nothing (``parse``, ``ls``, ``compile``) loads none of them with the adapter.
+if TYPE_CHECKING:
+    from dbt.adapters.deltamerge.delta.commands.auto_optimize import (
+        auto_compact,
+        auto_compact_enabled,
+    )
+    from dbt.adapters.deltamerge.delta.commands.change_feed import read_changes
+    from dbt.adapters.deltamerge.delta.commands.comments import set_descriptions
+    from dbt.adapters.deltamerge.delta.commands.convert import (
+        ALREADY_DELTA,
+        ConvertError,
+        ConvertResult,
+        convert_to_delta,
+        parse_partition_schema,
+    )
+    from dbt.adapters.deltamerge.delta.commands.optimize import (
+        OptimizeOptions,
+        optimize,
+        plan_bins,
+        zorder_problems,
+    )
+    from dbt.adapters.deltamerge.delta.commands.redefine import (
+        commit_after,
+        commit_before,
+        recluster,
+        redefine,
+    )
+    from dbt.adapters.deltamerge.delta.commands.vacuum import vacuum
+    from dbt.adapters.deltamerge.delta.commands.zorder import ZOrderError
 
 __all__ = [
     "ALREADY_DELTA",
@@ -326,3 +335,37 @@ __all__ = [
     "z85_encode",
     "zorder_problems",
 ]
+
+
+# The commands' names and the module of each (``commands/<module>.py``).
+_COMMANDS = {
+    "ALREADY_DELTA": "convert",
+    "ConvertError": "convert",
+    "ConvertResult": "convert",
+    "OptimizeOptions": "optimize",
+    "ZOrderError": "zorder",
+    "auto_compact": "auto_optimize",
+    "auto_compact_enabled": "auto_optimize",
+    "commit_after": "redefine",
+    "commit_before": "redefine",
+    "convert_to_delta": "convert",
+    "optimize": "optimize",
+    "parse_partition_schema": "convert",
+    "plan_bins": "optimize",
+    "read_changes": "change_feed",
+    "recluster": "redefine",
+    "redefine": "redefine",
+    "set_descriptions": "comments",
+    "vacuum": "vacuum",
+    "zorder_problems": "optimize",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """A command's name, its module loaded on first use (PEP 562)."""
+    module = _COMMANDS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.commands.{module}"), name)
+    globals()[name] = value
+    return value

@@ -27,10 +27,6 @@ from dbt.adapters.deltamerge.delta import (
     WriteRequest,
     WriteResult,
     after_commit,
-    auto_compact,
-    auto_compact_enabled,
-    commit_after,
-    commit_before,
     has_delta_log,
     load_snapshot,
     place_table,
@@ -119,6 +115,8 @@ def write_model(
         return dry_run_merge(spark, df, current, spec.merge, change=change)
     name = f"{table.schema}.{table.identifier}"
     if current is not None:
+        from dbt.adapters.deltamerge.delta import commit_before  # a command: loaded by a write
+
         current = commit_before(spark, current, change, name)  # a contract's constraints, rows checked
     if write == "cdc_apply":
         result = _apply_changes(spark, (df, stored), table, spec, run, current, change)
@@ -180,6 +178,8 @@ def _maintained(spark: SparkSession, result: WriteResult, spec: ModelSpec, chang
     the model's ``auto_optimize``), the model's clustering columns (``cluster_by`` changed on an
     existing table), then the model's OPTIMIZE (``optimize_after_run``, ``zorder``, ``cluster_by``:
     a clustered table's OPTIMIZE clusters the files not clustered yet)."""
+    from dbt.adapters.deltamerge.delta import auto_compact, auto_compact_enabled, commit_after  # commands
+
     compacted = auto_compact(spark, result, enabled=auto_compact_enabled(spec.write.tblproperties))
     latest = compacted if compacted is not None and compacted.version is not None else result
     reclustered = commit_after(latest.snapshot, change, spec.model)  # the config's new clustering columns

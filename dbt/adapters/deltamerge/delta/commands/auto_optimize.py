@@ -23,11 +23,11 @@ from pyspark.sql import SparkSession
 from dbt.adapters.deltamerge.delta import storage
 from dbt.adapters.deltamerge.delta.errors import ConcurrentModification
 from dbt.adapters.deltamerge.delta.log.mapping import physical_names
+from dbt.adapters.deltamerge.delta.log.properties import AUTO_COMPACT
 from dbt.adapters.deltamerge.delta.log.snapshot import AddFile, Snapshot
 from dbt.adapters.deltamerge.delta.txn.commit import version_file
 from dbt.adapters.deltamerge.delta.txn.transaction import WriteResult
 
-AUTO_COMPACT = "delta.autoOptimize.autoCompact"
 # Delta's autoCompact.minNumFiles: small files a partition needs before auto compaction runs.
 MIN_NUM_FILES = 50
 _LOG = logging.getLogger(__name__)

@@ -18,11 +18,11 @@ from urllib.parse import unquote
 
 from dbt.adapters.deltamerge.delta import storage
 from dbt.adapters.deltamerge.delta.errors import DeltaError
+from dbt.adapters.deltamerge.delta.log.properties import DEFAULT_RETENTION_HOURS
 from dbt.adapters.deltamerge.delta.log.snapshot import load_snapshot
 from dbt.adapters.deltamerge.delta.log.vector_files import vector_file
 from dbt.adapters.deltamerge.delta.txn.commit import latest_version, read_commit
 
-DEFAULT_RETENTION_HOURS = 168.0
 # Folders vacuum never touches: the log, and the catalog binding's hard-link folders (binding.py).
 _KEEP = ("_delta_log", "_deltamerge_catalog")
 # Hidden folders whose files vacuum does clean: change data, staging of unfinished writes.

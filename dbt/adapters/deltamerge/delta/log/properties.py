@@ -20,6 +20,10 @@ BOOLEAN = (
     "delta.enableIcebergCompatV1",
     "delta.enableIcebergCompatV2",
 )
+# Delta's auto compaction after each write (``delta/commands/auto_optimize.py``).
+AUTO_COMPACT = "delta.autoOptimize.autoCompact"
+# VACUUM's default retention: Delta's ``delta.deletedFileRetentionDuration`` of 7 days.
+DEFAULT_RETENTION_HOURS = 168.0
 # Session configuration whose keys below give new tables their default properties, as Delta's
 # ``spark.databricks.delta.properties.defaults.enableDeletionVectors`` -> ``delta.enableDeletionVectors``.
 SESSION_DEFAULTS_PREFIX = "spark.databricks.delta.properties.defaults."

@@ -1,0 +1,53 @@
+"""What importing the adapter loads: no command, no statement runner, no CDC apply until used.
+
+dbt imports the adapter for every command, also those that write nothing (``dbt parse``, ``ls``,
+``compile``, ``docs``); the Delta commands (``delta/commands``, reached through the ``delta``
+face's ``__getattr__``), the statements' runners (``statements/run``, from the cursor's first
+writing statement) and the operations load when first used.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+PREFIX = "dbt.adapters.deltamerge."
+# Modules of these rooms a plain import loads (the read path: each model's SQL is bound to the
+# latest versions first, and time travel resolved).
+READ_PATH = {"statements.run", "statements.run.fresh", "statements.run.history", "statements.run.travel"}
+# At most this many of the package's modules: lower it when a change loads fewer, never raise it
+# without a reason in the change (measured 2026-12-06: 138 before the commands loaded lazily).
+LOADED_AT_MOST = 128
+
+
+def _loaded() -> list[str]:
+    code = (
+        "import sys, json; import dbt.adapters.deltamerge.impl; "
+        f"print(json.dumps(sorted(m[{len(PREFIX)}:] for m in sys.modules if m.startswith({PREFIX!r}))))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return json.loads(done.stdout)
+
+
+def test_importing_the_adapter_loads_no_command_runner_or_operation():
+    loaded = _loaded()
+    commands = [m for m in loaded if m.startswith("delta.commands.")]
+    runners = [m for m in loaded if m.startswith("statements.run") and m not in READ_PATH]
+    cdc = [m for m in loaded if m.startswith("cdc.") and m != "cdc.spec"]
+    assert (commands, runners, cdc) == ([], [], [])
+    assert "operations" not in loaded
+    assert len(loaded) <= LOADED_AT_MOST, len(loaded)
+
+
+def test_a_command_of_the_face_loads_on_first_use():
+    from dbt.adapters.deltamerge import delta
+    from dbt.adapters.deltamerge.delta.commands.vacuum import vacuum
+
+    assert delta.vacuum is vacuum and "vacuum" in delta.__all__
+    try:
+        delta.no_such_command  # noqa: B018 - the attribute access is the test
+    except AttributeError as error:
+        assert "no_such_command" in str(error)
+    else:
+        raise AssertionError("an unknown name must be an AttributeError")
