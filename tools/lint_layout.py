@@ -88,7 +88,7 @@ MODULE_STATE: dict[str, dict[str, str]] = {
     "delta/object_storage.py": {"STORES": "to move: a table's handle carries its store (issue 69)"},
 }
 # Counts that may only fall (rule 9): lower them as the code moves, never raise them.
-RATCHETS = {"table_path: str": 69, "on_object_store(": 4}
+RATCHETS = {"table_path: str": 68, "on_object_store(": 4}
 # Folders of the tree outside the package whose modules may not import each other in a circle.
 OUTSIDE = ("benchmarks", "tests", "tools")
 # Where callers live besides the package (unit tests excepted: they mirror the tree).
