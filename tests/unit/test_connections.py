@@ -200,15 +200,17 @@ def test_a_bucket_of_its_own_is_reached_with_its_options_and_wrong_entries_are_n
     }
     creds = DeltaMergeCredentials.from_dict({**BASE, "bucket_storage_options": {"s3://partner": own}})
     store_settings(creds)
-    assert object_storage.STORES.options_for("s3a://partner/t")["AWS_ACCESS_KEY_ID"] == "k2"
-    assert "AWS_SESSION_TOKEN" not in object_storage.STORES.options_for("s3://partner/t")  # not mixed
-    assert object_storage.STORES.options_for("s3://lake/t")["AWS_ACCESS_KEY_ID"] == "shared-key"
+    try:
+        assert object_storage.STORES.options_for("s3a://partner/t")["AWS_ACCESS_KEY_ID"] == "k2"
+        assert "AWS_SESSION_TOKEN" not in object_storage.STORES.options_for("s3://partner/t")  # not mixed
+        assert object_storage.STORES.options_for("s3://lake/t")["AWS_ACCESS_KEY_ID"] == "shared-key"
+    finally:
+        object_storage.configure({})  # the process's stores as the other tests expect them
     settings = bucket_settings(creds)
     assert settings["fs.s3a.bucket.partner.endpoint"] == "http://partner:9000"
     assert settings["fs.s3a.bucket.partner.secret.key"] == "s2"
     assert "fs.s3a.bucket.partner.session.token" not in settings
     assert os.environ.get("AWS_SECRET_ACCESS_KEY") != "s2"  # a bucket's keys stay out of the environment
-    object_storage.configure({})
     for entry, named in (
         ({"gs://b": {}}, "name an S3 bucket"),
         ({"s3://b/path": {}}, "name an S3 bucket"),
