@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from dbt.tests.util import run_dbt
 
+from dbt.adapters.deltamerge.spark import view_text
 from tests.backend import ON_CONNECT
 
 pytestmark = pytest.mark.skipif(ON_CONNECT, reason="the embedded metastore (a cluster's is its own)")
@@ -41,8 +42,11 @@ class TestViewsOfAnyLength:
     def models(self):
         return {"big_view.sql": BIG_VIEW, "over_view.sql": OVER_VIEW}
 
-    def test_a_one_megabyte_view_is_created_replaced_read_and_documented(self, project):
+    def test_a_one_megabyte_view_is_created_replaced_read_and_documented(self, project, spark):
         assert len(BIG_VIEW) > 1_000_000
+        # Widened when the session started, before dbt's threads could read the metastore.
+        mark = view_text.mark_of(spark.conf.get(view_text.METASTORE_URL))
+        assert mark is not None and Path(mark).exists()
         run_dbt(["seed"])
         run_dbt(["run"])
         name = f"{project.test_schema}.big_view"

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 from deltalake import DeltaTable
 
-from dbt.adapters.deltamerge.spark import server
+from dbt.adapters.deltamerge.spark import processes, server
 
 # Servers of its own: the Connect tier's (``make test-connect``), not ``make test``'s.
 pytestmark = pytest.mark.server
@@ -96,7 +96,7 @@ def _supervisors(warehouse: Path) -> list[int]:
     server's warm-up process, started by the supervisor, names it too)."""
     spec = f"daemon.py {warehouse / server.SPEC_FILE}"
     return [
-        int(pid) for pid in os.listdir("/proc") if pid.isdigit() and spec in server.command_line(int(pid))
+        int(pid) for pid in os.listdir("/proc") if pid.isdigit() and spec in processes.command_line(int(pid))
     ]
 
 
@@ -211,7 +211,7 @@ def _cli(*args: str) -> subprocess.CompletedProcess[str]:
 @pytest.mark.skipif(not Path("/proc").exists(), reason="finds processes through /proc")
 def test_stop_refuses_while_a_command_uses_the_server_and_waits_or_forces(tmp_path):
     warehouse = tmp_path / "warehouse"
-    started = _cli("start", "--warehouse", str(warehouse), "--port", str(server.free_port()),
+    started = _cli("start", "--warehouse", str(warehouse), "--port", str(processes.free_port()),
                    "--master", "local[1]", "--warmup-rounds", "0")  # fmt: skip
     assert started.returncode == 0, started.stderr[-3000:]
     state = server.status(str(warehouse))
@@ -237,7 +237,7 @@ def test_stop_refuses_while_a_command_uses_the_server_and_waits_or_forces(tmp_pa
     assert server.status(str(warehouse)) is None and _gone(state.jvm_pid)
 
     # --force: stopped at once, although a command holds it.
-    assert _cli("start", "--warehouse", str(warehouse), "--port", str(server.free_port()),
+    assert _cli("start", "--warehouse", str(warehouse), "--port", str(processes.free_port()),
                 "--master", "local[1]", "--warmup-rounds", "0").returncode == 0  # fmt: skip
     again = server.status(str(warehouse))
     assert again is not None
@@ -258,7 +258,7 @@ def test_the_server_renews_its_jvm_once_idle_after_its_commands(tmp_path):
     and runs on the new JVM, at the same address, with the catalog and tables as they were."""
     project = _project(tmp_path / "project")
     warehouse = project / "warehouse"
-    started = _cli("start", "--warehouse", str(warehouse), "--port", str(server.free_port()), "--master",
+    started = _cli("start", "--warehouse", str(warehouse), "--port", str(processes.free_port()), "--master",
                    "local[1]", "--warmup-rounds", "0", "--renew-after", "2")  # fmt: skip
     assert started.returncode == 0, started.stderr[-3000:]
     state = server.status(str(warehouse))

@@ -9,7 +9,7 @@ import sys
 import threading
 import time
 
-from dbt.adapters.deltamerge.spark import daemon, server, warm
+from dbt.adapters.deltamerge.spark import daemon, processes, server, warm
 
 
 def test_the_clients_lock_tells_a_server_in_use_from_an_idle_one(tmp_path):
@@ -23,7 +23,7 @@ def test_the_clients_lock_tells_a_server_in_use_from_an_idle_one(tmp_path):
 
 def _record(folder, **changes):
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True)
-    state = {"pid": int(dead.stdout), "port": server.free_port(), "url": "sc://localhost:1",
+    state = {"pid": int(dead.stdout), "port": processes.free_port(), "url": "sc://localhost:1",
              "warehouse": str(folder), "master": "local[*]", "log": "", "started_at": 0.0}  # fmt: skip
     (folder / server.STATE_FILE).write_text(json.dumps({**state, **changes}))
 

@@ -5,10 +5,12 @@ new session, detached from the dbt command that needed the server. It imports no
 standard library (no dbt, no pyspark: it is small and starts in milliseconds). It
 
 1. starts the JVM (the spec's command line) in its own process group, logging to the spec's log;
-2. once the JVM listens on the spec's port, writes the warehouse's state file (atomically); the
-   first time no client uses the server, starts the spec's warm-up command, if any
-   (``spark/warmup.py``: it runs while no client does; a Python process that imports pyspark,
-   whose start so takes no CPU from the command that started the server);
+2. once the JVM listens on the spec's port and the spec's ready file, if it names one, is
+   there (the starting command prepares the metastore first: ``spark/view_text.py``), writes
+   the warehouse's state file (atomically); the first time no client uses the server, starts
+   the spec's warm-up command, if any (``spark/warmup.py``: it runs while no client does; a
+   Python process that imports pyspark, whose start so takes no CPU from the command that
+   started the server);
 3. watches: the server is *in use* while any client holds a shared ``flock`` on the warehouse's
    clients file (every dbt process using the server holds one until it exits, crash or not);
    after ``idle_seconds`` without a client it takes that lock exclusively (so no new client
@@ -131,7 +133,7 @@ def _launch(spec: dict[str, Any], stopping: list[str]) -> subprocess.Popen[bytes
             cwd=spec["warehouse"], env={**os.environ, **spec["env"]},
         )  # fmt: skip
     deadline = time.monotonic() + spec["start_timeout"]
-    while not port_open(spec["port"]):
+    while not (port_open(spec["port"]) and _ready(spec)):
         if jvm.poll() is not None or stopping or time.monotonic() > deadline:
             _say(spec, "the Spark Connect server did not start; stopping")
             remove_state(spec["state_file"], os.getpid())
@@ -142,6 +144,12 @@ def _launch(spec: dict[str, Any], stopping: list[str]) -> subprocess.Popen[bytes
     write_state(spec["state_file"], state)
     _say(spec, f"serving on port {spec['port']} (pid {os.getpid()}, JVM pid {jvm.pid})")
     return jvm
+
+
+def _ready(spec: dict[str, Any]) -> bool:
+    """Whether the spec's ready file, if it names one, is there (``spark/view_text.py``: the starting
+    command widens the metastore's view text columns before any other client may use it)."""
+    return not spec.get("ready_file") or os.path.exists(spec["ready_file"])
 
 
 def _start_warmup(spec: dict[str, Any]) -> list[subprocess.Popen[bytes]]:

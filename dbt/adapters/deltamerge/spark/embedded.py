@@ -21,6 +21,7 @@ from dbt.adapters.deltamerge.spark.logs import java_option
 from dbt.adapters.deltamerge.spark.metastore import claim_warehouse, in_use_message, metastore_holder
 from dbt.adapters.deltamerge.spark.packages import resolving
 from dbt.adapters.deltamerge.spark.process import PROCESS
+from dbt.adapters.deltamerge.spark.view_text import prepare_metastore
 
 logger = AdapterLogger("DeltaMerge")
 
@@ -87,6 +88,7 @@ def start_session(warehouse: str, overrides: dict[str, str]) -> Any:
         if problem is not None:
             raise DbtRuntimeError(problem) from error
         raise
+    prepare_metastore(session)  # before dbt's threads read the metastore (spark/view_text.py)
     PROCESS.embedded = session
     # Exiting with the JVM still up aborts the process (exit 134) after dbt finished.
     atexit.register(_stop)

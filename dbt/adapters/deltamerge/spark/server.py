@@ -13,8 +13,6 @@ import fcntl
 import hashlib
 import json
 import os
-import signal
-import socket
 import subprocess
 import sys
 import time
@@ -24,13 +22,14 @@ from dataclasses import asdict, dataclass, field
 from importlib.metadata import version
 from pathlib import Path
 
-from dbt.adapters.deltamerge.spark import daemon
+from dbt.adapters.deltamerge.spark import daemon, processes
 from dbt.adapters.deltamerge.spark.conf import SERVER_SESSION_DEFAULTS, session_conf
 from dbt.adapters.deltamerge.spark.java import java_problem, java_version_problem
 from dbt.adapters.deltamerge.spark.logs import server_java_option
 from dbt.adapters.deltamerge.spark.metastore import describe_process, lock_holders, metastore_holder
 from dbt.adapters.deltamerge.spark.packages import resolving
 from dbt.adapters.deltamerge.spark.process import PROCESS
+from dbt.adapters.deltamerge.spark.view_text import METASTORE_URL, awaited_mark, prepare_server
 
 SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
 DEFAULT_PORT = 15002
@@ -199,6 +198,9 @@ def start(
     if warmup_rounds > 0:
         spec["warmup"] = [interpreter(), "-m", WARMUP_MAIN, os.path.join(warehouse, SPEC_FILE)]
         spec.update(warmup_rounds=warmup_rounds, warmup_settings=settings)
+    mark = awaited_mark(server_conf(warehouse, conf)[METASTORE_URL])
+    if mark is not None:  # announced once its metastore's view text is widened (spark/view_text.py)
+        spec["ready_file"] = mark
     spec_file = os.path.join(warehouse, SPEC_FILE)
     Path(spec_file).write_text(json.dumps(spec, indent=2))
     with resolving(server_conf(warehouse, conf)):  # Ivy resolves one process's packages at a time
@@ -207,7 +209,19 @@ def start(
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
             cwd=warehouse, start_new_session=True,  # outlives this command; stopped as a process group
         )  # fmt: skip
+        if mark is not None:
+            _prepare(supervisor, port, log)
         return _wait_until_serving(supervisor, warehouse, log)
+
+
+def _prepare(supervisor: subprocess.Popen[bytes], port: int, log: str) -> None:
+    try:
+        deadline = time.monotonic() + START_TIMEOUT_SECONDS
+        prepare_server(port, lambda: supervisor.poll() is None, deadline)
+    except Exception as error:  # stopped: the next command starts a server again
+        processes.end_group(supervisor.pid)
+        why = f"The Spark Connect server did not start ({error}); see {log}:\n{log_tail(log)}"
+        raise ServerError(why) from error
 
 
 def _wait_until_serving(supervisor: subprocess.Popen[bytes], warehouse: str, log: str) -> ServerState:
@@ -221,7 +235,7 @@ def _wait_until_serving(supervisor: subprocess.Popen[bytes], warehouse: str, log
             why = f"{java}\n" if java else ""
             raise ServerError(f"The Spark Connect server did not start; {why}see {log}:\n{log_tail(log)}")
         time.sleep(daemon.START_POLL_SECONDS)
-    _end_group(supervisor.pid)
+    processes.end_group(supervisor.pid)
     raise ServerError(f"The Spark Connect server did not listen within {START_TIMEOUT_SECONDS:.0f} s: {log}")
 
 
@@ -250,7 +264,7 @@ def stop(warehouse: str) -> ServerState | None:
     if state is None:
         Path(warehouse, STATE_FILE).unlink(missing_ok=True)
         return None
-    _end_group(state.pid)
+    processes.end_group(state.pid)
     daemon.remove_state(os.path.join(warehouse, STATE_FILE), state.pid)
     return state
 
@@ -261,29 +275,22 @@ def orphan(warehouse: str) -> int | None:
     holder = metastore_holder(warehouse)
     if holder is None or status(warehouse) is not None:
         return None
-    line = command_line(holder)
+    line = processes.command_line(holder)
     return holder if SERVER_CLASS in line and f"derby.system.home={warehouse}" in line else None
 
 
 def stop_orphan(warehouse: str) -> int | None:
     """Stop ``orphan(warehouse)``; its pid, or None when there was none."""
     pid = orphan(warehouse)
-    if pid is not None and _is_group_leader(pid):
-        _end_group(pid)
+    if pid is not None and processes.is_group_leader(pid):
+        processes.end_group(pid)
     elif pid is not None:
-        _end_process(pid)
+        processes.end_process(pid)
     return pid
 
 
-def _is_group_leader(pid: int) -> bool:
-    try:
-        return os.getpgid(pid) == pid
-    except ProcessLookupError:
-        return False
 
 
-def _end_process(pid: int) -> None:
-    _terminate(pid, os.kill, _alive)
 
 
 def status(warehouse: str) -> ServerState | None:
@@ -306,73 +313,21 @@ def recorded(warehouse: str) -> ServerState | None:
 
 
 def _is_supervisor(pid: int) -> bool:
-    if pid <= 0 or not _alive(pid):
+    if pid <= 0 or not processes.alive(pid):
         return False
-    return os.path.basename(daemon.__file__) in command_line(pid)
+    return os.path.basename(daemon.__file__) in processes.command_line(pid)
 
 
-def command_line(pid: int) -> str:
-    """A process's command line ('' if it is gone); ``/proc`` or else ``ps``."""
-    try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-    except FileNotFoundError:
-        if Path("/proc/self").exists():
-            return ""
-    except OSError:
-        return ""
-    done = subprocess.run(["ps", "-o", "command=", "-p", str(pid)], capture_output=True, text=True)
-    return done.stdout.strip()
 
 
-def _end_group(pid: int) -> None:
-    _terminate(pid, os.killpg, _group_alive)
 
 
-def _terminate(
-    pid: int, send: Callable[[int, int], None], alive: Callable[[int], bool], timeout: float = 40.0
-) -> None:
-    """SIGTERM (Spark's shutdown hooks release the metastore), then SIGKILL if it hangs."""
-    for sig, wait in ((signal.SIGTERM, timeout), (signal.SIGKILL, 5.0)):
-        try:
-            send(pid, sig)
-        except ProcessLookupError:
-            return
-        deadline = time.monotonic() + wait
-        while time.monotonic() < deadline and alive(pid):
-            time.sleep(0.2)
-        if not alive(pid):
-            return
 
 
-def _group_alive(pgid: int) -> bool:
-    _alive(pgid)  # reaps the supervisor if it is this process's child
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:  # a child of this process that exited but was not reaped yet
-        return os.waitpid(pid, os.WNOHANG) == (0, 0)
-    except ChildProcessError:
-        return Path(f"/proc/{pid}").exists() or not Path("/proc").exists()
 
 
-def free_port() -> int:
-    """A TCP port nothing listens on now (the kernel's choice)."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def log_tail(log: str, lines: int = 15) -> str:

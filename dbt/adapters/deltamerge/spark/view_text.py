@@ -14,19 +14,32 @@ alike). Each step is taken from the catalog's current columns and their types, s
 was interrupted, or that another client of the same server raced, completes on the next try and a
 column already ``CLOB`` is never widened again; a marker table says it is done. A metastore that
 is not an embedded Derby one (a cluster's) is left alone.
+
+Between a step dropping a column and the next renaming its wide copy, the column is missing: a
+metastore read then fails ("Unable to fetch table"). So the widening is done while no other
+client can read the metastore: when the embedded session starts (``prepare_metastore``, before
+dbt's threads get it) and when the warm server starts, before it is announced
+(``prepare_server``). A file in the Derby database's folder, ``MARK``, says it is done without
+a round trip (it goes with the folder: a new metastore has none). ``make_room`` stays the
+fallback for a metastore neither prepared (a server started by an older version).
 """
 
 from __future__ import annotations
 
+import os
 import time
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
+from dbt.adapters.deltamerge.spark import connect, daemon
 from dbt.adapters.deltamerge.spark.process import PROCESS
 
 LONG_VARCHAR = 32_700
 COLUMNS = ("VIEW_ORIGINAL_TEXT", "VIEW_EXPANDED_TEXT")
 MARKER = "DELTAMERGE_WIDE_VIEW_TEXT"
-_URL_SETTING = "spark.hadoop.javax.jdo.option.ConnectionURL"
+MARK = "deltamerge-wide-view-text"  # a file in the Derby database's folder once MARKER is there
+METASTORE_URL = "spark.hadoop.javax.jdo.option.ConnectionURL"
 _ATTEMPTS = 6
 
 
@@ -40,26 +53,89 @@ def make_room(spark: Any, statement: str) -> None:
 def widen_view_text(spark: Any) -> bool:
     """Widen the embedded metastore's view text columns to ``CLOB``; False when there was nothing to
     do (not an embedded Derby metastore, or widened already)."""
-    url = derby_url(spark.conf.get(_URL_SETTING, "") or "")
+    setting = spark.conf.get(METASTORE_URL, "") or ""
+    url = derby_url(setting)
     if url is None or url in PROCESS.wide_view_text:
         return False
     with PROCESS.view_text_lock:  # one widening at a time in this process
-        for attempt in range(_ATTEMPTS):
-            if MARKER in _names(spark, url, "SELECT TABLENAME AS name FROM SYS.SYSTABLES"):
-                PROCESS.wide_view_text.add(url)
-                return False
-            try:
-                for column in COLUMNS:
-                    for step in widening_steps(column, _tbls_columns(spark, url)):
-                        _run(spark, url, step)
-                _run(spark, url, f'CREATE TABLE "APP"."{MARKER}" (WIDENED INT)')
-                break
-            except Exception:  # another client of the server widening at once: read the state again
-                if attempt == _ATTEMPTS - 1:
-                    raise
-                time.sleep(0.2 * (attempt + 1))
+        widened = _widen(spark, url)
     PROCESS.wide_view_text.add(url)
-    return True
+    mark = mark_of(setting)
+    if mark is not None:
+        Path(mark).touch()
+    return widened
+
+
+def _widen(spark: Any, url: str) -> bool:
+    for attempt in range(_ATTEMPTS):
+        if MARKER in _names(spark, url, "SELECT TABLENAME AS name FROM SYS.SYSTABLES"):
+            return False
+        try:
+            present = _tbls_columns(spark, url)
+            if not any(c in present for c in (*COLUMNS, *(f"{c}_CLOB" for c in COLUMNS))):
+                raise RuntimeError(f"The metastore at {url} has no table TBLS with a view's text yet")
+            for column in COLUMNS:
+                for step in widening_steps(column, _tbls_columns(spark, url)):
+                    _run(spark, url, step)
+            _run(spark, url, f'CREATE TABLE "APP"."{MARKER}" (WIDENED INT)')
+            return True
+        except Exception:  # another client of the server widening at once: read the state again
+            if attempt == _ATTEMPTS - 1:
+                raise
+            time.sleep(0.2 * (attempt + 1))
+    return False
+
+
+def prepare_metastore(spark: Any) -> None:
+    """Widen the view text columns of ``spark``'s embedded Derby metastore now, while nothing
+    else reads it (a session just started): its tables are created first (``SHOW DATABASES``
+    creates them all), nothing is done when ``MARK`` says it was done."""
+    mark = mark_of(spark.conf.get(METASTORE_URL, "") or "")
+    if mark is None or os.path.exists(mark):
+        return
+    spark.sql("SHOW DATABASES").collect()
+    widen_view_text(spark)
+
+
+def awaited_mark(setting: str) -> str | None:
+    """``MARK``'s path when a warm server starting on the metastore of this ``ConnectionURL``
+    setting is to be announced only once it is there (``prepare_server``); None when it is there
+    already, or the metastore is not an embedded Derby one."""
+    mark = mark_of(setting)
+    return None if mark is None or os.path.exists(mark) else mark
+
+
+def prepare_server(port: int, starting: Callable[[], bool], deadline: float) -> None:
+    """Widen the metastore's view text columns of a warm server that is starting, before it is
+    announced (its supervisor waits for ``MARK``): once it listens on ``port``,
+    ``prepare_metastore`` over a Spark Connect session of this process.
+
+    Raises:
+        RuntimeError: the server stopped (``starting()`` false) or did not listen by ``deadline``.
+    """
+    while not daemon.port_open(port):
+        if not starting() or time.monotonic() > deadline:
+            raise RuntimeError("the Spark Connect server did not start")
+        time.sleep(daemon.START_POLL_SECONDS)
+    prepare_metastore(connect.connect_session(f"sc://localhost:{port}", {}))
+
+
+def mark_of(setting: str) -> str | None:
+    """``MARK``'s path for the metastore of a ``ConnectionURL`` setting, or None (not an embedded
+    Derby database named by an absolute path).
+
+    >>> mark_of("jdbc:derby:;databaseName=/w/metastore_db;create=true")
+    '/w/metastore_db/deltamerge-wide-view-text'
+    >>> mark_of("jdbc:derby:/w/m;create=true"), mark_of("jdbc:derby:;databaseName=metastore_db")
+    ('/w/m/deltamerge-wide-view-text', None)
+    """
+    url = derby_url(setting)
+    if url is None:
+        return None
+    first, *attributes = url.removeprefix("jdbc:derby:").split(";")
+    named = [a.split("=", 1)[1] for a in attributes if a.lower().startswith("databasename=")]
+    folder = named[-1] if named else first
+    return os.path.join(folder, MARK) if os.path.isabs(folder) else None
 
 
 def derby_url(setting: str) -> str | None:

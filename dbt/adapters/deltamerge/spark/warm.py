@@ -27,7 +27,7 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from typing import IO
 
-from dbt.adapters.deltamerge.spark import server
+from dbt.adapters.deltamerge.spark import processes, server
 from dbt.adapters.deltamerge.spark.metastore import in_use_message, metastore_holder
 from dbt.adapters.deltamerge.spark.process import PROCESS
 
@@ -117,7 +117,7 @@ def ensure_server(
         say(f"Starting a warm local Spark server for {warehouse} (later commands reuse it; {until})")
         began = time.monotonic()
         state = server.start(
-            warehouse, server.free_port(), "local[*]", conf, idle_minutes, warmup_rounds=warmup_rounds
+            warehouse, processes.free_port(), "local[*]", conf, idle_minutes, warmup_rounds=warmup_rounds
         )
         took = time.monotonic() - began
         say(f"The local Spark server listens at {state.url} (started in {took:.0f} s; log: {state.log})")
