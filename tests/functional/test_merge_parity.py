@@ -8,6 +8,7 @@ the expected rows, or the error class and message Delta gives, and the table lef
 
 from __future__ import annotations
 
+import pyarrow as pa
 import pytest
 from dbt.tests.util import run_dbt
 from dbt_common.exceptions import DbtRuntimeError
@@ -195,6 +196,38 @@ class TestMergeParity:
             f"merge into {schema}.multi t using {source} s on t.key = s.key when matched then delete"
         )
         assert [r["key"] for r in rows(path)] == []
+
+    @pytest.mark.parametrize(
+        "layout", ["", "partitioned by (part)", "tblproperties (delta.enableChangeDataFeed = true)"]
+    )
+    def test_a_delete_only_merge_with_duplicate_matches_counts_each_target_row_once(self, project, layout):
+        """``MergeIntoMetricsBase`` "delete-only with duplicates": 100 source rows, each of 50 target
+        rows matched twice; Delta counts the 50 rows deleted, not the 100 matches (and, with the
+        change data feed, records each deleted row once)."""
+        schema = project.test_schema
+        project.run_sql(
+            f"create or replace table {schema}.dup_deletes using delta {layout} "
+            "as select id, id % 2 as part from range(0, 100, 1, 5)"
+        )
+        path = table_path(project, "dup_deletes")
+        project.run_sql(
+            f"merge into {schema}.dup_deletes t "
+            "using (select floor(id / 2) as id from range(50, 150, 1, 2)) s on s.id = t.id "
+            "when matched then delete"
+        )
+        assert sorted(r["id"] for r in rows(path)) == [*range(25), *range(75, 100)]
+        history = DeltaTable(path).history(1)[0]["operationMetrics"]
+        metrics = {k: int(v) for k, v in history.items() if k.startswith("num")}
+        assert metrics["numSourceRows"] == 100
+        assert metrics["numTargetRowsDeleted"] == metrics["numTargetRowsMatchedDeleted"] == 50
+        assert metrics["numOutputRows"] == metrics["numTargetRowsCopied"]
+        assert metrics["numTargetRowsUpdated"] == metrics["numTargetRowsInserted"] == 0
+        if "ChangeDataFeed" in layout:
+            merged = DeltaTable(path).version()
+            feed = DeltaTable(path).load_cdf(starting_version=merged, ending_version=merged)
+            changes = pa.table(feed.read_all()).to_pylist()
+            assert sorted(c["id"] for c in changes) == list(range(25, 75))
+            assert {c["_change_type"] for c in changes} == {"delete"}
 
     def test_duplicate_assignments_are_refused(self, project):
         schema = project.test_schema

@@ -89,3 +89,19 @@ def test_column_constraints_are_parsed():
     assert created.checks == (("positive", "a > 0"),)
     with pytest.raises(StatementParseError, match="not `CONSTRAINT name CHECK"):
         parse_ddl("create table t (a int, constraint pk primary key (a))")
+
+
+def test_unquoted_property_keys_and_values_are_kept_as_spark_stores_them():
+    """``tblproperties (delta.enableChangeDataFeed = true)``: Spark's own spelling, which wrote an
+    empty key and value before (the change data feed was then off, and a merge wrote no change
+    files)."""
+    parsed = parse_ddl(
+        "create or replace table t using delta tblproperties "
+        "(delta.enableChangeDataFeed = true, delta.logRetentionDuration = 'interval 2 days', "
+        "delta.checkpointInterval = 5) as select 1 as a"
+    )
+    assert parsed.properties == (
+        ("delta.enableChangeDataFeed", "true"),
+        ("delta.logRetentionDuration", "interval 2 days"),
+        ("delta.checkpointInterval", "5"),
+    )

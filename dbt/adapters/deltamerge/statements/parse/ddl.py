@@ -17,6 +17,7 @@ from sqlglot.tokens import TokenType
 
 from dbt.adapters.deltamerge.statements.parse.alter import AlterStatement, parse_alter
 from dbt.adapters.deltamerge.statements.parse.dml import SPARK, StatementParseError, sql_of, table_parts
+from dbt.adapters.deltamerge.statements.parse.maintenance import property_pairs
 
 _QUERY_STARTS = {TokenType.SELECT, TokenType.WITH, TokenType.VALUES, TokenType.FROM, TokenType.TABLE}
 
@@ -186,8 +187,8 @@ def _create(tree: exp.Create, sql: str) -> CreateTableStatement:
             comment = prop.this.name
         elif isinstance(prop, exp.LocationProperty):
             location = prop.this.name
-        elif type(prop) is exp.Property:  # TBLPROPERTIES ('key' = 'value')
-            properties.append((prop.name, prop.args["value"].name))
+        elif type(prop) is exp.Property:  # TBLPROPERTIES ('key' = 'value', delta.key = true)
+            properties.extend(property_pairs([prop]))
         elif not isinstance(prop, exp.FileFormatProperty):
             raise StatementParseError(f"CREATE TABLE ... USING delta: {sql_of(prop)} is not supported")
     query = _query_after_as(sql) if tree.expression is not None else None

@@ -100,8 +100,7 @@ def parse_maintenance(
     if isinstance(tree, exp.Alter) and len(tree.actions) == 1 and isinstance(tree.actions[0], exp.AlterSet):
         found = tree.actions[0].expressions
         if len(found) == 1 and isinstance(found[0], exp.Properties):
-            pairs = tuple((_text(p.this), _text(p.args.get("value"))) for p in found[0].expressions)
-            return SetPropertiesStatement(table_parts(tree.this), pairs)
+            return SetPropertiesStatement(table_parts(tree.this), property_pairs(found[0].expressions))
     sql = _LEADING_COMMENTS.sub("", sql, count=1)
     if (match := _OPTIMIZE.match(sql)) is not None:
         where, zorder = match["where"], match["zorder"]
@@ -159,9 +158,25 @@ def _names(text: str) -> tuple[str, ...]:
     return tuple(e.name for e in query.expressions)
 
 
+def property_pairs(properties: list[exp.Expr]) -> tuple[tuple[str, str], ...]:
+    """``TBLPROPERTIES (...)``'s keys and values as Spark stores them: a quoted key or value as
+    written inside its quotes, an unquoted dotted key as written, a boolean in lower case.
+
+    >>> tree = sqlglot.parse_one("create table t tblproperties (delta.enableChangeDataFeed = TRUE, "
+    ...     "'a' = 'X', b = 1.5, c.d = false)", dialect="spark")
+    >>> property_pairs(tree.args["properties"].expressions)
+    (('delta.enableChangeDataFeed', 'true'), ('a', 'X'), ('b', '1.5'), ('c.d', 'false'))
+    """
+    return tuple((_text(p.this), _text(p.args.get("value"))) for p in properties)
+
+
 def _text(node: exp.Expr | None) -> str:
     if node is None:
         return ""
     if isinstance(node, (exp.Literal, exp.Identifier)):
         return str(node.this)
+    if isinstance(node, exp.Boolean):
+        return "true" if node.this else "false"
+    if isinstance(node, exp.Dot):
+        return f"{_text(node.this)}.{_text(node.expression)}"
     return sql_of(node)
