@@ -155,6 +155,27 @@ class TestMergeParity:
             "[DELTA_UNSUPPORTED_SUBQUERY] Subqueries are not supported in the INSERT condition of MERGE "
             "operation",
         )
+        # Spark resolves a subquery's relations before Delta refuses the subquery: the aliases are
+        # no tables (``MergeIntoSuiteBase`` "update condition - subquery", "insert condition - ...").
+        self._refused(
+            project,
+            path,
+            merge + "on t.key = s.key when matched and s.value in (select value from t) then delete",
+            "[TABLE_OR_VIEW_NOT_FOUND] The table or view `t` cannot be found.",
+        )
+        self._refused(
+            project,
+            path,
+            merge + "on t.key = s.key when not matched and s.value in (select value from s) then insert *",
+            "[TABLE_OR_VIEW_NOT_FOUND] The table or view `s` cannot be found.",
+        )
+        self._refused(
+            project,
+            path,
+            merge + f"on t.key = s.key when matched and s.value in (select value from {schema}.refused) "
+            "then delete",
+            "[DELTA_UNSUPPORTED_SUBQUERY] Subqueries are not supported in the DELETE condition",
+        )
         self._refused(
             project,
             path,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from dbt.adapters.deltamerge.merge.refusals import refusals
+from dbt.adapters.deltamerge.merge.refusals import refusals, subquery_relations
 from dbt.adapters.deltamerge.merge.spec import MergeSpec
 
 
@@ -62,3 +62,21 @@ def test_what_delta_allows_is_not_refused():
         when_not_matched=[{"action": "insert", "values": {"k": "s.k", "v": "s.v"}}],
     )
     assert refusals(allowed) == []
+
+
+def test_the_relations_a_subquery_reads_are_named_for_spark_to_resolve_first():
+    spec = MergeSpec.from_config(
+        "m",
+        {
+            "merge_condition": "t.k = s.k",
+            "source_alias": "s",
+            "target_alias": "t",
+            "when_matched": [
+                {"action": "delete", "condition": "s.v in (select v from t)"},
+                {"action": "update", "set": {"v": "(select max(id) from range(3))"}},
+            ],
+            "when_not_matched": [{"action": "insert", "condition": "exists (select 1 from `my db`.`T`)"}],
+        },
+    )
+    assert subquery_relations(spec) == ["`t`", "`my db`.`T`"]
+    assert subquery_relations(MergeSpec.from_config("m", {"unique_key": "id"})) == []

@@ -27,7 +27,7 @@ from pyspark.sql import types as T
 
 from dbt.adapters.deltamerge.common.config_values import SpecError
 from dbt.adapters.deltamerge.merge.clauses import LIST_KEYS
-from dbt.adapters.deltamerge.merge.refusals import clause_type, refusals
+from dbt.adapters.deltamerge.merge.refusals import clause_type, refusals, subquery_relations
 from dbt.adapters.deltamerge.merge.resolve import AssignedTypes, resolve
 from dbt.adapters.deltamerge.merge.scope import columns_sql, scoped_spec
 from dbt.adapters.deltamerge.merge.spec import MergeSpec
@@ -79,7 +79,8 @@ def check_expressions(
 ) -> AssignedTypes:
     """Raise one SpecError naming each config key whose SQL Delta refuses or Spark cannot analyze;
     return the type of every assigned expression. ``spec``'s one-sided clauses are ``scoped``."""
-    refused = refusals(spec)
+    missing = _missing_relations(spark, spec)  # Spark's analysis comes before Delta's refusals
+    refused = missing or refusals(spec)
     if refused:
         raise SpecError(spec.model, refused)
     items = list(user_expressions(spec))
@@ -207,3 +208,17 @@ def _condition(error: PySparkException) -> str | None:
 def _first_line(text: str) -> str:
     lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
     return lines[0] if lines else text
+
+
+def _missing_relations(spark: SparkSession, spec: MergeSpec) -> list[str]:
+    """Spark's ``TABLE_OR_VIEW_NOT_FOUND`` for each relation a subquery of the merge reads that
+    does not exist (the target's alias in ``s.v in (select v from t)``), as Delta's analyzer
+    reports it before it refuses the subquery."""
+    problems = []
+    for relation in subquery_relations(spec):
+        try:
+            spark.sql(f"SELECT * FROM {relation}").schema  # noqa: B018 - analysis only, no job
+        except PySparkException as error:
+            if error.getCondition() == "TABLE_OR_VIEW_NOT_FOUND":
+                problems.append(str(error).split("\n")[0])
+    return problems

@@ -70,6 +70,36 @@ def refusals(spec: MergeSpec) -> list[str]:
     return problems
 
 
+def subquery_relations(spec: MergeSpec) -> list[str]:
+    """The relations the subqueries of the merge's conditions and assignments read, as SQL, in
+    order, once each (a CTE's own name excepted): Spark resolves them before Delta refuses the
+    subquery, so a name that is no table (the target's alias) is Spark's ``TABLE_OR_VIEW_NOT_FOUND``.
+
+    >>> spec = MergeSpec.from_config("m", {"merge_condition": "t.k = s.k", "source_alias": "s",
+    ...     "target_alias": "t", "when_matched": [{"action": "delete",
+    ...     "condition": "s.v in (with c as (select 1 as v) select v from c union select v from db.t)"}]})
+    >>> subquery_relations(spec)
+    ['`db`.`t`']
+    """
+    texts = [sql for _, sql in conditions(spec)]
+    for clause in (*spec.matched, *spec.not_matched, *spec.not_matched_by_source):
+        texts += [a.expression for a in clause.assignments or ()]
+    found: list[str] = []
+    for text in texts:
+        tree = _parsed(text)
+        if tree is None or not _subqueries(tree):
+            continue
+        ctes = {cte.alias_or_name.lower() for cte in tree.find_all(exp.CTE)}
+        for table in tree.find_all(exp.Table):
+            if not isinstance(table.this, exp.Identifier) or (not table.db and table.name.lower() in ctes):
+                continue  # a table function (range(3)), or a CTE of the subquery
+            relation = exp.table_(table.name, db=table.db or None, catalog=table.catalog or None, quoted=True)
+            sql = relation.sql(dialect=_SPARK)
+            if sql not in found:
+                found.append(sql)
+    return found
+
+
 def _condition_refusals(name: str, sql: str) -> list[str]:
     tree = _parsed(sql)
     if tree is None:
