@@ -357,3 +357,46 @@ class TestMergeParity:
             (2, {"a": 6, "b": "z", "c": 4}),
             (3, {"a": 7, "b": None, "c": None}),  # an insert has no row to keep them from
         ]
+
+    def test_update_star_and_several_clauses_under_schema_evolution(self, project):
+        """``MergeIntoSchemaEvolutionSuite``: "update * with column not in source" (the target's
+        other column keeps its value) and "multiple clauses" (``srcVal`` in an assignment is the
+        source's column, though UPDATE * adds it to the target)."""
+        schema = project.test_schema
+        path = self._table(
+            project,
+            "star",
+            "select * from values (0, 0, 0), (1, 10, 10), (3, 30, 30) as v(key, value, extra)",
+        )
+        evolve = f"merge with schema evolution into {schema}.star t using "
+        project.run_sql(
+            evolve + "(select * from values (1, 1), (2, 2) as v(key, value)) s on t.key = s.key "
+            "when matched then update set *"
+        )
+        assert [(r["key"], r["value"], r["extra"]) for r in rows(path)] == [
+            (0, 0, 0),
+            (1, 1, 10),
+            (3, 30, 30),
+        ]
+        path = self._table(
+            project,
+            "several",
+            "select * from values (1, 'a'), (2, 'b'), (3, 'c'), (4, 'd'), (5, 'e') as v(key, targetVal)",
+        )
+        project.run_sql(
+            f"merge with schema evolution into {schema}.several t using "
+            "(select * from values (1, 't'), (2, 'u'), (3, 'v'), (4, 'w'), (6, 'x'), (7, 'y'), (8, 'z') "
+            "as v(key, srcVal)) s on t.key = s.key "
+            "when matched and s.key = 1 then update set targetVal = srcVal "
+            "when matched and s.key = 2 then update set * "
+            "when matched and s.key = 3 then delete when matched and s.key = 4 then delete "
+            "when not matched and s.key = 6 then insert (key) values (s.key) "
+            "when not matched and s.key = 7 then insert *"
+        )
+        assert [(r["key"], r["targetVal"], r["srcVal"]) for r in rows(path)] == [
+            (1, "t", None),
+            (2, "b", "u"),
+            (5, "e", None),
+            (6, None, None),
+            (7, None, "y"),
+        ]

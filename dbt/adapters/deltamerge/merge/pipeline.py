@@ -44,7 +44,7 @@ from dbt.adapters.deltamerge.merge.execute.touched import find_touched_files
 from dbt.adapters.deltamerge.merge.plan import MergePlan, plan_merge
 from dbt.adapters.deltamerge.merge.pruning import prepare_pruning, profile_aggregates
 from dbt.adapters.deltamerge.merge.resolve import resolve
-from dbt.adapters.deltamerge.merge.scope import scoped_spec, timed_spec, uses_current_time
+from dbt.adapters.deltamerge.merge.scope import evolved_spec, scoped_spec, timed_spec, uses_current_time
 from dbt.adapters.deltamerge.merge.source import checkpoint_with_aggregates
 from dbt.adapters.deltamerge.merge.spec import MergeSpec
 
@@ -130,8 +130,13 @@ def prepare(
     snapshot.check_writable()
     target = changed(snapshot, change)
     lenient = change.schema is not None
-    spec = scoped_spec(spec, target=target.schema.names, source=source_df.schema.names)
-    types = check_expressions(spark, spec, target.schema, source_df)
+    # Schema evolution's new columns are not the target's yet when Delta resolves the user's SQL
+    # (``srcVal`` is the source's, though UPDATE * adds it to the target).
+    seen = snapshot.schema if spec.schema_evolution else target.schema
+    spec = scoped_spec(spec, target=seen.names, source=source_df.schema.names)
+    before = {name.lower() for name in seen.names}
+    spec = evolved_spec(spec, [name for name in target.schema.names if name.lower() not in before])
+    types = check_expressions(spark, spec, seen, source_df)
     merge = resolve(spec, target=target.schema, source=source_df.schema, lenient_star=lenient, types=types)
     if spec.is_insert_only and not target.files:
         # Into a table without files the source is profiled while it is written (one pass, one

@@ -170,7 +170,7 @@ def _outputs(
             and c.lower() not in excluded
             and c.lower() not in computed_columns(target)
         ]
-        if missing and not lenient_star:
+        if missing and not evolving:  # Delta: UPDATE * keeps them, INSERT * leaves them null
             given = columns_sql(spec.source_alias, [f.name for f in source.fields])
             problems.append(
                 f"{where}: [DELTA_MERGE_UNRESOLVED_EXPRESSION] Cannot resolve {path_sql([missing[0]])} in "

@@ -103,6 +103,23 @@ def scoped_spec(spec: MergeSpec, *, target: Sequence[str], source: Sequence[str]
     return _rewritten(spec, lambda kind, sql: scoped(sql, sides[kind]) if kind in sides else sql)
 
 
+def evolved_spec(spec: MergeSpec, added: Sequence[str]) -> MergeSpec:
+    """``spec`` with its WHEN MATCHED clauses' unqualified names of the columns schema evolution
+    adds to the target qualified by the source's alias: Delta resolved them to the source's, the
+    target having none yet; over the joined row, beside the target's new column, they would be
+    ambiguous (``MergeIntoSchemaEvolutionSuite`` "multiple clauses": ``SET targetVal = srcVal``).
+
+    >>> spec = MergeSpec.from_config("m", {"merge_condition": "t.k = s.k", "source_alias": "s",
+    ...     "target_alias": "t", "when_matched": [{"action": "update", "set": {"v": "srcVal"}}]})
+    >>> evolved_spec(spec, ["srcVal"]).matched[0].assignments[0].expression
+    '`s`.`srcVal`'
+    """
+    if not added:
+        return spec
+    side = Side(spec.source_alias, tuple(added))
+    return _rewritten(spec, lambda kind, sql: scoped(sql, side) if kind == "matched" else sql)
+
+
 def timed_spec(spec: MergeSpec, instant: dt.datetime, zone: str) -> MergeSpec:
     """``spec`` with every current-time function at ``instant`` (``with_fixed_time``)."""
     return _rewritten(spec, lambda _, sql: with_fixed_time(sql, instant, zone), on=True)
