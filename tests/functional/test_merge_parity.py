@@ -93,6 +93,18 @@ class TestMergeParity:
             "[DELTA_MERGE_UNRESOLVED_EXPRESSION] Cannot resolve s.t.v in UPDATE clause given columns "
             "t.key, t.value, t.v.",
         )
+        # ``MergeIntoSuiteBase`` "assigning simple type to struct field": Spark's data type mismatch.
+        deep = self._table(
+            project, "deep", "select 'A' as key, named_struct('a', named_struct('x', 1)) as value"
+        )
+        self._refused(
+            project,
+            deep,
+            f"merge into {schema}.deep t using (select 'A' as key) s on t.key = s.key "
+            "when matched then update set value.a = 'UPDATED'",
+            "[DATATYPE_MISMATCH.CAST_WITHOUT_SUGGESTION] Cannot resolve",
+            'due to data type mismatch: cannot cast "STRING" to "STRUCT<',
+        )
 
     def test_structs_are_assigned_by_name(self, project):
         schema = project.test_schema

@@ -52,7 +52,7 @@ def column_definitions(schema: T.StructType) -> str:
 
 
 def _field_definition(field: T.StructField, *, separator: str) -> str:
-    text = f"{quote_identifier(field.name)}{separator}{_type_sql(field.dataType)}"
+    text = f"{quote_identifier(field.name)}{separator}{type_sql(field.dataType)}"
     if not field.nullable:
         text += " NOT NULL"
     comment = (field.metadata or {}).get("comment")
@@ -61,13 +61,14 @@ def _field_definition(field: T.StructField, *, separator: str) -> str:
     return text
 
 
-def _type_sql(data_type: T.DataType) -> str:
+def type_sql(data_type: T.DataType) -> str:
+    """A type as Spark's SQL writes it (``STRUCT<`x`: INT>``, ``ARRAY<STRING>``)."""
     if isinstance(data_type, T.StructType):
         return "STRUCT<" + ", ".join(_field_definition(f, separator=": ") for f in data_type.fields) + ">"
     if isinstance(data_type, T.ArrayType):
-        return f"ARRAY<{_type_sql(data_type.elementType)}>"
+        return f"ARRAY<{type_sql(data_type.elementType)}>"
     if isinstance(data_type, T.MapType):
-        return f"MAP<{_type_sql(data_type.keyType)}, {_type_sql(data_type.valueType)}>"
+        return f"MAP<{type_sql(data_type.keyType)}, {type_sql(data_type.valueType)}>"
     return data_type.simpleString().upper()
 
 

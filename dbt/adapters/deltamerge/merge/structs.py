@@ -19,7 +19,7 @@ from collections.abc import Sequence
 
 from pyspark.sql import types as T
 
-from dbt.adapters.deltamerge.common.sql import quote_identifier, string_literal
+from dbt.adapters.deltamerge.common.sql import quote_identifier, string_literal, type_sql
 from dbt.adapters.deltamerge.delta import can_write
 
 
@@ -64,6 +64,8 @@ def by_name(
             value, source.valueType, target.valueType, missing_allowed=missing_allowed, depth=depth + 1
         )
         return f"transform_values({sql}, ({key}, {value}) -> {inner})"
+    if type(source) is not type(target) and _has_struct(target):  # no cast makes a struct of it
+        raise AssignmentError(_cast_mismatch(sql, source, target))
     if _has_struct(source) or _has_struct(target):
         raise AssignmentError(_mismatch(source, target))
     if source != target and not can_write(source, target):
@@ -150,6 +152,21 @@ def _struct(
     built = f"named_struct({', '.join(parts)})"
     null = f"({sql}) IS NULL" + (f" AND ({kept}) IS NULL" if kept is not None and kept_names else "")
     return f"IF({null}, NULL, {built})"
+
+
+def _cast_mismatch(sql: str, source: T.DataType, target: T.DataType) -> str:
+    """Spark's refusal of the cast Delta makes between types of different kinds (a string into a
+    struct: ``MergeIntoSuiteBase`` "assigning simple type to struct field").
+
+    >>> print(_cast_mismatch("'x'", T.StringType(), T.StructType([T.StructField("x", T.IntegerType())])))
+    [DATATYPE_MISMATCH.CAST_WITHOUT_SUGGESTION] Cannot resolve "CAST('x' AS STRUCT<`x`: INT>)" due to data \
+type mismatch: cannot cast "STRING" to "STRUCT<`x`: INT>".
+    """
+    to = type_sql(target)
+    return (
+        f'[DATATYPE_MISMATCH.CAST_WITHOUT_SUGGESTION] Cannot resolve "CAST({sql} AS {to})" due to data '
+        f'type mismatch: cannot cast "{type_sql(source)}" to "{to}".'
+    )
 
 
 def _mismatch(source: T.DataType, target: T.DataType) -> str:
