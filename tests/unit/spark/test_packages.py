@@ -39,3 +39,21 @@ def test_a_start_without_packages_takes_no_lock(tmp_path):
     conf = {"spark.jars.ivy": str(tmp_path / "ivy")}
     with resolving(conf):
         assert not (tmp_path / "ivy").exists()
+
+
+def test_the_warm_servers_supervisor_takes_the_same_lock_for_each_jvm_it_starts(tmp_path):
+    """The supervisor (stdlib only) is handed the lock's path in its spec: renewals, which start a
+    JVM while other processes may start theirs, resolve one at a time too."""
+    from dbt.adapters.deltamerge.spark import daemon
+    from dbt.adapters.deltamerge.spark.packages import lock_path
+
+    conf = {
+        "spark.jars.packages": "org.apache.hadoop:hadoop-aws:3.4.2",
+        "spark.jars.ivy": str(tmp_path / "ivy"),
+    }
+    lock = lock_path(conf)
+    assert lock == str(ivy_folder(conf) / LOCK_FILE)
+    with daemon._resolve_lock(lock):
+        assert _probe(lock) == "held"
+    assert _probe(lock) == "free"
+    assert lock_path({"spark.jars.ivy": str(tmp_path / "ivy")}) is None

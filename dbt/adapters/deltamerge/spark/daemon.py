@@ -32,6 +32,8 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
 
@@ -126,24 +128,51 @@ def serve(spec: dict[str, Any]) -> int:
 
 def _launch(spec: dict[str, Any], stopping: list[str]) -> subprocess.Popen[bytes] | None:
     """Start the JVM and, once it listens, record it in the state file; None if it did not start
-    (then it is stopped and the state file removed)."""
-    with open(spec["log"], "ab") as log:
-        jvm = subprocess.Popen(
-            spec["command"], stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-            cwd=spec["warehouse"], env={**os.environ, **spec["env"]},
-        )  # fmt: skip
+    (then it is stopped and the state file removed). While it starts listening, the spec's Ivy
+    lock is held, if it names one (``spark/packages.py``: one resolution of packages at a time)."""
     deadline = time.monotonic() + spec["start_timeout"]
-    while not (port_open(spec["port"]) and _ready(spec)):
-        if jvm.poll() is not None or stopping or time.monotonic() > deadline:
-            _say(spec, "the Spark Connect server did not start; stopping")
-            remove_state(spec["state_file"], os.getpid())
-            stop_server_process(jvm)
-            return None
-        time.sleep(START_POLL_SECONDS)
+    with _resolve_lock(spec.get("resolve_lock")):
+        with open(spec["log"], "ab") as log:
+            jvm = subprocess.Popen(
+                spec["command"], stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                cwd=spec["warehouse"], env={**os.environ, **spec["env"]},
+            )  # fmt: skip
+        started = _wait(spec, jvm, stopping, deadline, lambda: port_open(spec["port"]))
+    if not (started and _wait(spec, jvm, stopping, deadline, lambda: _ready(spec))):
+        _say(spec, "the Spark Connect server did not start; stopping")
+        remove_state(spec["state_file"], os.getpid())
+        stop_server_process(jvm)
+        return None
     state = {**spec["state"], "pid": os.getpid(), "jvm_pid": jvm.pid, "started_at": time.time()}
     write_state(spec["state_file"], state)
     _say(spec, f"serving on port {spec['port']} (pid {os.getpid()}, JVM pid {jvm.pid})")
     return jvm
+
+
+def _wait(
+    spec: dict[str, Any],
+    jvm: subprocess.Popen[bytes],
+    stopping: list[str],
+    deadline: float,
+    done: Callable[[], bool],
+) -> bool:
+    """Poll ``done()`` until true (True), or until the JVM exits, a signal or the deadline (False)."""
+    while not done():
+        if jvm.poll() is not None or stopping or time.monotonic() > deadline:
+            return False
+        time.sleep(START_POLL_SECONDS)
+    return True
+
+
+@contextmanager
+def _resolve_lock(path: str | None) -> Iterator[None]:
+    """Hold the Ivy folder's lock at ``path`` (``spark/packages.py``), if there is one."""
+    if not path:
+        yield
+        return
+    with open(path, "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        yield
 
 
 def _ready(spec: dict[str, Any]) -> bool:

@@ -5,8 +5,9 @@ own) resolves them with Ivy into one cache every process of the user shares (``~
 ``spark.jars.ivy``). Ivy is not safe for two resolutions at once: measured here, two sessions
 starting together on an empty cache both failed (``download failed: ...bundle.jar``, then
 pyspark's bare ``JAVA_GATEWAY_EXITED``), and so did two pytest workers in CI. So each start that
-resolves packages holds an exclusive lock on a file in that cache until its JVM is up; a start
-without packages takes no lock.
+resolves packages holds an exclusive lock on a file in that cache until its JVM is up (the warm
+server's supervisor takes it for each JVM it starts, renewals too); a start without packages
+takes no lock.
 """
 
 from __future__ import annotations
@@ -33,15 +34,24 @@ def ivy_folder(conf: Mapping[str, str]) -> Path:
     return Path(os.path.expanduser(conf.get("spark.jars.ivy") or DEFAULT_IVY))
 
 
+def lock_path(conf: Mapping[str, str]) -> str | None:
+    """The lock file a JVM started with ``conf`` holds while it resolves its packages (created with
+    its folder), or None: no packages to resolve."""
+    if not conf.get("spark.jars.packages"):
+        return None
+    folder = ivy_folder(conf)
+    folder.mkdir(parents=True, exist_ok=True)
+    return str(folder / LOCK_FILE)
+
+
 @contextmanager
 def resolving(conf: Mapping[str, str]) -> Iterator[None]:
     """Hold the Ivy cache's lock while a JVM with ``conf`` starts (no lock without packages)."""
-    if not conf.get("spark.jars.packages"):
+    path = lock_path(conf)
+    if path is None:
         yield
         return
-    folder = ivy_folder(conf)
-    folder.mkdir(parents=True, exist_ok=True)
-    with open(folder / LOCK_FILE, "a") as handle:
+    with open(path, "a") as handle:
         fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
         try:
             yield

@@ -27,7 +27,7 @@ from dbt.adapters.deltamerge.spark.conf import SERVER_SESSION_DEFAULTS, session_
 from dbt.adapters.deltamerge.spark.java import java_problem, java_version_problem
 from dbt.adapters.deltamerge.spark.logs import server_java_option
 from dbt.adapters.deltamerge.spark.metastore import describe_process, lock_holders, metastore_holder
-from dbt.adapters.deltamerge.spark.packages import resolving
+from dbt.adapters.deltamerge.spark.packages import lock_path
 from dbt.adapters.deltamerge.spark.process import PROCESS
 from dbt.adapters.deltamerge.spark.view_text import METASTORE_URL, awaited_mark, prepare_server
 
@@ -201,17 +201,17 @@ def start(
     mark = awaited_mark(server_conf(warehouse, conf)[METASTORE_URL])
     if mark is not None:  # announced once its metastore's view text is widened (spark/view_text.py)
         spec["ready_file"] = mark
+    spec["resolve_lock"] = lock_path(server_conf(warehouse, conf))  # Ivy: one resolution at a time
     spec_file = os.path.join(warehouse, SPEC_FILE)
     Path(spec_file).write_text(json.dumps(spec, indent=2))
-    with resolving(server_conf(warehouse, conf)):  # Ivy resolves one process's packages at a time
-        supervisor = subprocess.Popen(
-            [sys.executable, daemon.__file__, spec_file],
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-            cwd=warehouse, start_new_session=True,  # outlives this command; stopped as a process group
-        )  # fmt: skip
-        if mark is not None:
-            _prepare(supervisor, port, log)
-        return _wait_until_serving(supervisor, warehouse, log)
+    supervisor = subprocess.Popen(
+        [sys.executable, daemon.__file__, spec_file],
+        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        cwd=warehouse, start_new_session=True,  # outlives this command; stopped as a process group
+    )  # fmt: skip
+    if mark is not None:
+        _prepare(supervisor, port, log)
+    return _wait_until_serving(supervisor, warehouse, log)
 
 
 def _prepare(supervisor: subprocess.Popen[bytes], port: int, log: str) -> None:
