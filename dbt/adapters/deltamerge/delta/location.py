@@ -1,8 +1,9 @@
 """Where a Delta table lives: one value from the name a model or statement gives to the commit.
 
-``TableLocation`` is the table's root (a local path today) and the options its store needs to reach
-it (an object store's endpoint, region or credentials provider; none on a local disk). Options
-never print: a location shows its path only (they may carry secrets).
+``TableLocation`` is the table's root (a local path or an object-store URI), its store
+(``stores.py``: the storage calls there) and the options its store needs to reach it (an object
+store's endpoint, region or credentials provider; none on a local disk). Options never print: a
+location shows its path only (they may carry secrets).
 
 ``place_table`` is the one rule for where ``<schema>.<identifier>`` lives, called by models
 (``model/write.locate``), statements (``CREATE TABLE``, an interrupted binding's recovery) and
@@ -23,6 +24,7 @@ from types import MappingProxyType
 from dbt.adapters.deltamerge.common.store_options import is_object_uri
 from dbt.adapters.deltamerge.delta.errors import StorageError
 from dbt.adapters.deltamerge.delta.paths import table_path_of
+from dbt.adapters.deltamerge.delta.stores import Store, store_for
 
 
 @dataclass(frozen=True)
@@ -45,6 +47,11 @@ class TableLocation:
 
     def __str__(self) -> str:
         return self.path
+
+    @property
+    def store(self) -> Store:
+        """The store the table is on (``stores.py``): its storage calls are the store's methods."""
+        return store_for(self.path)
 
 
 def place_table(
