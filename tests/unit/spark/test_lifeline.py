@@ -6,7 +6,7 @@ import os
 import subprocess
 import sys
 
-from dbt.adapters.deltamerge.spark import lifeline
+from dbt.adapters.deltamerge.spark import lifeline, processes
 from dbt.adapters.deltamerge.spark.process import PROCESS
 from dbt.adapters.deltamerge.spark.server import ServerState
 
@@ -60,8 +60,8 @@ def test_a_dead_jvm_is_told_once_with_its_logged_reason_and_a_new_invocation_for
 
 
 def test_a_running_process_is_alive_and_an_ended_one_is_not():
-    assert lifeline.jvm_alive(os.getpid())
+    assert processes.jvm_alive(os.getpid())
     ended = subprocess.run(
         [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True
     )
-    assert not lifeline.jvm_alive(int(ended.stdout)) and not lifeline.jvm_alive(0)
+    assert not processes.jvm_alive(int(ended.stdout)) and not processes.jvm_alive(0)

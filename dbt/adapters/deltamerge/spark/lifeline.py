@@ -25,10 +25,10 @@ import os
 import threading
 import time
 import warnings
-from pathlib import Path
 from typing import Any
 
 from dbt.adapters.deltamerge.spark.process import PROCESS
+from dbt.adapters.deltamerge.spark.processes import jvm_alive
 from dbt.adapters.deltamerge.spark.server import ServerState
 
 POLL_SECONDS = 0.25
@@ -122,22 +122,6 @@ def _record(state: ServerState) -> None:
         # channel of a dead server has nothing to release.
         with contextlib.suppress(Exception):
             session.client.close()
-
-
-def jvm_alive(pid: int) -> bool:
-    """Whether a process runs (an exited one its parent has not reaped yet does not)."""
-    if pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return not Path("/proc").exists()  # no /proc (macOS): the signal said it exists
 
 
 def _reason(state: ServerState) -> str:

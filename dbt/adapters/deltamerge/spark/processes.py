@@ -43,16 +43,37 @@ def is_group_leader(pid: int) -> bool:
 
 def alive(pid: int) -> bool:
     """Whether ``pid`` runs (a child that exited is reaped here)."""
+    signalled = _signal_reaches(pid)
+    if signalled is not None:
+        return signalled
+    try:  # a child of this process that exited but was not reaped yet
+        return os.waitpid(pid, os.WNOHANG) == (0, 0)
+    except ChildProcessError:
+        return Path(f"/proc/{pid}").exists() or not Path("/proc").exists()
+
+
+def jvm_alive(pid: int) -> bool:
+    """Whether a process runs (an exited one its parent has not reaped yet does not)."""
+    if pid <= 0:
+        return False
+    signalled = _signal_reaches(pid)
+    if signalled is not None:
+        return signalled
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return not Path("/proc").exists()  # no /proc (macOS): the signal said it exists
+
+
+def _signal_reaches(pid: int) -> bool | None:
+    """False: no such process; True: another user's (it exists); None: one of ours, look closer."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
         return True
-    try:  # a child of this process that exited but was not reaped yet
-        return os.waitpid(pid, os.WNOHANG) == (0, 0)
-    except ChildProcessError:
-        return Path(f"/proc/{pid}").exists() or not Path("/proc").exists()
+    return None
 
 
 def group_alive(pgid: int) -> bool:
