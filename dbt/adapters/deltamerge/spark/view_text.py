@@ -32,7 +32,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from dbt.adapters.deltamerge.spark import connect, daemon
+from dbt.adapters.deltamerge.spark import daemon
 from dbt.adapters.deltamerge.spark.process import PROCESS
 
 LONG_VARCHAR = 32_700
@@ -108,16 +108,23 @@ def awaited_mark(setting: str) -> str | None:
 def prepare_server(port: int, starting: Callable[[], bool], deadline: float) -> None:
     """Widen the metastore's view text columns of a warm server that is starting, before it is
     announced (its supervisor waits for ``MARK``): once it listens on ``port``,
-    ``prepare_metastore`` over a Spark Connect session of this process.
+    ``prepare_metastore`` over a Spark Connect session of its own, ended right after (it is not
+    the process's session: DataFrames of one session are unknown to another).
 
     Raises:
         RuntimeError: the server stopped (``starting()`` false) or did not listen by ``deadline``.
     """
+    from pyspark.sql import SparkSession
+
     while not daemon.port_open(port):
         if not starting() or time.monotonic() > deadline:
             raise RuntimeError("the Spark Connect server did not start")
         time.sleep(daemon.START_POLL_SECONDS)
-    prepare_metastore(connect.connect_session(f"sc://localhost:{port}", {}))
+    session = SparkSession.builder.remote(f"sc://localhost:{port}").create()
+    try:
+        prepare_metastore(session)
+    finally:
+        session.stop()
 
 
 def mark_of(setting: str) -> str | None:
