@@ -198,7 +198,7 @@ def start(
     if warmup_rounds > 0:
         spec["warmup"] = [interpreter(), "-m", WARMUP_MAIN, os.path.join(warehouse, SPEC_FILE)]
         spec.update(warmup_rounds=warmup_rounds, warmup_settings=settings)
-    mark = awaited_mark(server_conf(warehouse, conf)[METASTORE_URL])
+    mark = awaited_mark(server_conf(warehouse, conf)[METASTORE_URL], master)
     if mark is not None:  # announced once its metastore's view text is widened (spark/view_text.py)
         spec["ready_file"] = mark
     spec["resolve_lock"] = lock_path(server_conf(warehouse, conf))  # Ivy: one resolution at a time

@@ -10,10 +10,11 @@ text can be no longer than the statement), both columns are widened to ``CLOB`` 
 The decision is the statement's length, never an error's text (Derby words its errors in the JVM's
 locale). The statements go through Spark's JDBC source in Spark's own JVM (Derby allows many
 connections within the process holding the database; the warm server's JVM over Spark Connect
-alike). Each step is taken from the catalog's current columns and their types, so a widening that
-was interrupted, or that another client of the same server raced, completes on the next try and a
-column already ``CLOB`` is never widened again; a marker table says it is done. A metastore that
-is not an embedded Derby one (a cluster's) is left alone.
+alike): with a local master only, where the tasks run in that JVM (a cluster's executors cannot
+open the driver's Derby). Each step is taken from the catalog's current columns and their
+types, so a widening that was interrupted, or that another client of the same server raced,
+completes on the next try and a column already ``CLOB`` is never widened again; a marker table
+says it is done. A metastore that is not an embedded Derby one (a cluster's) is left alone.
 
 Between a step dropping a column and the next renaming its wide copy, the column is missing: a
 metastore read then fails ("Unable to fetch table"). So the widening is done while no other
@@ -57,6 +58,9 @@ def widen_view_text(spark: Any) -> bool:
     url = derby_url(setting)
     if url is None or url in PROCESS.wide_view_text:
         return False
+    if not on_the_driver(str(spark.conf.get("spark.master", "") or "")):
+        PROCESS.wide_view_text.add(url)  # a cluster's executors cannot open the driver's Derby
+        return False
     with PROCESS.view_text_lock:  # one widening at a time in this process
         widened = _widen(spark, url)
     PROCESS.wide_view_text.add(url)
@@ -91,18 +95,29 @@ def prepare_metastore(spark: Any) -> None:
     else reads it (a session just started): its tables are created first (``SHOW DATABASES``
     creates them all), nothing is done when ``MARK`` says it was done."""
     mark = mark_of(spark.conf.get(METASTORE_URL, "") or "")
-    if mark is None or os.path.exists(mark):
+    if mark is None or os.path.exists(mark) or not on_the_driver(str(spark.conf.get("spark.master", ""))):
         return
     spark.sql("SHOW DATABASES").collect()
     widen_view_text(spark)
 
 
-def awaited_mark(setting: str) -> str | None:
+def awaited_mark(setting: str, master: str) -> str | None:
     """``MARK``'s path when a warm server starting on the metastore of this ``ConnectionURL``
     setting is to be announced only once it is there (``prepare_server``); None when it is there
-    already, or the metastore is not an embedded Derby one."""
+    already, the metastore is not an embedded Derby one, or ``master`` is a cluster's."""
     mark = mark_of(setting)
-    return None if mark is None or os.path.exists(mark) else mark
+    return None if mark is None or os.path.exists(mark) or not on_the_driver(master) else mark
+
+
+def on_the_driver(master: str) -> bool:
+    """Whether Spark's tasks run in the driver's JVM (``local``, ``local[*]``...), where Spark's
+    JDBC source can open the driver's embedded Derby database; a cluster's executors cannot (Derby
+    allows one JVM), so there the view text is left as it is.
+
+    >>> on_the_driver("local[2]"), on_the_driver("spark://127.0.0.1:7077")
+    (True, False)
+    """
+    return master.startswith("local")
 
 
 def prepare_server(port: int, starting: Callable[[], bool], deadline: float) -> None:
