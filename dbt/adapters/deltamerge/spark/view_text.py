@@ -55,8 +55,11 @@ def widen_view_text(spark: Any) -> bool:
     """Widen the embedded metastore's view text columns to ``CLOB``; False when there was nothing to
     do (not an embedded Derby metastore, or widened already)."""
     setting = spark.conf.get(METASTORE_URL, "") or ""
-    url = derby_url(setting)
+    url, mark = derby_url(setting), mark_of(setting)
     if url is None or url in PROCESS.wide_view_text:
+        return False
+    if mark is not None and os.path.exists(mark):  # done: no round trip to the metastore
+        PROCESS.wide_view_text.add(url)
         return False
     if not on_the_driver(str(spark.conf.get("spark.master", "") or "")):
         PROCESS.wide_view_text.add(url)  # a cluster's executors cannot open the driver's Derby
@@ -64,7 +67,6 @@ def widen_view_text(spark: Any) -> bool:
     with PROCESS.view_text_lock:  # one widening at a time in this process
         widened = _widen(spark, url)
     PROCESS.wide_view_text.add(url)
-    mark = mark_of(setting)
     if mark is not None:
         Path(mark).touch()
     return widened
