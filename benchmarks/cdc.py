@@ -170,7 +170,7 @@ def _load(spark: SparkSession, path: str, *, rows: int, files: int) -> None:
 
 
 def _apply(spark: SparkSession, kind: str, table: str, batch: DataFrame) -> tuple[float, dict[str, Any]]:
-    snapshot = load_snapshot(table)
+    snapshot = load_snapshot(TableLocation.of(table))
     assert snapshot is not None
     started = time.monotonic()
     if kind.startswith("cdc"):

@@ -74,13 +74,17 @@ class Anchor:
     def base(self, mode: str, *, small_files: bool = False) -> str:
         """The base table of ``mode`` (written once, by ours): ``files`` files, or 20x as many small ones."""
         from benchmarks import data
-        from dbt.adapters.deltamerge.delta import WriteRequest, write_dataframe
+        from dbt.adapters.deltamerge.delta import TableLocation, WriteRequest, write_dataframe
 
         files = self.files * 20 if small_files else self.files
         path = os.path.join(self.workdir, "tables", f"{mode.replace(' ', '_')}_{files}")
         if not os.path.exists(path):
             rows = data.base_rows(self.spark, rows=self.rows, files=files)
-            write_dataframe(self.spark, rows, WriteRequest(path, "create_or_replace", properties=MODES[mode]))
+            write_dataframe(
+                self.spark,
+                rows,
+                WriteRequest(TableLocation.of(path), "create_or_replace", properties=MODES[mode]),
+            )
         return path
 
     def source(self, workload: Workload) -> str:
@@ -91,6 +95,7 @@ class Anchor:
 
     def pair(self, base: str, statement: str, first: str) -> dict[str, Any]:
         """``statement`` (``{}`` for the table) on a fresh copy each: ours and Delta's, timed."""
+        from dbt.adapters.deltamerge.statements.parse.text import SqlText
         from dbt.adapters.deltamerge.statements.run.statement import run_on_delta
 
         seconds: dict[str, float] = {}
@@ -106,7 +111,7 @@ class Anchor:
             sql = statement.format(name)
             started = time.monotonic()
             if who == "ours":
-                assert run_on_delta(self.spark, sql) is not None, sql
+                assert run_on_delta(self.spark, SqlText(sql)) is not None, sql
             else:
                 self.spark.sql(sql).collect()
             seconds[who] = time.monotonic() - started
@@ -164,12 +169,13 @@ def _with_feed(anchor: Anchor, base: str) -> str:
     path = base + "_cdf"
     if not os.path.exists(path):
         shutil.copytree(base, path)
+        from dbt.adapters.deltamerge.statements.parse.text import SqlText
         from dbt.adapters.deltamerge.statements.run.statement import run_on_delta
 
         name = f"anchor.feed_{os.path.basename(base)}"
         anchor.spark.sql(f"CREATE TABLE IF NOT EXISTS {name} USING delta LOCATION '{path}'")
         run_on_delta(
-            anchor.spark, f"ALTER TABLE {name} SET TBLPROPERTIES (delta.enableChangeDataFeed = true)"
+            anchor.spark, SqlText(f"ALTER TABLE {name} SET TBLPROPERTIES (delta.enableChangeDataFeed = true)")
         )
     return path
 

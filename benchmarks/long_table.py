@@ -62,21 +62,21 @@ def _save(args: argparse.Namespace, results: dict[str, Any]) -> None:
 
 def _base_table(spark: Any, args: argparse.Namespace) -> str:
     from benchmarks import data
-    from dbt.adapters.deltamerge.delta import WriteRequest, write_dataframe
+    from dbt.adapters.deltamerge.delta import TableLocation, WriteRequest, write_dataframe
 
     path = os.path.join(args.out, "tables", f"rows{args.rows}_files{args.files}")
     if not os.path.exists(path):
         rows = data.base_rows(spark, rows=args.rows, files=args.files)
-        write_dataframe(spark, rows, WriteRequest(path, "create_or_replace"))
+        write_dataframe(spark, rows, WriteRequest(TableLocation.of(path), "create_or_replace"))
     return path
 
 
 def _set_properties(spark: Any, table: str, properties: dict[str, str]) -> None:
-    from dbt.adapters.deltamerge.delta import load_snapshot
+    from dbt.adapters.deltamerge.delta import TableLocation, load_snapshot
     from dbt.adapters.deltamerge.statements.parse.maintenance import SetPropertiesStatement
     from dbt.adapters.deltamerge.statements.run.maintenance import set_properties
 
-    snapshot = load_snapshot(table)
+    snapshot = load_snapshot(TableLocation.of(table))
     assert snapshot is not None
     set_properties(spark, snapshot, SetPropertiesStatement(("t",), tuple(properties.items())), table)
 
@@ -100,12 +100,12 @@ def _source(spark: Any, rows: int, run: int) -> Any:
 
 
 def _run(spark: Any, table: str, rows: int, run: int) -> dict[str, Any]:
-    from dbt.adapters.deltamerge.delta import TableChange, auto_compact, load_snapshot
+    from dbt.adapters.deltamerge.delta import TableChange, TableLocation, auto_compact, load_snapshot
     from dbt.adapters.deltamerge.merge import MergeSpec, merge_into
 
     spec = MergeSpec.from_config("hourly", {"unique_key": "id"})
     started = time.monotonic()
-    snapshot = load_snapshot(table)
+    snapshot = load_snapshot(TableLocation.of(table))
     assert snapshot is not None
     vectors = TableChange(deletion_vectors=True)
     result = merge_into(spark, _source(spark, rows, run), snapshot, spec, change=vectors)

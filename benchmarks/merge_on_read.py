@@ -70,12 +70,14 @@ def main() -> None:
 
 def _base_table(spark: Any, out: str, rows: int, files: int) -> str:
     from benchmarks import data
-    from dbt.adapters.deltamerge.delta import WriteRequest, write_dataframe
+    from dbt.adapters.deltamerge.delta import TableLocation, WriteRequest, write_dataframe
 
     path = os.path.join(out, "tables", f"files{files}")
     if not os.path.exists(path):
         write_dataframe(
-            spark, data.base_rows(spark, rows=rows, files=files), WriteRequest(path, "create_or_replace")
+            spark,
+            data.base_rows(spark, rows=rows, files=files),
+            WriteRequest(TableLocation.of(path), "create_or_replace"),
         )
     return path
 
@@ -91,11 +93,11 @@ def _source(spark: Any, out: str, rows: int, name: str) -> str:
 
 
 def _with_vectors(spark: Any, table: str) -> None:
-    from dbt.adapters.deltamerge.delta import load_snapshot
+    from dbt.adapters.deltamerge.delta import TableLocation, load_snapshot
     from dbt.adapters.deltamerge.statements.parse.maintenance import SetPropertiesStatement
     from dbt.adapters.deltamerge.statements.run.maintenance import set_properties
 
-    snapshot = load_snapshot(table)
+    snapshot = load_snapshot(TableLocation.of(table))
     assert snapshot is not None
     statement = SetPropertiesStatement(("t",), (("delta.enableDeletionVectors", "true"),))
     set_properties(spark, snapshot, statement, table)
@@ -142,20 +144,20 @@ def _run(
 
 
 def _vectors(table: str) -> int:
-    from dbt.adapters.deltamerge.delta import load_snapshot
+    from dbt.adapters.deltamerge.delta import TableLocation, load_snapshot
 
-    snapshot = load_snapshot(table)
+    snapshot = load_snapshot(TableLocation.of(table))
     return sum(1 for f in snapshot.files if f.deletion_vector) if snapshot else 0
 
 
 def _ours(spark: Any, rows: int, table: str, source: str | None, name: str) -> tuple[float, dict[str, Any]]:
     from benchmarks.workloads import workloads
-    from dbt.adapters.deltamerge.delta import load_snapshot
+    from dbt.adapters.deltamerge.delta import TableLocation, load_snapshot
     from dbt.adapters.deltamerge.merge import MergeSpec, merge_into
     from dbt.adapters.deltamerge.statements.run.dml import delete_rows, update_rows
 
     started = time.monotonic()
-    snapshot = load_snapshot(table)
+    snapshot = load_snapshot(TableLocation.of(table))
     assert snapshot is not None
     if source is not None:
         workload = {w.name: w for w in workloads(rows)}[name]
@@ -180,7 +182,7 @@ def _scan_cost(spark: Any, args: argparse.Namespace, base: str, files: int) -> d
     from pyspark.sql import functions as F
 
     from benchmarks import data
-    from dbt.adapters.deltamerge.delta import load_snapshot, read_files
+    from dbt.adapters.deltamerge.delta import TableLocation, load_snapshot, read_files
     from dbt.adapters.deltamerge.merge import MergeSpec, merge_into
     from dbt.adapters.deltamerge.statements.parse.maintenance import ReorgStatement
     from dbt.adapters.deltamerge.statements.run.maintenance import reorg_purge
@@ -190,16 +192,16 @@ def _scan_cost(spark: Any, args: argparse.Namespace, base: str, files: int) -> d
     spec = MergeSpec.from_config("bench_scan", {"unique_key": "id", "source_alias": "s", "target_alias": "t"})
     for i in range(args.scan_merges):
         keys = data.random_existing_keys(spark, rows=args.rows, count=args.rows // 100, salt=100 + i)
-        snapshot = load_snapshot(table)
+        snapshot = load_snapshot(TableLocation.of(table))
         assert snapshot is not None
         merge_into(spark, data.rows_for_keys(keys, version=i + 1), snapshot, spec)
     purged = fresh_copy(table, os.path.join(args.out, "work", "scan_purged"))
-    snapshot = load_snapshot(purged)
+    snapshot = load_snapshot(TableLocation.of(purged))
     assert snapshot is not None
     reorg_purge(spark, snapshot, ReorgStatement(("t",), None))
 
     def scan(path: str) -> float:
-        snapshot = load_snapshot(path)
+        snapshot = load_snapshot(TableLocation.of(path))
         assert snapshot is not None
         started = time.monotonic()
         frame = read_files(spark, snapshot, snapshot.files)
@@ -210,7 +212,7 @@ def _scan_cost(spark: Any, args: argparse.Namespace, base: str, files: int) -> d
     for _ in range(args.runs + 1):
         with_vectors.append(scan(table))
         without.append(scan(purged))
-    marked = sum(len(f.deleted_rows) for f in load_snapshot(table).files)  # type: ignore[union-attr]
+    marked = sum(len(f.deleted_rows) for f in load_snapshot(TableLocation.of(table)).files)  # type: ignore[union-attr]
     return {
         "workload": "scan_after_merges",
         "files": files,

@@ -73,13 +73,13 @@ class Phase:
 
     def base(self, where: str, files: int) -> str:
         from benchmarks import data
-        from dbt.adapters.deltamerge.delta import WriteRequest, storage, write_dataframe
+        from dbt.adapters.deltamerge.delta import TableLocation, WriteRequest, storage, write_dataframe
 
         path = f"{where}/base_{self.rows}_{files}"
         if storage.exists(f"{path}/_delta_log/{0:020d}.json"):
             return path
         frame = data.base_rows(self.spark, rows=self.rows, files=files)
-        write_dataframe(self.spark, frame, WriteRequest(path, "create_or_replace"))
+        write_dataframe(self.spark, frame, WriteRequest(TableLocation.of(path), "create_or_replace"))
         return path
 
     def source(self, workload: Any) -> str:
@@ -89,12 +89,12 @@ class Phase:
         return path
 
     def ours(self, table: str, workload: Any, source: str) -> float:
-        from dbt.adapters.deltamerge.delta import load_snapshot
+        from dbt.adapters.deltamerge.delta import TableLocation, load_snapshot
         from dbt.adapters.deltamerge.merge import MergeSpec, merge_into
 
         frame = self.spark.read.parquet(source)
         started = time.monotonic()
-        snapshot = load_snapshot(table)
+        snapshot = load_snapshot(TableLocation.of(table))
         assert snapshot is not None
         merge_into(self.spark, frame, snapshot, MergeSpec.from_config(workload.name, workload.config))
         return time.monotonic() - started
@@ -119,9 +119,7 @@ class Phase:
 def _phase_times(args: argparse.Namespace) -> dict[str, Any]:
     from benchmarks.workloads import workloads
 
-    phase = Phase(
-        endpoint=args.endpoint, rows=args.rows, root=args.root, bucket=args.bucket
-    )
+    phase = Phase(endpoint=args.endpoint, rows=args.rows, root=args.root, bucket=args.bucket)
     results: dict[str, Any] = {}
     for workload in (w for w in workloads(args.rows) if w.name in WORKLOADS):
         source = phase.source(workload)
@@ -143,14 +141,12 @@ def _phase_requests(args: argparse.Namespace) -> dict[str, Any]:
     from deltalake import write_deltalake
 
     from benchmarks.workloads import workloads
-    from dbt.adapters.deltamerge.delta import WriteRequest, storage, write_dataframe
+    from dbt.adapters.deltamerge.delta import TableLocation, WriteRequest, storage, write_dataframe
     from tests.s3faults import FaultProxy
 
     proxy = FaultProxy(args.endpoint)
     try:
-        phase = Phase(
-            endpoint=proxy.endpoint, rows=args.rows, root=args.root, bucket=args.bucket
-        )
+        phase = Phase(endpoint=proxy.endpoint, rows=args.rows, root=args.root, bucket=args.bucket)
         results: dict[str, Any] = {}
 
         def counted(action: Callable[[], object]) -> dict[str, dict[str, int]]:
@@ -173,11 +169,11 @@ def _phase_requests(args: argparse.Namespace) -> dict[str, Any]:
                 results.setdefault(workload.name, {})[who] = counted(merge)
         one_row = phase.spark.range(1).selectExpr("id * 2 as id")
         ours_table, their_table = f"{phase.lake}/append_ours", f"{phase.lake}/append_theirs"
-        write_dataframe(phase.spark, one_row, WriteRequest(ours_table, "create_or_replace"))
+        write_dataframe(phase.spark, one_row, WriteRequest(TableLocation.of(ours_table), "create_or_replace"))
         write_deltalake(their_table, one_row.toArrow(), storage_options=storage.table_options(their_table))
         arrow = one_row.toArrow()
         ours_append = functools.partial(
-            write_dataframe, phase.spark, one_row, WriteRequest(ours_table, "append")
+            write_dataframe, phase.spark, one_row, WriteRequest(TableLocation.of(ours_table), "append")
         )
         options = storage.table_options(their_table)
         their_append = functools.partial(

@@ -74,13 +74,15 @@ def main() -> None:
 
 def _base_table(spark: Any, args: argparse.Namespace, target_mb: int) -> str:
     from benchmarks import data
-    from dbt.adapters.deltamerge.delta import WriteRequest, write_dataframe
+    from dbt.adapters.deltamerge.delta import TableLocation, WriteRequest, write_dataframe
 
     path = os.path.join(args.out, "tables", f"files{args.files}_target{target_mb}")
     if not os.path.exists(path):
         properties = {"delta.targetFileSize": str(target_mb * 1024 * 1024)}
         rows = data.base_rows(spark, rows=args.rows, files=args.files)
-        write_dataframe(spark, rows, WriteRequest(path, "create_or_replace", properties=properties))
+        write_dataframe(
+            spark, rows, WriteRequest(TableLocation.of(path), "create_or_replace", properties=properties)
+        )
     return path
 
 
@@ -94,10 +96,10 @@ def _run(spark: Any, contestant: str, kind: str, table: str, target_mb: int) -> 
             check=True,
         )
         return float(json.loads(done.stdout.strip().splitlines()[-1])["seconds"])
-    from dbt.adapters.deltamerge.delta import OptimizeOptions, load_snapshot, optimize
+    from dbt.adapters.deltamerge.delta import OptimizeOptions, TableLocation, load_snapshot, optimize
 
     started = time.monotonic()
-    snapshot = load_snapshot(table)
+    snapshot = load_snapshot(TableLocation.of(table))
     assert snapshot is not None
     zorder = ZORDER if kind == "zorder" else ()
     options = OptimizeOptions.for_table(dict(snapshot.metadata.configuration), zorder_by=zorder)

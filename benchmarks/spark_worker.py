@@ -22,6 +22,7 @@ from pyspark.sql import functions as F
 from benchmarks import data
 from benchmarks.workloads import SOURCE, TARGET, workloads
 from dbt.adapters.deltamerge.delta import (
+    TableLocation,
     WriteRequest,
     load_snapshot,
     read_files,
@@ -58,7 +59,9 @@ class Worker:
                 path = os.path.join(root, "tables", _table_name(files, cdf))
                 if not os.path.exists(path):
                     rows = data.base_rows(self.spark, rows=self.rows, files=files)
-                    request = WriteRequest(path, "create_or_replace", properties=CDF if cdf else {})
+                    request = WriteRequest(
+                        TableLocation.of(path), "create_or_replace", properties=CDF if cdf else {}
+                    )
                     write_dataframe(self.spark, rows, request)
         for workload in chosen:
             path = os.path.join(root, "sources", workload.name)
@@ -71,7 +74,7 @@ class Worker:
         """``delta_merge`` through the engine: what a model's run does after dbt's own steps."""
         w = self.by_name[workload]
         started = time.monotonic()
-        snapshot = load_snapshot(table)
+        snapshot = load_snapshot(TableLocation.of(table))
         assert snapshot is not None
         spec = MergeSpec.from_config(f"bench_{w.name}", w.config)
         result = merge_into(self.spark, self.spark.read.parquet(source), snapshot, spec)
@@ -81,27 +84,31 @@ class Worker:
         """The same result by rewriting the whole table (a full outer join, then overwrite)."""
         w = self.by_name[workload]
         started = time.monotonic()
-        snapshot = load_snapshot(table)
+        snapshot = load_snapshot(TableLocation.of(table))
         assert snapshot is not None
         read_files(self.spark, snapshot, snapshot.files).createOrReplaceTempView(TARGET)
         self.spark.read.parquet(source).createOrReplaceTempView(SOURCE)
         rows = self.spark.sql(w.rewrite_sql(TARGET, SOURCE))
         properties = dict(snapshot.metadata.configuration)
         result = write_dataframe(
-            self.spark, rows, WriteRequest(table, "create_or_replace", properties=properties)
+            self.spark,
+            rows,
+            WriteRequest(TableLocation.of(table), "create_or_replace", properties=properties),
         )
         return {"seconds": time.monotonic() - started, "metrics": result.metrics, "version": result.version}
 
     def append(self, *, workload: str, table: str, source: str) -> dict[str, Any]:
         """A plain append of the source rows (the bar for an insert-only merge)."""
         started = time.monotonic()
-        result = write_dataframe(self.spark, self.spark.read.parquet(source), WriteRequest(table, "append"))
+        result = write_dataframe(
+            self.spark, self.spark.read.parquet(source), WriteRequest(TableLocation.of(table), "append")
+        )
         return {"seconds": time.monotonic() - started, "metrics": result.metrics, "version": result.version}
 
     def floor(self, *, table: str, source: str, touched: list[str], scratch: str) -> dict[str, Any]:
         """The least a merge can do: copy the files ours touched, write the source rows, and scan
         the key column of every file whose key range overlaps the source's."""
-        snapshot = load_snapshot(table)
+        snapshot = load_snapshot(TableLocation.of(table))
         assert snapshot is not None
         by_path = {f.path: f for f in snapshot.files}
         started = time.monotonic()
@@ -127,12 +134,12 @@ class Worker:
         path = os.path.join(root, "noop_table")
         shutil.rmtree(path, ignore_errors=True)
         rows = lambda: self.spark.sql("select id, concat('v', cast(id as string)) as v from range(4)")  # noqa: E731
-        write_dataframe(self.spark, rows(), WriteRequest(path, "create_or_replace"))
+        write_dataframe(self.spark, rows(), WriteRequest(TableLocation.of(path), "create_or_replace"))
         spec = MergeSpec.from_config("bench_noop", {"unique_key": "id", "when_matched": []})
         seconds = []
         for _ in range(runs):
             started = time.monotonic()
-            snapshot = load_snapshot(path)
+            snapshot = load_snapshot(TableLocation.of(path))
             assert snapshot is not None
             result = merge_into(self.spark, rows(), snapshot, spec)
             seconds.append(time.monotonic() - started)
@@ -144,7 +151,7 @@ class Worker:
 
     def checksum(self, *, table: str, files: list[str]) -> dict[str, Any]:
         """Row count and an order-independent checksum of the given files (listed by delta-rs)."""
-        snapshot = load_snapshot(table)
+        snapshot = load_snapshot(TableLocation.of(table))
         assert snapshot is not None
         columns = [F.col(c) for c in snapshot.schema.fieldNames()]
         frame = self.spark.read.schema(snapshot.schema).parquet(*files) if files else None

@@ -27,8 +27,10 @@
    with no arguments (``NAME = Class()``, ``threading.local()``) or an empty container is allowed
    only where ``MODULE_STATE`` names it with its reason (stateless values, thread-locals).
 9. Where the layout is moving, counts only fall: ``table_path: str`` in the package's signatures
-   (a table's handle is its ``TableLocation``) and ``on_object_store(`` outside
-   ``delta/stores.py`` (the store is chosen once) at most ``RATCHETS`` says.
+   and fields (a table's handle is its ``TableLocation``; ``delta_table_path``, a field of dbt's
+   adapter response, is output text), a union of a path and a location (``TableLocation | str``),
+   and ``on_object_store(`` outside ``delta/stores.py`` (the store is chosen once) at most
+   ``RATCHETS`` says.
 
 Run ``python tools/lint_layout.py``: it prints each broken rule with the place and exits 1.
 """
@@ -80,7 +82,7 @@ MODULE_STATE: dict[str, dict[str, str]] = {
     "delta/txn/stamps.py": {"NO_STAMPS": "an immutable value"},
     "merge/refusals.py": {"_SPARK": "sqlglot's dialect, stateless"},
     "merge/scope.py": {"_SPARK": "sqlglot's dialect, stateless"},
-    "statements/parse/dml.py": {"SPARK": "sqlglot's dialect, stateless"},
+    "statements/parse/text.py": {"SPARK": "sqlglot's dialect, stateless"},
     "delta/ledger.py": {"_OPEN": "per thread: the ledgers a thread's block opened"},
     "docs_catalog.py": {"_HELD": "per thread: the snapshot a catalog thread holds"},
     "spark/progress.py": {"_THREAD": "per thread: what the thread works on"},
@@ -92,7 +94,7 @@ MODULE_STATE: dict[str, dict[str, str]] = {
     "delta/object_storage.py": {"STORES": "to move: a table's handle carries its store (issue 69)"},
 }
 # Counts that may only fall (rule 9): lower them as the code moves, never raise them.
-RATCHETS = {"table_path: str": 68, "on_object_store(": 4}
+RATCHETS = {"table_path: str": 0, "TableLocation | str": 0, "on_object_store(": 1}
 # Folders of the tree outside the package whose modules may not import each other in a circle.
 OUTSIDE = ("benchmarks", "tests", "tools")
 # Where callers live besides the package (unit tests excepted: they mirror the tree).
@@ -282,7 +284,8 @@ def _ratchets(known: dict[str, Path]) -> list[str]:
     for path in known.values():
         rel = path.relative_to(PACKAGE).as_posix()
         text = path.read_text()
-        counts["table_path: str"] += text.count("table_path: str")
+        counts["table_path: str"] += len(re.findall(r"\btable_path: str", text))
+        counts["TableLocation | str"] += len(re.findall(r"TableLocation \| str|str \| TableLocation", text))
         if rel != "delta/stores.py":
             counts["on_object_store("] += text.count("on_object_store(")
     return [

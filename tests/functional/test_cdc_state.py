@@ -38,7 +38,7 @@ def apply(spark, path: str, events: list[tuple], run: int) -> None:
         spark,
         spark.createDataFrame(events, SCHEMA),
         SPEC,
-        table=load_snapshot(path),
+        table=load_snapshot(TableLocation.of(path)),
         create=WriteRequest(location=TableLocation.of(path), mode="create_or_replace"),
         txn=(f"state-test-{run}", 0),
     )
@@ -125,7 +125,7 @@ def test_source_columns_named_like_the_folds_counts(spark, tmp_path):
                 spark,
                 spark.createDataFrame(batch, schema),
                 spec,
-                table=load_snapshot(path),
+                table=load_snapshot(TableLocation.of(path)),
                 create=WriteRequest(location=TableLocation.of(path), mode="create_or_replace"),
                 txn=(f"named-{ignore_nulls}-{run}", 0),
             )

@@ -112,10 +112,10 @@ class TestMergeChangeFeed:
 
 
 def _changes(spark, path: str, version: int) -> str:
-    from dbt.adapters.deltamerge.delta import read_changes
+    from dbt.adapters.deltamerge.delta import TableLocation, read_changes
 
     view = f"changes_{version}"
-    read_changes(spark, path, version).createOrReplaceTempView(view)
+    read_changes(spark, TableLocation.of(path), version).createOrReplaceTempView(view)
     return view
 
 
@@ -203,30 +203,40 @@ class TestFeedOnLaterAndDownstream:
 
 
 def test_appends_and_replace_where_on_a_feed_table(spark, tmp_path):
-    from dbt.adapters.deltamerge.delta import WriteRequest, read_changes, write_dataframe
+    from dbt.adapters.deltamerge.delta import TableLocation, WriteRequest, read_changes, write_dataframe
 
     path = str(tmp_path / "t")
     feed_on = {"delta.enableChangeDataFeed": "true"}
     first = spark.createDataFrame([(1, "x"), (2, "y"), (3, "x")], "id int, v string").coalesce(1)
-    write_dataframe(spark, first, WriteRequest(path, "create_or_replace", properties=feed_on))
+    write_dataframe(
+        spark, first, WriteRequest(TableLocation.of(path), "create_or_replace", properties=feed_on)
+    )
     more = spark.createDataFrame([(4, "y")], "id int, v string")
-    write_dataframe(spark, more, WriteRequest(path, "append", properties=feed_on))
+    write_dataframe(spark, more, WriteRequest(TableLocation.of(path), "append", properties=feed_on))
     assert change_files(path, 1) == []  # an append's changes are its adds
     fresh = spark.createDataFrame([(5, "x")], "id int, v string")
     write_dataframe(
-        spark, fresh, WriteRequest(path, "replace_where", properties=feed_on, replace_where="v = 'x'")
+        spark,
+        fresh,
+        WriteRequest(TableLocation.of(path), "replace_where", properties=feed_on, replace_where="v = 'x'"),
     )
     assert change_files(path, 2)  # rows kept from the rewritten file are not changes: explicit feed
     expected = [(1, "x", "delete", 2), (3, "x", "delete", 2), (4, "y", "insert", 1), (5, "x", "insert", 2)]
     got = pa.table(DeltaTable(path).load_cdf(starting_version=1).read_all()).to_pylist()
     assert sorted((r["id"], r["v"], r["_change_type"], r["_commit_version"]) for r in got) == expected
-    in_spark = read_changes(spark, path, 1).collect()
+    in_spark = read_changes(spark, TableLocation.of(path), 1).collect()
     assert sorted((r.id, r.v, r._change_type, r._commit_version) for r in in_spark) == expected
     assert sorted(r["id"] for r in rows(path)) == [2, 4, 5]
 
 
 def test_partitioned_merge_change_files_follow_the_partition_layout(spark, tmp_path):
-    from dbt.adapters.deltamerge.delta import WriteRequest, load_snapshot, read_changes, write_dataframe
+    from dbt.adapters.deltamerge.delta import (
+        TableLocation,
+        WriteRequest,
+        load_snapshot,
+        read_changes,
+        write_dataframe,
+    )
     from dbt.adapters.deltamerge.merge import MergeSpec, merge_into
 
     path = str(tmp_path / "p")
@@ -234,13 +244,16 @@ def test_partitioned_merge_change_files_follow_the_partition_layout(spark, tmp_p
         [(1, "a", "x"), (2, "b", "x"), (3, "c", "y")], "id int, v string, p string"
     )
     request = WriteRequest(
-        path, "create_or_replace", partition_by=("p",), properties={"delta.enableChangeDataFeed": "true"}
+        TableLocation.of(path),
+        "create_or_replace",
+        partition_by=("p",),
+        properties={"delta.enableChangeDataFeed": "true"},
     )
     write_dataframe(spark, target, request)
     source = spark.createDataFrame(
         [(1, "A", "x"), (3, "C", "y"), (4, "d", "y")], "id int, v string, p string"
     )
-    snapshot = load_snapshot(path)
+    snapshot = load_snapshot(TableLocation.of(path))
     assert snapshot is not None
     merge_into(spark, source, snapshot, MergeSpec.from_config("p", {"unique_key": "id"}))
     cdc = change_files(path, 1)
@@ -255,21 +268,28 @@ def test_partitioned_merge_change_files_follow_the_partition_layout(spark, tmp_p
     ]
     got = pa.table(DeltaTable(path).load_cdf(starting_version=1).read_all()).to_pylist()
     assert sorted((r["id"], r["v"], r["p"], r["_change_type"]) for r in got) == expected
-    in_spark = read_changes(spark, path, 1).collect()
+    in_spark = read_changes(spark, TableLocation.of(path), 1).collect()
     assert sorted((r.id, r.v, r.p, r._change_type) for r in in_spark) == expected
 
 
 def test_a_full_overwrite_on_a_feed_table_reads_as_deletes_and_inserts(spark, tmp_path):
-    from dbt.adapters.deltamerge.delta import WriteRequest, read_changes, write_dataframe
+    from dbt.adapters.deltamerge.delta import TableLocation, WriteRequest, read_changes, write_dataframe
 
     path = str(tmp_path / "o")
     feed_on = {"delta.enableChangeDataFeed": "true"}
     first = spark.createDataFrame([(1, "a"), (2, "b")], "id int, v string")
-    write_dataframe(spark, first, WriteRequest(path, "create_or_replace", properties=feed_on))
+    write_dataframe(
+        spark, first, WriteRequest(TableLocation.of(path), "create_or_replace", properties=feed_on)
+    )
     second = spark.createDataFrame([(2, "b"), (3, "c")], "id int, v string")
-    write_dataframe(spark, second, WriteRequest(path, "create_or_replace", properties=feed_on))
+    write_dataframe(
+        spark, second, WriteRequest(TableLocation.of(path), "create_or_replace", properties=feed_on)
+    )
     assert change_files(path, 1) == []  # readers infer a rewrite's changes from its removes and adds
     expected = [(1, "a", "delete"), (2, "b", "delete"), (2, "b", "insert"), (3, "c", "insert")]
     got = pa.table(DeltaTable(path).load_cdf(starting_version=1).read_all()).to_pylist()
     assert sorted((r["id"], r["v"], r["_change_type"]) for r in got) == expected
-    assert sorted((r.id, r.v, r._change_type) for r in read_changes(spark, path, 1).collect()) == expected
+    assert (
+        sorted((r.id, r.v, r._change_type) for r in read_changes(spark, TableLocation.of(path), 1).collect())
+        == expected
+    )

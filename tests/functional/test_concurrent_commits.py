@@ -10,7 +10,13 @@ import os
 import pyarrow as pa
 from deltalake import DeltaTable, write_deltalake
 
-from dbt.adapters.deltamerge.delta import CommitInfo, ConcurrentModification, commit, latest_version
+from dbt.adapters.deltamerge.delta import (
+    CommitInfo,
+    ConcurrentModification,
+    TableLocation,
+    commit,
+    latest_version,
+)
 
 WORKERS, COMMITS = 4, 15
 
@@ -21,7 +27,14 @@ def _worker(path: str, worker: int, blind: bool, start, out) -> None:
     for i in range(COMMITS):
         info = CommitInfo("WRITE", {"mode": "Append"}, {"worker": worker, "i": i}, is_blind_append=blind)
         with contextlib.suppress(ConcurrentModification):
-            won.append(commit(path, read_version=latest_version(path), actions=[], info=info))
+            won.append(
+                commit(
+                    TableLocation.of(path),
+                    read_version=latest_version(TableLocation.of(path)),
+                    actions=[],
+                    info=info,
+                )
+            )
     out.put((worker, won))
 
 
@@ -42,7 +55,7 @@ def _race(path: str, blind: bool) -> dict[int, list[int]]:
 def _check_log(path: str, results: dict[int, list[int]]) -> None:
     won = sorted(v for versions in results.values() for v in versions)
     assert len(won) == len(set(won)), "two processes reported the same version"
-    assert won == list(range(1, latest_version(path) + 1)), "versions must be contiguous"
+    assert won == list(range(1, latest_version(TableLocation.of(path)) + 1)), "versions must be contiguous"
     for version in won:
         with open(os.path.join(path, "_delta_log", f"{version:020d}.json")) as handle:
             info = json.loads(handle.readline())["commitInfo"]

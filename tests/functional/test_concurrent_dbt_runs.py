@@ -35,7 +35,7 @@ from pathlib import Path
 import pytest
 from deltalake import DeltaTable
 
-from dbt.adapters.deltamerge.delta import load_snapshot
+from dbt.adapters.deltamerge.delta import TableLocation, load_snapshot
 from tests.cluster import connect_profile
 from tests.conftest import ON_CONNECT
 from tests.functional.helpers import FEATURE_PROPERTIES, live_rows
@@ -211,7 +211,7 @@ def test_two_invocations_of_one_model_race(race, round_, case):
 
 
 def _marked(path: Path) -> bool:
-    snapshot = load_snapshot(str(path))
+    snapshot = load_snapshot(TableLocation.of(str(path)))
     return snapshot is not None and any(f.deletion_vector for f in snapshot.files)
 
 

@@ -20,7 +20,7 @@ import tempfile
 import pytest
 from deltalake import DeltaTable
 
-from dbt.adapters.deltamerge.delta import WriteRequest, write_dataframe
+from dbt.adapters.deltamerge.delta import TableLocation, WriteRequest, write_dataframe
 from tests.backend import ON_CONNECT
 from tests.validator import problems
 
@@ -33,7 +33,7 @@ connect_only = pytest.mark.skipif(
 
 
 def _worker(path: str, operations: list[tuple[str, list[int], str]], barrier, out, url: str | None) -> None:
-    from dbt.adapters.deltamerge.delta import ConcurrentModification, load_snapshot, storage
+    from dbt.adapters.deltamerge.delta import ConcurrentModification, TableLocation, load_snapshot, storage
     from dbt.adapters.deltamerge.merge import MergeSpec, merge_into
     from dbt.adapters.deltamerge.spark.embedded import start_session
 
@@ -58,10 +58,10 @@ def _worker(path: str, operations: list[tuple[str, list[int], str]], barrier, ou
         rows = spark.createDataFrame([(k, value) for k in keys], "id int, v string")
         try:
             if kind == "append":
-                version = write_dataframe(spark, rows, WriteRequest(path, "append")).version
+                version = write_dataframe(spark, rows, WriteRequest(TableLocation.of(path), "append")).version
             else:
                 config = {"unique_key": "id", **({"when_matched": []} if kind == "insert" else {})}
-                snapshot = load_snapshot(path)
+                snapshot = load_snapshot(TableLocation.of(path))
                 assert snapshot is not None
                 version = merge_into(spark, rows, snapshot, MergeSpec.from_config("m", config)).version
             results.append((kind, keys, value, version, None))
@@ -98,7 +98,7 @@ def table(spark, tmp_path) -> str:
     path = str(tmp_path / "t")
     # 20 files, each a contiguous range of 100 ids
     rows = spark.range(2000).selectExpr("cast(id as int) as id", "'v' as v").repartitionByRange(20, "id")
-    write_dataframe(spark, rows, WriteRequest(path, "create_or_replace"))
+    write_dataframe(spark, rows, WriteRequest(TableLocation.of(path), "create_or_replace"))
     assert len(DeltaTable(path).file_uris()) == 20
     return path
 

@@ -23,6 +23,7 @@ from deltalake import DeltaTable, Field, QueryBuilder, Schema, write_deltalake
 from pyspark.sql import types as T
 
 from dbt.adapters.deltamerge.delta import (
+    TableLocation,
     WriteRequest,
     load_snapshot,
     read_files,
@@ -86,7 +87,7 @@ def _create(spark, path: str, seed: int, rows: list[dict[str, Any]]) -> None:
         ]
     )
     request = WriteRequest(
-        path,
+        TableLocation.of(path),
         "create_or_replace",
         properties={"delta.constraints.non_negative": "v >= 0"},
         definition=definition,
@@ -96,7 +97,7 @@ def _create(spark, path: str, seed: int, rows: list[dict[str, Any]]) -> None:
 
 def _step(spark, rng: random.Random, path: str, model: dict[int, dict], op: str, bad: bool) -> None:
     """Apply ``op``; a ``bad`` step's write must be refused by its writer (the model unchanged)."""
-    snapshot = load_snapshot(path)
+    snapshot = load_snapshot(TableLocation.of(path))
     assert snapshot is not None
     start = max(model, default=0) + 1
     modulus, rest = rng.randint(2, 4), rng.randint(0, 1)
@@ -143,7 +144,9 @@ def _writer(spark, path: str, snapshot, op: str, rows: list[dict[str, Any]]):
         if op == "delta_rs_append":
             write_deltalake(path, _arrow(rows), mode="append", schema_mode="merge")
         elif op == "append":
-            write_dataframe(spark, spark.createDataFrame(_arrow(rows)), WriteRequest(path, "append"))
+            write_dataframe(
+                spark, spark.createDataFrame(_arrow(rows)), WriteRequest(TableLocation.of(path), "append")
+            )
         else:
             spec = MergeSpec.from_config("differential", {"unique_key": "id"})
             merge_into(spark, spark.createDataFrame(_arrow(rows)), snapshot, spec)
@@ -177,7 +180,7 @@ def test_delta_rs_and_this_engine_write_a_constrained_table_in_turn(spark, tmp_p
         if bad and op != "update_ts" and op != "delete":
             assert DeltaTable(path).version() == before, where
         assert _delta_rs_rows(path) == _expected(model), where
-        snapshot = load_snapshot(path)
+        snapshot = load_snapshot(TableLocation.of(path))
         assert snapshot is not None
         ours = read_files(spark, snapshot, list(snapshot.files)).select("id", "v", "ts", "d").collect()
         mine = sorted(

@@ -28,7 +28,7 @@ import pytest
 from dbt.tests.util import run_dbt
 from deltalake import DeltaTable
 
-from dbt.adapters.deltamerge.delta import WriteRequest, load_snapshot, write_dataframe
+from dbt.adapters.deltamerge.delta import TableLocation, WriteRequest, load_snapshot, write_dataframe
 from dbt.adapters.deltamerge.statements.run import dml
 from tests.functional.helpers import live_rows, table_path
 from tests.functional.test_dml_differential import enable_deletion_vectors
@@ -89,12 +89,15 @@ def test_delete_insert_same_as_dbt_sql_in_duckdb(spark, lake_root, seed):
         spark,
         frame,
         WriteRequest(
-            path, "create_or_replace", partition_by=("p",) if partitioned else (), properties=properties
+            TableLocation.of(path),
+            "create_or_replace",
+            partition_by=("p",) if partitioned else (),
+            properties=properties,
         ),
     )
     if vectors:  # some rows already deleted by deletion vectors: only live rows count
         enable_deletion_vectors(spark, path)
-        snapshot = load_snapshot(path)
+        snapshot = load_snapshot(TableLocation.of(path))
         assert snapshot is not None
         dml.delete_rows(spark, snapshot, "v < 20")
     live = [tuple(r[c] for c in COLUMNS) for r in live_rows(path)]
@@ -103,7 +106,9 @@ def test_delete_insert_same_as_dbt_sql_in_duckdb(spark, lake_root, seed):
     new += rng.sample(new, min(len(new), 2))  # duplicate new rows: all inserted
     keys = rng.choice([("k1",), ("k1", "k2")])
     predicates = _predicates(rng)
-    request = WriteRequest(path, "replace_keys", replace_keys=keys, replace_predicates=tuple(predicates))
+    request = WriteRequest(
+        TableLocation.of(path), "replace_keys", replace_keys=keys, replace_predicates=tuple(predicates)
+    )
     result = write_dataframe(spark, spark.createDataFrame(new, SCHEMA), request)
     expected, deleted = _expected(live, new, keys, predicates)
     case = (seed, keys, predicates)

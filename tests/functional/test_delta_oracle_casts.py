@@ -18,9 +18,10 @@ import random
 
 import pytest
 
-from dbt.adapters.deltamerge.delta import WriteRequest, load_snapshot, write_dataframe
+from dbt.adapters.deltamerge.delta import TableLocation, WriteRequest, load_snapshot, write_dataframe
 from dbt.adapters.deltamerge.merge import MergeSpec, merge_into
 from dbt.adapters.deltamerge.statements.parse.statement import parse_write_statement
+from dbt.adapters.deltamerge.statements.parse.text import SqlText
 from tests.files import copy_folder
 
 CASES = int(os.environ.get("DELTAMERGE_ORACLE_CAST_CASES", "6"))
@@ -84,7 +85,9 @@ def test_assignment_casts_same_as_delta(spark, delta_spark, tmp_path, seed):
     rng = random.Random(seed)
     ours, theirs, source = str(tmp_path / "ours"), str(tmp_path / "theirs"), str(tmp_path / "source")
     write_dataframe(
-        spark, spark.createDataFrame(_target_rows(), TARGET), WriteRequest(ours, "create_or_replace")
+        spark,
+        spark.createDataFrame(_target_rows(), TARGET),
+        WriteRequest(TableLocation.of(ours), "create_or_replace"),
     )
     copy_folder(ours, theirs)
     rows = [_source_row(rng, k) for k in rng.sample(range(3, 9), rng.randint(1, 4))]
@@ -96,9 +99,9 @@ def test_assignment_casts_same_as_delta(spark, delta_spark, tmp_path, seed):
         delta_failed = None
     except Exception as error:  # Delta's refusal, compared below
         delta_failed = error
-    statement = parse_write_statement(_merge_text("target", source, updates, inserts))
+    statement = parse_write_statement(SqlText(_merge_text("target", source, updates, inserts)))
     try:
-        snapshot = load_snapshot(ours)
+        snapshot = load_snapshot(TableLocation.of(ours))
         assert snapshot is not None
         spec = MergeSpec.from_config("MERGE INTO target", statement.config)
         merge_into(spark, spark.sql(statement.source_query), snapshot, spec)

@@ -31,7 +31,7 @@ import pytest
 
 from dbt.adapters.deltamerge.cdc.apply import apply_changes
 from dbt.adapters.deltamerge.cdc.spec import CdcSpec
-from dbt.adapters.deltamerge.delta import WriteRequest, load_snapshot
+from dbt.adapters.deltamerge.delta import TableLocation, WriteRequest, load_snapshot
 from tests.cdc_reference import Scd1, Scd2
 from tests.files import copy_folder
 from tests.functional.test_delta_oracle_merge import (
@@ -148,14 +148,17 @@ def _run_case(spark, delta, root: str, seed: int) -> None:
         properties["delta.enableDeletionVectors"] = "true"
     ours = f"{root}/ours"
     create = WriteRequest(
-        ours, "create_or_replace", partition_by=("w",) if case["partitioned"] else (), properties=properties
+        TableLocation.of(ours),
+        "create_or_replace",
+        partition_by=("w",) if case["partitioned"] else (),
+        properties=properties,
     )
     for run in range(case["runs"]):
         events = events_of_run(rng, run, keys=case["keys"], truncates=case["truncates"], scd2=scd2)
         before_rows = [dict(r) for r in reference.rows()]
         reference.run([{**e, "seq": e["ts"]} for e in events])
         label = (seed, run, {k: v for k, v in case.items() if k != "rng"}, events)
-        snapshot = load_snapshot(ours)
+        snapshot = load_snapshot(TableLocation.of(ours))
         theirs = f"{root}/theirs_{run}"
         if snapshot is not None:
             copy_folder(ours, theirs)

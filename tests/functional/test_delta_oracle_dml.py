@@ -19,9 +19,10 @@ import random
 
 import pytest
 
-from dbt.adapters.deltamerge.delta import WriteRequest, load_snapshot, write_dataframe
+from dbt.adapters.deltamerge.delta import TableLocation, WriteRequest, load_snapshot, write_dataframe
 from dbt.adapters.deltamerge.statements.parse.dml import DeleteStatement, UpdateStatement
 from dbt.adapters.deltamerge.statements.parse.statement import parse_write_statement
+from dbt.adapters.deltamerge.statements.parse.text import SqlText
 from dbt.adapters.deltamerge.statements.run import dml
 from tests.files import copy_folder
 from tests.functional.helpers import log_actions
@@ -53,21 +54,23 @@ def _tables(spark, root: str, rng: random.Random, *, feed: bool, vectors: bool) 
     write_dataframe(
         spark,
         frame,
-        WriteRequest(ours, "create_or_replace", partition_by=partition_by, properties=properties),
+        WriteRequest(
+            TableLocation.of(ours), "create_or_replace", partition_by=partition_by, properties=properties
+        ),
     )
     if vectors:  # vectors already on most files: the case's statement replaces them
-        snapshot = load_snapshot(ours)
+        snapshot = load_snapshot(TableLocation.of(ours))
         assert snapshot is not None
         dml.delete_rows(spark, snapshot, "k % 7 = 0")
     copy_folder(ours, theirs)
-    snapshot = load_snapshot(ours)
+    snapshot = load_snapshot(TableLocation.of(ours))
     assert snapshot is not None
     return ours, theirs, snapshot.version
 
 
 def _run_ours(spark, path: str, sql: str):
-    statement = parse_write_statement(sql)
-    snapshot = load_snapshot(path)
+    statement = parse_write_statement(SqlText(sql))
+    snapshot = load_snapshot(TableLocation.of(path))
     assert snapshot is not None
     if isinstance(statement, DeleteStatement):
         return dml.delete_rows(spark, snapshot, statement.condition, alias=statement.alias)

@@ -11,9 +11,16 @@ import re
 
 import pytest
 
-from dbt.adapters.deltamerge.delta import TableChange, WriteRequest, load_snapshot, write_dataframe
+from dbt.adapters.deltamerge.delta import (
+    TableChange,
+    TableLocation,
+    WriteRequest,
+    load_snapshot,
+    write_dataframe,
+)
 from dbt.adapters.deltamerge.merge import MergeSpec, evolved_by_merge, merge_into
 from dbt.adapters.deltamerge.statements.parse.statement import parse_write_statement
+from dbt.adapters.deltamerge.statements.parse.text import SqlText
 from tests.files import copy_folder
 
 SOURCE = (
@@ -63,16 +70,16 @@ def tables(spark, tmp_path_factory) -> tuple[str, str]:
         "SELECT 'A' AS key, named_struct('a', 1, 'b', 'x') AS value, 10 AS v "
         "UNION ALL SELECT 'B', named_struct('a', 2, 'b', 'y'), 20"
     )
-    write_dataframe(spark, frame, WriteRequest(f"{root}/ours", "create_or_replace"))
+    write_dataframe(spark, frame, WriteRequest(TableLocation.of(f"{root}/ours"), "create_or_replace"))
     copy_folder(f"{root}/ours", f"{root}/theirs")
     return f"{root}/ours", f"{root}/theirs"
 
 
 def _ours(spark, path: str, sql: str) -> str:
-    snapshot = load_snapshot(path)
+    snapshot = load_snapshot(TableLocation.of(path))
     assert snapshot is not None
     try:
-        statement = parse_write_statement(sql)
+        statement = parse_write_statement(SqlText(sql))
         spec = MergeSpec.from_config("MERGE INTO t", statement.config)  # type: ignore[union-attr]
         source = spark.sql(statement.source_query)  # type: ignore[union-attr]
         evolved = evolved_by_merge(spec, snapshot, source.schema, what="t") if spec.schema_evolution else None
@@ -92,4 +99,4 @@ def test_ours_refuses_an_invalid_merge_with_delta_s_error_class(spark, delta_spa
     message = _ours(spark, ours, statement.format("t"))
     expected = DIFFERENT.get(name, (refused.error_class, refused.error_class))
     assert (_class(message), refused.error_class) == expected, (message, str(refused))
-    assert load_snapshot(ours).version == 0 and len(delta_spark.history(theirs)) == 1  # type: ignore[union-attr]
+    assert load_snapshot(TableLocation.of(ours)).version == 0 and len(delta_spark.history(theirs)) == 1  # type: ignore[union-attr]

@@ -29,9 +29,16 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from dbt.adapters.deltamerge.delta import TableChange, WriteRequest, load_snapshot, write_dataframe
+from dbt.adapters.deltamerge.delta import (
+    TableChange,
+    TableLocation,
+    WriteRequest,
+    load_snapshot,
+    write_dataframe,
+)
 from dbt.adapters.deltamerge.merge import MergeSpec, dry_run_merge, evolved_by_merge, merge_into
 from dbt.adapters.deltamerge.statements.parse.statement import parse_write_statement
+from dbt.adapters.deltamerge.statements.parse.text import SqlText
 from dbt.adapters.deltamerge.statements.run import dml
 from tests import files
 from tests.files import copy_folder
@@ -98,10 +105,12 @@ def _target(spark, root: str, rows: list[dict], *, feed: bool, vectors: bool, pa
     write_dataframe(
         spark,
         frame,
-        WriteRequest(ours, "create_or_replace", partition_by=partition_by, properties=properties),
+        WriteRequest(
+            TableLocation.of(ours), "create_or_replace", partition_by=partition_by, properties=properties
+        ),
     )
     if vectors:  # vectors already on most files: the merge replaces them, not only adds
-        snapshot = load_snapshot(ours)
+        snapshot = load_snapshot(TableLocation.of(ours))
         assert snapshot is not None
         dml.delete_rows(spark, snapshot, "k % 7 = 0")
     copy_folder(ours, f"{root}/theirs")
@@ -110,10 +119,10 @@ def _target(spark, root: str, rows: list[dict], *, feed: bool, vectors: bool, pa
 
 def _merge_ours(spark, ours: str, source: str, config: dict, *, through_sql: bool, evolve: bool, dry=False):
     """Our merge of the case (or its dry run: what it would commit, nothing written)."""
-    snapshot = load_snapshot(ours)
+    snapshot = load_snapshot(TableLocation.of(ours))
     assert snapshot is not None
     if through_sql:
-        statement = parse_write_statement(merge_sql("target", source, config))
+        statement = parse_write_statement(SqlText(merge_sql("target", source, config)))
         spec = MergeSpec.from_config("MERGE INTO target", {**statement.config, **_evolution(config)})
         source_df = spark.sql(statement.source_query)
     else:
@@ -204,7 +213,7 @@ def _run_case(spark, delta, root: str, seed: int, *, evolve: bool = False) -> No
         target, source, config, _ = random_case(rng, weighted=seed % 3 == 1)
     feed, vectors, partitioned = seed % 3 == 0, seed % 4 >= 2, seed % 5 in (1, 3)
     ours = _target(spark, root, target.to_pylist(), feed=feed, vectors=vectors, partitioned=partitioned)
-    before = load_snapshot(ours).version  # type: ignore[union-attr]
+    before = load_snapshot(TableLocation.of(ours)).version  # type: ignore[union-attr]
     theirs = f"{root}/theirs"
     source_path = f"{root}/source.parquet"
     pq.write_table(source, source_path)
@@ -217,7 +226,7 @@ def _run_case(spark, delta, root: str, seed: int, *, evolve: bool = False) -> No
         delta.sql(merge_sql(f"delta.`{rows_of}`", source_path, config))
     through_sql = seed % 2 == 1
     dry = _merge_ours(spark, ours, source_path, config, through_sql=through_sql, evolve=evolve, dry=True)
-    assert load_snapshot(ours).version == before  # type: ignore[union-attr]
+    assert load_snapshot(TableLocation.of(ours)).version == before  # type: ignore[union-attr]
     result = _merge_ours(spark, ours, source_path, config, through_sql=through_sql, evolve=evolve)
     delta.sql(merge_sql(f"delta.`{theirs}`", source_path, config))
 
@@ -355,8 +364,8 @@ def test_delta_loses_inserted_rows_with_the_change_feed(spark, delta_spark, tmp_
         delta_spark.sql(f"INSERT INTO delta.`{theirs}` SELECT /*+ REPARTITION(1) */ id FROM range(0, 10)")
         copy_folder(theirs, ours)
         delta_spark.sql(merge.format(f"delta.`{theirs}`"))
-        statement = parse_write_statement(merge.format("target"))
-        snapshot = load_snapshot(ours)
+        statement = parse_write_statement(SqlText(merge.format("target")))
+        snapshot = load_snapshot(TableLocation.of(ours))
         assert snapshot is not None
         spec = MergeSpec.from_config("MERGE INTO target", statement.config)
         merge_into(spark, spark.sql(statement.source_query), snapshot, spec)
@@ -400,12 +409,14 @@ def test_null_keys_of_an_equality_on_match_nothing_as_in_delta(
         vectors=vectors,
         partitioned=False,
     )
-    before = load_snapshot(ours).version  # type: ignore[union-attr]
+    before = load_snapshot(TableLocation.of(ours)).version  # type: ignore[union-attr]
     source = f"{root}/source.parquet"
     pq.write_table(
         pa.table({"k": [1, 5, None, None, 42], "v": [10, 50, 60, 70, 420], "op": ["y"] * 5}), source
     )
-    spec = MergeSpec.from_config("m", parse_write_statement(merge_sql("target", source, config)).config)
+    spec = MergeSpec.from_config(
+        "m", parse_write_statement(SqlText(merge_sql("target", source, config))).config
+    )
     assert spec.join_keys == ("k",)
     _merge_ours(spark, ours, source, config, through_sql=True, evolve=False)
     delta_spark.sql(merge_sql(f"delta.`{root}/theirs`", source, config))

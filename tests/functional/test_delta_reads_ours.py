@@ -26,7 +26,8 @@ import pyarrow as pa
 import pytest
 from deltalake import DeltaTable, QueryBuilder
 
-from dbt.adapters.deltamerge.delta import load_snapshot, vacuum
+from dbt.adapters.deltamerge.delta import TableLocation, load_snapshot, vacuum
+from dbt.adapters.deltamerge.statements.parse.text import SqlText
 from dbt.adapters.deltamerge.statements.run.statement import run_on_delta
 from tests.backend import SLOW
 from tests.functional.helpers import log_actions
@@ -57,7 +58,7 @@ EXTRA_VALUES = {"timestamp_ntz": "timestamp_ntz'2024-05-06 07:08:09'", "variant"
 
 
 def _run(spark, sql: str) -> int | None:
-    ran = run_on_delta(spark, sql)
+    ran = run_on_delta(spark, SqlText(sql))
     assert ran is not None, sql
     return ran.result.version
 
@@ -107,7 +108,7 @@ def test_delta_reads_every_version_we_write_and_writes_on_by_our_rules(
     _run(spark, f"DELETE FROM {table} WHERE id = 3")
     source = "SELECT 4 AS id, 99 AS v, 'm' AS s" + (f"{extra} AS {columns.split()[-2]}" if extra else "")
     _run(spark, f"MERGE INTO {table} t USING ({source}) u ON t.id = u.id WHEN MATCHED THEN UPDATE SET *")
-    latest = load_snapshot(path).version  # type: ignore[union-attr]
+    latest = load_snapshot(TableLocation.of(path)).version  # type: ignore[union-attr]
 
     at = f"delta.`{path}`"
     for version in range(latest + 1):
@@ -125,7 +126,7 @@ def test_delta_reads_every_version_we_write_and_writes_on_by_our_rules(
     # files by age alone: after it, the latest version's changes cannot be read).
     listed = delta_spark.sql(f"VACUUM {at} RETAIN 0 HOURS DRY RUN")
     theirs = {os.path.relpath(r["path"].removeprefix("file:"), path) for r in listed}
-    ours = vacuum(path, retain_hours=0, dry_run=True, enforce_retention=False)
+    ours = vacuum(TableLocation.of(path), retain_hours=0, dry_run=True, enforce_retention=False)
     retained = {
         a["cdc"]["path"]
         for version in range(ours.oldest_retained_version, latest + 1)
@@ -142,7 +143,7 @@ def test_delta_reads_every_version_we_write_and_writes_on_by_our_rules(
     )
     delta_spark.sql(f"OPTIMIZE {at}")
     _run(spark, f"UPDATE {table} SET s = 'z' WHERE id = 5")
-    final = load_snapshot(path).version  # type: ignore[union-attr]
+    final = load_snapshot(TableLocation.of(path)).version  # type: ignore[union-attr]
     _, read = delta_spark.query(f"SELECT * FROM {at}")
     assert _plain(read) == _rows_by_delta_rs(path, final), feature
     by_id = {r["id"]: r for r in read}

@@ -20,7 +20,7 @@ import pyarrow as pa
 import pytest
 from deltalake import DeltaTable
 
-from dbt.adapters.deltamerge.delta import WriteRequest, load_snapshot, write_dataframe
+from dbt.adapters.deltamerge.delta import TableLocation, WriteRequest, load_snapshot, write_dataframe
 from dbt.adapters.deltamerge.statements.parse.maintenance import SetPropertiesStatement
 from dbt.adapters.deltamerge.statements.run import dml
 from dbt.adapters.deltamerge.statements.run.maintenance import set_properties
@@ -72,7 +72,10 @@ def _tables(spark, root: str, rng: random.Random, *, feed: bool, vectors: bool =
     properties = {"delta.enableChangeDataFeed": "true"} if feed else {}
     frame = spark.createDataFrame(random_table(rng), SCHEMA).repartitionByRange(3, "v")
     request = WriteRequest(
-        ours, "create_or_replace", partition_by=("p",) if partitioned else (), properties=properties
+        TableLocation.of(ours),
+        "create_or_replace",
+        partition_by=("p",) if partitioned else (),
+        properties=properties,
     )
     write_dataframe(spark, frame, request)
     copy_folder(ours, theirs)
@@ -83,7 +86,7 @@ def _tables(spark, root: str, rng: random.Random, *, feed: bool, vectors: bool =
 
 def enable_deletion_vectors(spark, path: str) -> int | None:
     """``ALTER TABLE ... SET TBLPROPERTIES (delta.enableDeletionVectors = true)`` through the engine."""
-    snapshot = load_snapshot(path)
+    snapshot = load_snapshot(TableLocation.of(path))
     assert snapshot is not None
     statement = SetPropertiesStatement(("t",), (("delta.enableDeletionVectors", "true"),))
     return set_properties(spark, snapshot, statement, path).version
@@ -117,7 +120,7 @@ def test_delete_same_as_delta_rs(spark, lake_root, seed):
     feed, vectors = seed % 3 == 0, seed % 2 == 1
     ours, theirs = _tables(spark, lake_root, rng, feed=feed, vectors=vectors)
     condition = random_condition(rng)
-    snapshot = load_snapshot(ours)
+    snapshot = load_snapshot(TableLocation.of(ours))
     assert snapshot is not None
     result = dml.delete_rows(spark, snapshot, condition)
     expected = DeltaTable(theirs).delete(condition)
@@ -141,7 +144,7 @@ def test_update_same_as_delta_rs(spark, lake_root, seed):
     ours, theirs = _tables(spark, lake_root, rng, feed=feed, vectors=vectors)
     condition = random_condition(rng)
     assignments = random_assignments(rng)
-    snapshot = load_snapshot(ours)
+    snapshot = load_snapshot(TableLocation.of(ours))
     assert snapshot is not None
     result = dml.update_rows(spark, snapshot, list(assignments.items()), condition)
     expected = DeltaTable(theirs).update(updates=assignments, predicate=condition)
@@ -168,9 +171,9 @@ def test_a_partition_only_delete_removes_whole_files_without_rewriting(spark, tm
     write_dataframe(
         spark,
         spark.createDataFrame(rows, SCHEMA),
-        WriteRequest(path, "create_or_replace", partition_by=("p",)),
+        WriteRequest(TableLocation.of(path), "create_or_replace", partition_by=("p",)),
     )
-    snapshot = load_snapshot(path)
+    snapshot = load_snapshot(TableLocation.of(path))
     assert snapshot is not None
     x_files = [f for f in snapshot.files if f.partition_values["p"] == "x"]
     result = dml.delete_rows(spark, snapshot, "p = 'x'")
@@ -184,9 +187,11 @@ def test_a_partition_only_delete_removes_whole_files_without_rewriting(spark, tm
 def test_nothing_selected_commits_nothing(spark, tmp_path):
     path = str(tmp_path / "t")
     write_dataframe(
-        spark, spark.createDataFrame([(1, 1, "a", "x")], SCHEMA), WriteRequest(path, "create_or_replace")
+        spark,
+        spark.createDataFrame([(1, 1, "a", "x")], SCHEMA),
+        WriteRequest(TableLocation.of(path), "create_or_replace"),
     )
-    snapshot = load_snapshot(path)
+    snapshot = load_snapshot(TableLocation.of(path))
     assert snapshot is not None
     assert dml.delete_rows(spark, snapshot, "k = 99").version is None
     assert dml.update_rows(spark, snapshot, [("v", "0")], "k = 99").version is None

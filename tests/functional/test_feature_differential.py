@@ -20,6 +20,7 @@ import pytest
 from deltalake import DeltaTable, QueryBuilder, write_deltalake
 
 from dbt.adapters.deltamerge.delta import (
+    TableLocation,
     WriteRequest,
     load_snapshot,
     read_files,
@@ -70,7 +71,7 @@ def _new_rows(rng: random.Random, model: Model, count: int) -> list[dict[str, An
 
 
 def _step(spark, rng: random.Random, path: str, model: Model, op: str) -> None:
-    snapshot = load_snapshot(path)
+    snapshot = load_snapshot(TableLocation.of(path))
     assert snapshot is not None
     modulus, rest = rng.randint(2, 4), rng.randint(0, 1)
     hit = [i for i in model.rows if i % modulus == rest]
@@ -81,7 +82,7 @@ def _step(spark, rng: random.Random, path: str, model: Model, op: str) -> None:
     elif op == "append":
         rows = _new_rows(rng, model, rng.randint(1, 5))
         frame = spark.createDataFrame(_arrow(model, rows))  # arrow types kept (pandas makes ints float)
-        write_dataframe(spark, frame, WriteRequest(path, "append"))
+        write_dataframe(spark, frame, WriteRequest(TableLocation.of(path), "append"))
         model.rows.update({r["id"]: r for r in rows})
     elif op == "delete":
         delete_rows(spark, snapshot, f"id % {modulus} = {rest}")
@@ -116,7 +117,9 @@ def test_delta_rs_and_this_engine_write_a_column_mapped_table_in_turn(spark, tmp
         properties = {"delta.columnMapping.mode": mode, "delta.enableRowTracking": "true"}
         properties["delta.enableInCommitTimestamps"] = "true"
         frame = spark.createDataFrame(_arrow(model, list(model.rows.values())))
-        write_dataframe(spark, frame, WriteRequest(path, "create_or_replace", properties=properties))
+        write_dataframe(
+            spark, frame, WriteRequest(TableLocation.of(path), "create_or_replace", properties=properties)
+        )
     else:
         rows = list(model.rows.values())
         write_deltalake(path, _arrow(model, rows), configuration={"delta.columnMapping.mode": mode})
@@ -127,7 +130,7 @@ def test_delta_rs_and_this_engine_write_a_column_mapped_table_in_turn(spark, tmp
         _step(spark, rng, path, model, op)
         where = f"seed {seed}, step {number} ({op}; {ops})"
         assert _delta_rs_rows(path, model) == model.sorted(), where
-        snapshot = load_snapshot(path)
+        snapshot = load_snapshot(TableLocation.of(path))
         assert snapshot is not None
         ours = read_files(spark, snapshot, list(snapshot.files)).collect()
         assert sorted(tuple(r) for r in ours) == model.sorted(), where

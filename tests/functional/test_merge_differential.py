@@ -24,6 +24,7 @@ from deltalake import DeltaTable, write_deltalake
 
 from dbt.adapters.deltamerge.delta import (
     TableChange,
+    TableLocation,
     WriteRequest,
     load_snapshot,
     read_changes,
@@ -191,11 +192,13 @@ def _merge_both(
     ours_properties = {**properties, "delta.enableDeletionVectors": "true"} if vectors else properties
     # Several files with distinct value ranges, so statistics can skip some of them.
     frame = spark.createDataFrame(target.to_pylist(), schema).repartitionByRange(4, "v")
-    write_dataframe(spark, frame, WriteRequest(ours, "create_or_replace", properties=ours_properties))
+    write_dataframe(
+        spark, frame, WriteRequest(TableLocation.of(ours), "create_or_replace", properties=ours_properties)
+    )
     write_deltalake(theirs, target, configuration=properties or None)
 
     spec = MergeSpec.from_config(f"case{seed}", config)
-    snapshot = load_snapshot(ours)
+    snapshot = load_snapshot(TableLocation.of(ours))
     assert snapshot is not None
     result = merge_into(spark, spark.createDataFrame(source.to_pylist(), schema), snapshot, spec)
     expected = delta_rs_merge(theirs, source, _on_condition(config), builder)
@@ -292,9 +295,11 @@ def test_a_dry_run_reports_what_the_merge_then_does(spark, tmp_path, seed, monke
     if _vectors_on(seed):
         properties["delta.enableDeletionVectors"] = "true"
     frame = spark.createDataFrame(target.to_pylist(), schema).repartitionByRange(4, "v")
-    write_dataframe(spark, frame, WriteRequest(ours, "create_or_replace", properties=properties))
+    write_dataframe(
+        spark, frame, WriteRequest(TableLocation.of(ours), "create_or_replace", properties=properties)
+    )
     spec = MergeSpec.from_config(f"dry{seed}", config)
-    snapshot = load_snapshot(ours)
+    snapshot = load_snapshot(TableLocation.of(ours))
     assert snapshot is not None
     source_df = spark.createDataFrame(source.to_pylist(), schema)
     listing = sorted(os.path.join(d, n) for d, _, names in os.walk(ours) for n in names)
@@ -336,7 +341,7 @@ def test_same_change_feed_as_delta_rs(spark, lake_root, seed):
     assert sorted_rows(ours) == sorted_rows(theirs), config
     assert change_rows(ours, 1) == change_rows(theirs, 1), config
     if DeltaTable(ours).version() >= 1:
-        spark_feed = read_changes(spark, ours, 1).collect()
+        spark_feed = read_changes(spark, TableLocation.of(ours), 1).collect()
         assert sorted((r.k, r.v, r.op, r._change_type) for r in spark_feed) == change_rows(ours, 1)
 
 
@@ -396,11 +401,11 @@ def test_same_schema_evolution_as_delta_rs(spark, tmp_path, seed):
     target, source, config, builder = evolving_case(random.Random(seed))
     ours, theirs = str(tmp_path / "ours"), str(tmp_path / "theirs")
     frame = spark.createDataFrame(target.to_pylist(), "k bigint, v bigint, op string")
-    write_dataframe(spark, frame, WriteRequest(ours, "create_or_replace"))
+    write_dataframe(spark, frame, WriteRequest(TableLocation.of(ours), "create_or_replace"))
     write_deltalake(theirs, target)
 
     spec = MergeSpec.from_config(f"evolve{seed}", config)
-    snapshot = load_snapshot(ours)
+    snapshot = load_snapshot(TableLocation.of(ours))
     assert snapshot is not None
     source_df = spark.createDataFrame(source.to_pylist(), schema=_spark_schema(source))
     schema = planned_schema(WriteSpec(model=spec.model), spec, snapshot, source_df.schema)
@@ -453,10 +458,10 @@ def test_by_source_with_predicates_tells_apart_rows_sharing_a_key(spark, tmp_pat
     write_dataframe(
         spark,
         spark.createDataFrame(target.to_pylist(), "k bigint, v bigint, op string").coalesce(1),
-        WriteRequest(ours, "create_or_replace"),
+        WriteRequest(TableLocation.of(ours), "create_or_replace"),
     )
     write_deltalake(theirs, target)
-    snapshot = load_snapshot(ours)
+    snapshot = load_snapshot(TableLocation.of(ours))
     assert snapshot is not None
     source_df = spark.createDataFrame(source.to_pylist(), "k bigint, v bigint, op string")
     metrics = merge_into(spark, source_df, snapshot, MergeSpec.from_config("shared", config)).metrics

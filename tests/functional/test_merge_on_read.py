@@ -92,7 +92,7 @@ class TestMergeOnRead:
         path = table_path(project, "mor")
         assert DeltaTable(path).metadata().configuration["delta.enableDeletionVectors"] == "true"
         assert "deletionVectors" in (DeltaTable(path).protocol().writer_features or [])
-        before = {f.path for f in load_snapshot(path).files}  # type: ignore[union-attr]
+        before = {f.path for f in load_snapshot(TableLocation.of(path)).files}  # type: ignore[union-attr]
         _put(project, "mor", _model(SECOND, deletion_vectors=True))
         result = run_dbt(["run", "--select", "mor"])
         response = result.results[0].adapter_response
@@ -145,7 +145,7 @@ class TestMergeOnRead:
     def test_reorg_purges_the_vectors_rows_unchanged(self, project):
         path = table_path(project, "mor")
         rows = _rows(path)
-        marked = sum(1 for f in load_snapshot(path).files if f.deletion_vector)  # type: ignore[union-attr]
+        marked = sum(1 for f in load_snapshot(TableLocation.of(path)).files if f.deletion_vector)  # type: ignore[union-attr]
         assert _raw_rows(path) != rows  # a reader ignoring the vectors would read deleted rows
         args = f"{{relation: {project.test_schema}.mor}}"
         _, out = run_dbt_and_capture(["run-operation", "reorg", "--args", args])
@@ -155,7 +155,7 @@ class TestMergeOnRead:
         assert info["operation"] == "REORG" and info["operationParameters"]["applyPurge"] == "true"
         assert all(a[k]["dataChange"] is False for a in head for k in ("add", "remove") if k in a)
         assert int(info["operationMetrics"]["numDeletionVectorsRemoved"]) == marked > 1
-        assert not any(f.deletion_vector for f in load_snapshot(path).files)  # type: ignore[union-attr]
+        assert not any(f.deletion_vector for f in load_snapshot(TableLocation.of(path)).files)  # type: ignore[union-attr]
         # A reader that cannot read vectors reads the right rows again; the binding is a table again.
         assert _raw_rows(path) == rows
         assert _tables(project) >= {"mor"} and "mor__deltamerge_files" not in _tables(project)
@@ -223,17 +223,19 @@ def live_rows_at(path: str, version: int) -> list[dict]:
 def _dv_table(spark, path: str, rows: int = 100) -> None:
     frame = spark.range(rows).selectExpr("id", "cast(id % 7 as string) as v").repartition(2)
     properties = {"delta.enableDeletionVectors": "true", "delta.enableChangeDataFeed": "true"}
-    write_dataframe(spark, frame, WriteRequest(path, "create_or_replace", properties=properties))
+    write_dataframe(
+        spark, frame, WriteRequest(TableLocation.of(path), "create_or_replace", properties=properties)
+    )
 
 
 @pytest.mark.connect
 def test_update_and_delete_write_vectors_and_the_same_change_rows(spark, tmp_path):
     path = str(tmp_path / "t")
     _dv_table(spark, path)
-    deleted = delete_rows(spark, load_snapshot(path), "id % 10 = 3")  # type: ignore[arg-type]
+    deleted = delete_rows(spark, load_snapshot(TableLocation.of(path)), "id % 10 = 3")  # type: ignore[arg-type]
     assert deleted.metrics["numDeletedRows"] == 10 and deleted.metrics["numDeletionVectorsAdded"] == 2
     assert deleted.metrics["numCopiedRows"] == 0 and deleted.metrics["numRemovedFiles"] == 0
-    updated = update_rows(spark, load_snapshot(path), [("v", "'u'")], "id < 20")  # type: ignore[arg-type]
+    updated = update_rows(spark, load_snapshot(TableLocation.of(path)), [("v", "'u'")], "id < 20")  # type: ignore[arg-type]
     assert updated.metrics["numUpdatedRows"] == 18 and updated.metrics["numAddedFiles"] >= 1
     rows = {r["id"]: r["v"] for r in live_rows(path)}
     assert sorted(rows) == [i for i in range(100) if i % 10 != 3]
@@ -249,16 +251,16 @@ def test_update_and_delete_write_vectors_and_the_same_change_rows(spark, tmp_pat
 def test_a_file_whose_every_row_goes_is_removed_not_marked(spark, tmp_path):
     path = str(tmp_path / "t")
     _dv_table(spark, path)
-    result = delete_rows(spark, load_snapshot(path), "id >= 0")  # type: ignore[arg-type]
+    result = delete_rows(spark, load_snapshot(TableLocation.of(path)), "id >= 0")  # type: ignore[arg-type]
     assert result.metrics["numRemovedFiles"] == 2 and result.metrics["numDeletionVectorsAdded"] == 0
-    assert live_rows(path) == [] and load_snapshot(path).files == ()  # type: ignore[union-attr]
+    assert live_rows(path) == [] and load_snapshot(TableLocation.of(path)).files == ()  # type: ignore[union-attr]
 
 
 def test_two_writers_marking_rows_of_one_file_conflict(spark, tmp_path):
     """Delta's rules: the loser read (and removes) the file the winner gave a new vector."""
     path = str(tmp_path / "t")
     _dv_table(spark, path)
-    base = load_snapshot(path)
+    base = load_snapshot(TableLocation.of(path))
     assert base is not None
     delete_rows(spark, base, "id = 1")
     with pytest.raises((ConcurrentDeleteRead, ConcurrentDeleteDelete)):
@@ -281,11 +283,13 @@ def test_one_join_merge_keeps_delta_multiple_match_rule(spark, tmp_path):
     source = spark.createDataFrame([(5, "a"), (5, "b"), (200, "n")], "id long, v string")
     upsert = {"unique_key": "id", "source_alias": "s", "target_alias": "t"}
     with pytest.raises(MultipleMatchesError, match=re.escape(MULTIPLE_MATCHES)) as raised:
-        merge_into(spark, source, load_snapshot(path), MergeSpec.from_config("m", upsert))  # type: ignore[arg-type]
+        merge_into(spark, source, load_snapshot(TableLocation.of(path)), MergeSpec.from_config("m", upsert))  # type: ignore[arg-type]
     assert "(by ['id']): id=5." in str(raised.value)
     assert DeltaTable(path).version() == 0
     delete = {**upsert, "when_matched": [{"action": "delete"}], "when_not_matched": [{"action": "insert"}]}
-    result = merge_into(spark, source, load_snapshot(path), MergeSpec.from_config("m", delete))  # type: ignore[arg-type]
+    result = merge_into(
+        spark, source, load_snapshot(TableLocation.of(path)), MergeSpec.from_config("m", delete)
+    )  # type: ignore[arg-type]
     m = result.metrics
     counts = (m["numTargetRowsDeleted"], m["numTargetRowsInserted"], m["numTargetDeletionVectorsAdded"])
     assert counts == (1, 1, 1)
@@ -318,7 +322,7 @@ def test_cdc_apply_turns_vectors_on_and_marks_rows(spark, tmp_path, scd):
                 spark,
                 spark.createDataFrame(events, "id INT, op STRING, ts INT, v STRING"),
                 spec,
-                table=load_snapshot(path),
+                table=load_snapshot(TableLocation.of(path)),
                 create=WriteRequest(
                     location=TableLocation.of(path), mode="create_or_replace", properties=properties
                 ),
@@ -353,9 +357,9 @@ def test_duckdb_reads_the_rows_our_vectors_leave(spark, tmp_path):
     _dv_table(spark, path, rows=300)
     source = spark.createDataFrame([(i, "m") for i in range(0, 600, 7)], "id long, v string")
     spec = MergeSpec.from_config("m", {"unique_key": "id", "source_alias": "s", "target_alias": "t"})
-    merge_into(spark, source, load_snapshot(path), spec)  # type: ignore[arg-type]
-    update_rows(spark, load_snapshot(path), [("v", "'u'")], "id % 11 = 0")  # type: ignore[arg-type]
-    delete_rows(spark, load_snapshot(path), "id % 13 = 0")  # type: ignore[arg-type]
+    merge_into(spark, source, load_snapshot(TableLocation.of(path)), spec)  # type: ignore[arg-type]
+    update_rows(spark, load_snapshot(TableLocation.of(path)), [("v", "'u'")], "id % 11 = 0")  # type: ignore[arg-type]
+    delete_rows(spark, load_snapshot(TableLocation.of(path)), "id % 13 = 0")  # type: ignore[arg-type]
     ours = sorted((r["id"], r["v"]) for r in duckdb_rows(path))
     assert ours == sorted((r["id"], r["v"]) for r in live_rows(path))
     expected = {i: str(i % 7) for i in range(300)} | {i: "m" for i in range(0, 600, 7)}
@@ -372,13 +376,13 @@ def test_files_of_one_size_are_read_by_their_own_vectors(spark, tmp_path):
     properties = {"delta.enableDeletionVectors": "true"}
     for mode, values in (("create_or_replace", "abc"), ("append", "cba")):
         frame = spark.createDataFrame([(v,) for v in values], "v string").coalesce(1)
-        write_dataframe(spark, frame, WriteRequest(path, mode, properties=properties))
-    files = load_snapshot(path).files  # type: ignore[union-attr]
+        write_dataframe(spark, frame, WriteRequest(TableLocation.of(path), mode, properties=properties))
+    files = load_snapshot(TableLocation.of(path)).files  # type: ignore[union-attr]
     sizes = {size_and_mtime(f"{path}/{f.path}")[0] for f in files}
     assert len(files) == 2 and len(sizes) == 1  # the premise: one size
-    delete_rows(spark, load_snapshot(path), "v = 'a'")  # type: ignore[arg-type]
-    update_rows(spark, load_snapshot(path), [("v", "'z'")], "v = 'c'")  # type: ignore[arg-type]
-    snapshot = load_snapshot(path)
+    delete_rows(spark, load_snapshot(TableLocation.of(path)), "v = 'a'")  # type: ignore[arg-type]
+    update_rows(spark, load_snapshot(TableLocation.of(path)), [("v", "'z'")], "v = 'c'")  # type: ignore[arg-type]
+    snapshot = load_snapshot(TableLocation.of(path))
     assert snapshot is not None and sum(1 for f in snapshot.files if f.deleted_rows) == 2
     ours = sorted(r.v for r in read_files(spark, snapshot, snapshot.files).collect())
     assert ours == sorted(r["v"] for r in live_rows(path)) == ["b", "b", "z", "z"]

@@ -122,19 +122,21 @@ class TestSkippingInDbt:
 
 
 def test_not_matched_by_source_with_matches_reads_both_kinds_of_files(spark, tmp_path):
-    from dbt.adapters.deltamerge.delta import WriteRequest, load_snapshot, write_dataframe
+    from dbt.adapters.deltamerge.delta import TableLocation, WriteRequest, load_snapshot, write_dataframe
     from dbt.adapters.deltamerge.merge import MergeSpec, merge_into
 
     path = str(tmp_path / "t")
     table = spark.range(2000).selectExpr("cast(id as int) as id", "'v' as v")
-    write_dataframe(spark, table.repartitionByRange(20, "id"), WriteRequest(path, "create_or_replace"))
+    write_dataframe(
+        spark, table.repartitionByRange(20, "id"), WriteRequest(TableLocation.of(path), "create_or_replace")
+    )
     source = spark.range(1500, 1505).selectExpr("cast(id as int) as id", "'new' as v")
     config = {
         "unique_key": "id",
         "when_matched": [{"action": "update", "set": "*"}],
         "when_not_matched_by_source": [{"action": "delete", "condition": "DBT_INTERNAL_DEST.id < 150"}],
     }
-    snapshot = load_snapshot(path)
+    snapshot = load_snapshot(TableLocation.of(path))
     assert snapshot is not None
     m = merge_into(spark, source, snapshot, MergeSpec.from_config("m", config)).metrics
     # Files 0 and 1 may hold rows to delete, file 15 holds the matches: the other 17 are skipped.
@@ -145,18 +147,20 @@ def test_not_matched_by_source_with_matches_reads_both_kinds_of_files(spark, tmp
 
 @pytest.mark.parametrize("kind", ["timestamp", "timestamp_ntz"])
 def test_timestamp_keys_skip_files_by_range(spark, tmp_path, kind):
-    from dbt.adapters.deltamerge.delta import WriteRequest, load_snapshot, write_dataframe
+    from dbt.adapters.deltamerge.delta import TableLocation, WriteRequest, load_snapshot, write_dataframe
     from dbt.adapters.deltamerge.merge import MergeSpec, merge_into
 
     path = str(tmp_path / kind)
     rows = spark.range(1000).selectExpr(
         f"cast(timestamp_seconds(1767225600 + id * 3600) as {kind}) as ts", "'v' as v"
     )
-    write_dataframe(spark, rows.repartitionByRange(10, "ts"), WriteRequest(path, "create_or_replace"))
+    write_dataframe(
+        spark, rows.repartitionByRange(10, "ts"), WriteRequest(TableLocation.of(path), "create_or_replace")
+    )
     source = spark.range(5).selectExpr(
         f"cast(timestamp_seconds(1767225600 + (420 + id) * 3600) as {kind}) as ts", "'new' as v"
     )
-    snapshot = load_snapshot(path)
+    snapshot = load_snapshot(TableLocation.of(path))
     assert snapshot is not None and len(snapshot.files) == 10
     result = merge_into(spark, source, snapshot, MergeSpec.from_config("ts", {"unique_key": "ts"}))
     m = result.metrics
@@ -169,17 +173,19 @@ def test_insert_only_reads_no_target_file_when_none_can_match(spark, tmp_path, f
     """Keys past the table's are appended with no target file read; no stray files either way."""
     import os
 
-    from dbt.adapters.deltamerge.delta import WriteRequest, load_snapshot, write_dataframe
+    from dbt.adapters.deltamerge.delta import TableLocation, WriteRequest, load_snapshot, write_dataframe
     from dbt.adapters.deltamerge.merge import MergeSpec, merge_into
 
     path = str(tmp_path / "t")
     table = spark.range(1000).selectExpr("cast(id as int) as id", "'v' as v")
-    write_dataframe(spark, table.repartitionByRange(4, "id"), WriteRequest(path, "create_or_replace"))
+    write_dataframe(
+        spark, table.repartitionByRange(4, "id"), WriteRequest(TableLocation.of(path), "create_or_replace")
+    )
     source = spark.range(first, first + 5).selectExpr("cast(id as int) as id", "'new' as v")
     config = {"unique_key": "id", "when_matched": [], "when_not_matched": [{"action": "insert"}]}
     spec = MergeSpec.from_config("m", config)
     assert spec.is_insert_only
-    snapshot = load_snapshot(path)
+    snapshot = load_snapshot(TableLocation.of(path))
     assert snapshot is not None
     result = merge_into(spark, source, snapshot, spec)
     m = result.metrics
@@ -196,14 +202,16 @@ def test_insert_only_reads_no_target_file_when_none_can_match(spark, tmp_path, f
 
 def test_insert_only_into_a_table_without_files_counts_its_source(spark, tmp_path):
     """Into a table with no files the inserts are written in the pass that profiles the source."""
-    from dbt.adapters.deltamerge.delta import WriteRequest, load_snapshot, write_dataframe
+    from dbt.adapters.deltamerge.delta import TableLocation, WriteRequest, load_snapshot, write_dataframe
     from dbt.adapters.deltamerge.merge import MergeSpec, merge_into
 
     path = str(tmp_path / "t")
     write_dataframe(
-        spark, spark.createDataFrame([], "id int, v string"), WriteRequest(path, "create_or_replace")
+        spark,
+        spark.createDataFrame([], "id int, v string"),
+        WriteRequest(TableLocation.of(path), "create_or_replace"),
     )
-    snapshot = load_snapshot(path)
+    snapshot = load_snapshot(TableLocation.of(path))
     assert snapshot is not None and not snapshot.files
     source = spark.createDataFrame([(1, "a"), (2, "b"), (2, "c")], "id int, v string")
     config = {"unique_key": "id", "when_matched": [], "when_not_matched": [{"action": "insert"}]}
@@ -221,16 +229,18 @@ def test_not_matched_by_source_only_checks_multiple_matches_by_source_keys(spark
 
     A key several source rows have breaks the rule only where it matches a target row.
     """
-    from dbt.adapters.deltamerge.delta import WriteRequest, load_snapshot, write_dataframe
+    from dbt.adapters.deltamerge.delta import TableLocation, WriteRequest, load_snapshot, write_dataframe
     from dbt.adapters.deltamerge.merge import MULTIPLE_MATCHES, MergeSpec, MultipleMatchesError, merge_into
 
     path = str(tmp_path / "t")
     table = spark.range(1000).selectExpr("cast(id as int) as id", "'v' as v")
-    write_dataframe(spark, table.repartitionByRange(4, "id"), WriteRequest(path, "create_or_replace"))
+    write_dataframe(
+        spark, table.repartitionByRange(4, "id"), WriteRequest(TableLocation.of(path), "create_or_replace")
+    )
     source = spark.createDataFrame([(k,) for k in keys], "id int")
     config = {"unique_key": "id", "when_matched": [], "when_not_matched": []}
     config["when_not_matched_by_source"] = [{"action": "delete"}]
-    snapshot = load_snapshot(path)
+    snapshot = load_snapshot(TableLocation.of(path))
     assert snapshot is not None
     if deleted is None:
         with pytest.raises(MultipleMatchesError, match=re.escape(MULTIPLE_MATCHES)) as raised:

@@ -27,9 +27,10 @@ from typing import Any
 import pytest
 
 from dbt.adapters.deltamerge.common.config_values import SpecError
-from dbt.adapters.deltamerge.delta import WriteRequest, load_snapshot, write_dataframe
+from dbt.adapters.deltamerge.delta import TableLocation, WriteRequest, load_snapshot, write_dataframe
 from dbt.adapters.deltamerge.merge import MergeSpec, merge_into
 from dbt.adapters.deltamerge.statements.parse.statement import parse_write_statement
+from dbt.adapters.deltamerge.statements.parse.text import SqlText
 from tests.functional.helpers import live_rows
 
 CASES = int(os.environ.get("DELTAMERGE_NESTED_CASES", "6"))
@@ -217,7 +218,7 @@ def _spec(seed: int, clauses: list[Clause], refused: tuple | None) -> MergeSpec:
         entries[refused[0]] = [(refused[1], refused[2])]  # alone of its kind: only it can be refused
     if seed % 2 == 0:
         whens = " ".join(sql for kind in ("matched", "not_matched", "by_source") for sql, _ in entries[kind])
-        statement = parse_write_statement(f"MERGE INTO tbl t USING src s ON t.k = s.k {whens}")
+        statement = parse_write_statement(SqlText(f"MERGE INTO tbl t USING src s ON t.k = s.k {whens}"))
         return MergeSpec.from_config(f"nested{seed}", statement.config)  # type: ignore[union-attr]
     config = {
         "merge_condition": "t.k = s.k",
@@ -238,8 +239,10 @@ def test_nested_merges_as_delta_resolves_them(spark, tmp_path, seed):
     path = str(tmp_path / "nested")
     properties = {"delta.enableDeletionVectors": "true"} if seed % 4 >= 2 else {}
     frame = spark.createDataFrame(target, TARGET).repartition(2)
-    write_dataframe(spark, frame, WriteRequest(path, "create_or_replace", properties=properties))
-    snapshot = load_snapshot(path)
+    write_dataframe(
+        spark, frame, WriteRequest(TableLocation.of(path), "create_or_replace", properties=properties)
+    )
+    snapshot = load_snapshot(TableLocation.of(path))
     assert snapshot is not None
     source_df = spark.createDataFrame(
         [{**r, "s": None if r["s"] is None else {"b": r["s"]["b"], "a": r["s"]["a"]}} for r in source], SOURCE
@@ -249,7 +252,7 @@ def test_nested_merges_as_delta_resolves_them(spark, tmp_path, seed):
         with pytest.raises(SpecError) as raised:
             merge_into(spark, source_df, snapshot, _spec(seed, clauses, refused))
         assert f"[{refused_class}]" in str(raised.value), case
-        assert load_snapshot(path).version == snapshot.version, case  # type: ignore[union-attr]
+        assert load_snapshot(TableLocation.of(path)).version == snapshot.version, case  # type: ignore[union-attr]
         return
     result = merge_into(spark, source_df, snapshot, _spec(seed, clauses, None))
     rows, (inserted, updated, deleted) = expected(target, source, clauses)

@@ -26,6 +26,7 @@ from deltalake import DeltaTable, QueryBuilder, write_deltalake
 from dbt.adapters.deltamerge.delta import (
     ConcurrentModification,
     StorageError,
+    TableLocation,
     WriteRequest,
     load_snapshot,
     object_storage,
@@ -82,17 +83,21 @@ def test_write_merge_and_delete_on_s3_read_by_delta_rs(spark, s3_server):
     frame = spark.range(100).selectExpr("id", "cast(id % 3 as string) as day", "id * 10 as amount")
     properties = {"delta.enableChangeDataFeed": "true", "delta.enableDeletionVectors": "true"}
     created = write_dataframe(
-        spark, frame, WriteRequest(path, "create_or_replace", partition_by=("day",), properties=properties)
+        spark,
+        frame,
+        WriteRequest(
+            TableLocation.of(path), "create_or_replace", partition_by=("day",), properties=properties
+        ),
     )
     assert created.version == 0
     assert _delta(path).version() == 0 and len(_live(path)) == 100
 
     source = spark.createDataFrame([(5, "2", 1), (500, "1", 2)], "id long, day string, amount long")
     spec = MergeSpec.from_config("orders", {"unique_key": "id", "source_alias": "s", "target_alias": "t"})
-    merged = merge_into(spark, source, load_snapshot(path), spec)  # type: ignore[arg-type]
+    merged = merge_into(spark, source, load_snapshot(TableLocation.of(path)), spec)  # type: ignore[arg-type]
     metrics = merged.metrics
     assert (metrics["numTargetRowsUpdated"], metrics["numTargetRowsInserted"]) == (1, 1)
-    deleted = delete_rows(spark, load_snapshot(path), "id < 10")  # type: ignore[arg-type]
+    deleted = delete_rows(spark, load_snapshot(TableLocation.of(path)), "id < 10")  # type: ignore[arg-type]
     assert deleted.metrics["numDeletedRows"] == 10
 
     live = {row["id"]: row["amount"] for row in _live(path)}
@@ -117,15 +122,15 @@ def test_write_merge_and_delete_on_s3_read_by_delta_rs(spark, s3_server):
 
 def test_two_writers_append_concurrently_and_neither_is_lost(spark, s3_server):
     path = _table(s3_server, "events")
-    write_dataframe(spark, spark.range(10), WriteRequest(path, "create_or_replace"))
-    base = load_snapshot(path)
+    write_dataframe(spark, spark.range(10), WriteRequest(TableLocation.of(path), "create_or_replace"))
+    base = load_snapshot(TableLocation.of(path))
     assert base is not None
     errors: list[BaseException] = []
 
     def append(start: int) -> None:
         try:
             frame = spark.range(start, start + 5)
-            write_dataframe(spark, frame, WriteRequest(path, "append"))
+            write_dataframe(spark, frame, WriteRequest(TableLocation.of(path), "append"))
         except BaseException as error:
             errors.append(error)
 
@@ -149,14 +154,14 @@ def test_delta_rs_and_the_engine_commit_to_one_s3_table_at_once(spark, s3_server
     )
     source = spark.createDataFrame([(2, "B"), (3, "c")], "id long, v string")
     spec = MergeSpec.from_config("shared", {"unique_key": "id", "source_alias": "s", "target_alias": "t"})
-    merged = merge_into(spark, source, load_snapshot(path), spec)  # type: ignore[arg-type]
+    merged = merge_into(spark, source, load_snapshot(TableLocation.of(path)), spec)  # type: ignore[arg-type]
     assert merged.version == 1 and merged.metrics["numTargetRowsUpdated"] == 1
     errors: list[BaseException] = []
 
     def ours(start: int) -> None:
         try:
             frame = spark.range(start, start + 5).selectExpr("id", "'ours' as v")
-            write_dataframe(spark, frame, WriteRequest(path, "append"))
+            write_dataframe(spark, frame, WriteRequest(TableLocation.of(path), "append"))
         except BaseException as error:
             errors.append(error)
 
@@ -185,9 +190,9 @@ def test_delta_rs_and_the_engine_commit_to_one_s3_table_at_once(spark, s3_server
 
 def test_stores_without_a_safe_commit_are_refused_by_name():
     with pytest.raises(StorageError, match="WASB"):
-        load_snapshot("wasbs://container@account.blob.core.windows.net/t")
+        load_snapshot(TableLocation.of("wasbs://container@account.blob.core.windows.net/t"))
     with pytest.raises(StorageError, match="HDFS"):
-        load_snapshot("hdfs://namenode/t")
+        load_snapshot(TableLocation.of("hdfs://namenode/t"))
 
 
 def test_wrong_credentials_fail_naming_the_bucket_and_the_operation_not_the_secret(s3_server):
@@ -198,7 +203,7 @@ def test_wrong_credentials_fail_naming_the_bucket_and_the_operation_not_the_secr
     object_storage.configure(effective_options(right, {"AWS_SECRET_ACCESS_KEY": "not-the-secret"}))
     try:
         with pytest.raises(StorageError) as raised:
-            load_snapshot(path)
+            load_snapshot(TableLocation.of(path))
         with pytest.raises(StorageError) as written:
             storage.put_if_absent(f"{path}/_delta_log/{0:020d}.json", b"{}")
     finally:
@@ -207,7 +212,7 @@ def test_wrong_credentials_fail_naming_the_bucket_and_the_operation_not_the_secr
     for error in (raised.value, written.value):
         assert bucket in str(error) and "not-the-secret" not in str(error)
     assert "list" in str(raised.value) and "write" in str(written.value)
-    assert load_snapshot(path) is None  # nothing was written
+    assert load_snapshot(TableLocation.of(path)) is None  # nothing was written
 
 
 def test_a_missing_bucket_names_the_bucket_and_the_operation(s3_server):

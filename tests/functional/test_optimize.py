@@ -23,6 +23,7 @@ from deltalake.exceptions import TableNotFoundError
 from dbt.adapters.deltamerge.delta import (
     ConcurrentDeleteRead,
     OptimizeOptions,
+    TableLocation,
     WriteRequest,
     load_snapshot,
     optimize,
@@ -202,7 +203,10 @@ def _table(
         spark,
         frame.repartition(files),
         WriteRequest(
-            path, "create_or_replace", partition_by=("p",) if partition else (), properties=properties or {}
+            TableLocation.of(path),
+            "create_or_replace",
+            partition_by=("p",) if partition else (),
+            properties=properties or {},
         ),
     )
 
@@ -210,24 +214,26 @@ def _table(
 def test_optimize_conflicts_as_delta_a_removed_file_fails_a_blind_append_does_not(spark, tmp_path):
     path = str(tmp_path / "t")
     _table(spark, path, 400, 8)
-    stale = load_snapshot(path)
+    stale = load_snapshot(TableLocation.of(path))
     assert stale is not None
     appended = write_dataframe(
         spark,
         spark.range(400, 410, numPartitions=1).selectExpr("id", "1 as a", "'n' as s"),
-        WriteRequest(path, "append"),
+        WriteRequest(TableLocation.of(path), "append"),
     )
     result = optimize(spark, stale, stale.files, OptimizeOptions.for_table({}))
     assert result.version == 2 and sorted(r["id"] for r in live_rows(path)) == list(range(410))
     assert (
         appended.metrics["numFiles"] == 1 and len(_files(path)) == 2
     )  # the compacted file, the appended one
-    stale = load_snapshot(path)
+    stale = load_snapshot(TableLocation.of(path))
     assert stale is not None
     write_dataframe(
-        spark, spark.range(410, 420).selectExpr("id", "1 as a", "'n' as s"), WriteRequest(path, "append")
+        spark,
+        spark.range(410, 420).selectExpr("id", "1 as a", "'n' as s"),
+        WriteRequest(TableLocation.of(path), "append"),
     )
-    fresh = load_snapshot(path)
+    fresh = load_snapshot(TableLocation.of(path))
     assert fresh is not None
     delete_rows(spark, fresh, "id < 5")  # removes the compacted file the stale OPTIMIZE reads
     with pytest.raises(ConcurrentDeleteRead):
@@ -243,15 +249,15 @@ def test_optimize_drops_deleted_rows_and_keeps_row_ids(spark, tmp_path, mapped):
     if mapped:
         properties["delta.columnMapping.mode"] = "name"
     _table(spark, path, 600, 6, properties, partition=True)
-    snapshot = load_snapshot(path)
+    snapshot = load_snapshot(TableLocation.of(path))
     assert snapshot is not None
     delete_rows(spark, snapshot, "id % 10 = 0")  # merge-on-read: vectors mark the rows
     ids_before = _row_ids(spark, path)
-    snapshot = load_snapshot(path)
+    snapshot = load_snapshot(TableLocation.of(path))
     assert snapshot is not None and snapshot.deleted_files > 0
     result = optimize(spark, snapshot, snapshot.files, OptimizeOptions.for_table({}))
     assert result.metrics["numDeletionVectorsRemoved"] > 0 and result.metrics["numAddedFiles"] == 2
-    after = load_snapshot(path)
+    after = load_snapshot(TableLocation.of(path))
     assert after is not None and after.deleted_files == 0
     assert sorted(r["id"] for r in live_rows(path)) == [i for i in range(600) if i % 10]
     assert _row_ids(spark, path) == ids_before  # stable row ids survive the rewrite
@@ -261,7 +267,7 @@ def test_optimize_drops_deleted_rows_and_keeps_row_ids(spark, tmp_path, mapped):
 def _row_ids(spark, path: str) -> dict[int, int]:
     from dbt.adapters.deltamerge.delta import STABLE_ROW_ID, read_files
 
-    snapshot = load_snapshot(path)
+    snapshot = load_snapshot(TableLocation.of(path))
     assert snapshot is not None
     rows = read_files(spark, snapshot, snapshot.files, row_ids=True)
     if STABLE_ROW_ID not in rows.columns:
@@ -275,14 +281,14 @@ def test_optimize_a_table_delta_rs_wrote_and_cluster_one_databricks_wrote(spark,
         write_deltalake(
             path, pa.table({"id": list(range(i * 10, i * 10 + 10)), "v": [str(i)] * 10}), mode="append"
         )
-    snapshot = load_snapshot(path)
+    snapshot = load_snapshot(TableLocation.of(path))
     assert snapshot is not None
     result = optimize(spark, snapshot, snapshot.files, OptimizeOptions.for_table({}, zorder_by=["v", "id"]))
     assert result.version == 5 and sorted(r["id"] for r in live_rows(path)) == list(range(50))
     clustered = str(tmp_path / "clustered")
     shutil.copytree(FIXTURES / "table_with_liquid_clustering", clustered)
     before = _rows(clustered)
-    snapshot = load_snapshot(clustered)
+    snapshot = load_snapshot(TableLocation.of(clustered))
     assert snapshot is not None and snapshot.clustering == ("id",)  # Databricks' delta.liquid domain
     result = optimize(spark, snapshot, snapshot.files, OptimizeOptions.for_table({}))
     assert result.version == snapshot.version + 1 and _rows(clustered) == before
@@ -314,13 +320,13 @@ def test_full_rewrite_of_tables_other_writers_made_keeps_every_row(spark, tmp_pa
         path = str(tmp_path / name)
         shutil.copytree(FIXTURES / name, path)
         before = _rows(path)
-        snapshot = load_snapshot(path)
+        snapshot = load_snapshot(TableLocation.of(path))
         assert snapshot is not None
         column = next(f.name for f in snapshot.schema.fields if f.name not in snapshot.partition_columns)
         options = OptimizeOptions.for_table(dict(snapshot.metadata.configuration), zorder_by=[column])
         result = optimize(spark, snapshot, snapshot.files, options)
         assert result.version == snapshot.version + 1, name
-        after = load_snapshot(path)
+        after = load_snapshot(TableLocation.of(path))
         assert after is not None and after.deleted_files == 0, name
         assert _rows(path) == before, name
         assert problems(path) == problems(str(FIXTURES / name)), (
@@ -334,7 +340,7 @@ def test_optimize_refuses_a_table_with_a_feature_it_does_not_read(spark, tmp_pat
     log = os.path.join(path, "_delta_log")
     before = sorted(os.listdir(log))
     with pytest.raises(Exception, match="blahabl"):
-        snapshot = load_snapshot(path)
+        snapshot = load_snapshot(TableLocation.of(path))
         assert snapshot is not None
         optimize(spark, snapshot, snapshot.files, OptimizeOptions.for_table({}, zorder_by=["id"]))
     assert sorted(os.listdir(log)) == before  # nothing committed
@@ -346,7 +352,9 @@ def test_log_cleanup_after_a_checkpoint_keeps_every_version_inside_the_retention
     _table(spark, path, 10, 1, properties)
     for i in range(9):  # versions 1..9; a checkpoint at 5
         write_dataframe(
-            spark, spark.range(i, i + 1).selectExpr("id", "1 as a", "'x' as s"), WriteRequest(path, "append")
+            spark,
+            spark.range(i, i + 1).selectExpr("id", "1 as a", "'x' as s"),
+            WriteRequest(TableLocation.of(path), "append"),
         )
     log = Path(path) / "_delta_log"
     old = time.time() - 10 * 86400
@@ -354,7 +362,9 @@ def test_log_cleanup_after_a_checkpoint_keeps_every_version_inside_the_retention
         if entry.name[:20].isdigit() and int(entry.name[:20]) <= 6:
             os.utime(entry, (old, old))
     write_dataframe(
-        spark, spark.range(1).selectExpr("id", "1 as a", "'y' as s"), WriteRequest(path, "append")
+        spark,
+        spark.range(1).selectExpr("id", "1 as a", "'y' as s"),
+        WriteRequest(TableLocation.of(path), "append"),
     )
     assert (log / f"{10:020d}.checkpoint.parquet").exists()
     left = sorted(int(e.name[:20]) for e in log.iterdir() if e.name.endswith(".json"))

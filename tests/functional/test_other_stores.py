@@ -24,7 +24,14 @@ import pytest
 from deltalake import DeltaTable
 
 from dbt.adapters.deltamerge.common.store_options import effective_options
-from dbt.adapters.deltamerge.delta import CommitInfo, commit, load_snapshot, object_storage, storage
+from dbt.adapters.deltamerge.delta import (
+    CommitInfo,
+    TableLocation,
+    commit,
+    load_snapshot,
+    object_storage,
+    storage,
+)
 from tests import emulators
 from tests.functional.helpers import race_conditional_creates
 from tests.validator import problems
@@ -75,7 +82,12 @@ def _create(table: str) -> None:
     }  # fmt: skip
     actions = [{"protocol": {"minReaderVersion": 1, "minWriterVersion": 2}}, {"metaData": metadata}]
     info = CommitInfo("CREATE TABLE")
-    assert commit(table, read_version=-1, actions=[*actions, _data_file(table, [0, 1])], info=info) == 0
+    assert (
+        commit(
+            TableLocation.of(table), read_version=-1, actions=[*actions, _data_file(table, [0, 1])], info=info
+        )
+        == 0
+    )
 
 
 def _delta_rs(store: dict[str, Any], table: str) -> DeltaTable:
@@ -97,7 +109,7 @@ def test_concurrent_appends_each_land_once_and_delta_rs_reads_the_table(store):
         try:
             add = _data_file(table, list(range(start, start + 3)))
             info = CommitInfo("WRITE", {"mode": "Append"}, is_blind_append=True)
-            versions.append(commit(table, read_version=0, actions=[add], info=info))
+            versions.append(commit(TableLocation.of(table), read_version=0, actions=[add], info=info))
         except Exception as error:
             errors.append(error)
 
@@ -108,7 +120,7 @@ def test_concurrent_appends_each_land_once_and_delta_rs_reads_the_table(store):
         thread.join()
     assert errors == []
     assert sorted(versions) == [1, 2, 3, 4]
-    snapshot = load_snapshot(table)
+    snapshot = load_snapshot(TableLocation.of(table))
     assert snapshot is not None and snapshot.version == 4 and len(snapshot.files) == 5
     read = _delta_rs(store, table)
     assert read.version() == 4

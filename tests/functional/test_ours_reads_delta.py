@@ -25,7 +25,8 @@ import uuid
 
 import pytest
 
-from dbt.adapters.deltamerge.delta import UnsupportedTableFeature, load_snapshot, read_files
+from dbt.adapters.deltamerge.delta import TableLocation, UnsupportedTableFeature, load_snapshot, read_files
+from dbt.adapters.deltamerge.statements.parse.text import SqlText
 from dbt.adapters.deltamerge.statements.run.statement import run_on_delta
 from tests.backend import SLOW
 from tests.functional.test_delta_reads_ours import _plain
@@ -54,13 +55,13 @@ RUN = sorted(FEATURES) if os.environ.get("DELTAMERGE_ORACLE_FEATURES") == "all" 
 
 
 def _run(spark, sql: str) -> int | None:
-    ran = run_on_delta(spark, sql)
+    ran = run_on_delta(spark, SqlText(sql))
     assert ran is not None, sql
     return ran.result.version
 
 
 def _ours(spark, path: str, version: int | None = None) -> list[tuple]:
-    snapshot = load_snapshot(path, version)
+    snapshot = load_snapshot(TableLocation.of(path), version)
     assert snapshot is not None
     return _plain([r.asDict() for r in read_files(spark, snapshot, snapshot.files).collect()])
 
@@ -112,7 +113,7 @@ def test_we_read_every_version_delta_writes_and_write_on_it(spark, delta_spark, 
     if feature == "type_widening":  # read, not written yet: refused by name before anything is written
         with pytest.raises(UnsupportedTableFeature, match="reader feature 'typeWidening'"):
             _run(spark, f"UPDATE {table} SET s = 'z' WHERE id = 5")
-        assert load_snapshot(path).version == latest and problems(path) == []  # type: ignore[union-attr]
+        assert load_snapshot(TableLocation.of(path)).version == latest and problems(path) == []  # type: ignore[union-attr]
         return
     _run(spark, f"UPDATE {table} SET s = 'z' WHERE id = 5")
     _run(spark, f"INSERT INTO {table} SELECT id + 10, v, s{extra} FROM {table} WHERE id = 1")
@@ -141,11 +142,11 @@ def test_ours_keeps_deltas_identity_generated_columns_and_constraints(spark, del
     assert sorted(r["id"] for r in rows.values()) == [100, 110, 120], rows  # above Delta's mark
     assert rows[3]["d"] == dt.date(2024, 2, 3) and rows[3]["status"] == "new"
     # Delta's CHECK and NOT NULL bind our writes; nothing is committed.
-    version = load_snapshot(path).version  # type: ignore[union-attr]
+    version = load_snapshot(TableLocation.of(path)).version  # type: ignore[union-attr]
     for refused, says in (("(-5, NULL)", "positive"), ("(NULL, NULL)", "v")):
         with pytest.raises(Exception, match=says):
             _run(spark, f"INSERT INTO {table} (v, ts) VALUES {refused}")
-    assert load_snapshot(path).version == version  # type: ignore[union-attr]
+    assert load_snapshot(TableLocation.of(path)).version == version  # type: ignore[union-attr]
     # Delta inserts after us: ids above our mark.
     delta_spark.sql(f"INSERT INTO {at} (v, ts) VALUES (4, NULL)")
     assert max(r["id"] for r in delta_spark.sql(f"SELECT id FROM {at}")) == 130

@@ -17,7 +17,14 @@ import pytest
 from deltalake import DeltaTable
 
 from dbt.adapters.deltamerge.common.store_options import effective_options
-from dbt.adapters.deltamerge.delta import StorageError, WriteRequest, object_storage, storage, write_dataframe
+from dbt.adapters.deltamerge.delta import (
+    StorageError,
+    TableLocation,
+    WriteRequest,
+    object_storage,
+    storage,
+    write_dataframe,
+)
 from tests.backend import SLOW
 from tests.s3faults import FaultProxy
 from tests.validator import problems
@@ -50,7 +57,7 @@ def _table(s3_server: Any) -> str:
 
 def _append(spark: Any, path: str, start: int, mode: str = "append") -> int | None:
     frame = spark.range(start, start + 5).selectExpr("id", "cast(id as string) as s")
-    return write_dataframe(spark, frame, WriteRequest(path, mode)).version
+    return write_dataframe(spark, frame, WriteRequest(TableLocation.of(path), mode)).version
 
 
 def _ids(path: str) -> list[int]:
@@ -151,12 +158,12 @@ def test_an_append_makes_no_more_log_requests_than_delta_rs_and_reads_each_foote
 
     ours, theirs = _table(s3_server), _table(s3_server)
     frame = spark.range(0, 5, numPartitions=2).selectExpr("id", "cast(id as string) as s")
-    write_dataframe(spark, frame, WriteRequest(ours, "create_or_replace"))
+    write_dataframe(spark, frame, WriteRequest(TableLocation.of(ours), "create_or_replace"))
     arrow = frame.toArrow()
     write_deltalake(theirs, arrow, storage_options=storage.table_options(theirs))
 
     through_proxy.reset()
-    assert write_dataframe(spark, frame, WriteRequest(ours, "append")).version == 1
+    assert write_dataframe(spark, frame, WriteRequest(TableLocation.of(ours), "append")).version == 1
     our_log, our_data = _log_and_data(through_proxy)
     through_proxy.reset()
     write_deltalake(theirs, arrow, mode="append", storage_options=storage.table_options(theirs))

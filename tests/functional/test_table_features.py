@@ -32,6 +32,7 @@ import dbt.adapters.deltamerge.binding.links as binding_links
 from dbt.adapters.deltamerge import binding
 from dbt.adapters.deltamerge.binding import registered_root
 from dbt.adapters.deltamerge.delta import (
+    TableLocation,
     UnsupportedTableFeature,
     load_snapshot,
     read_changes,
@@ -155,7 +156,7 @@ class TestRegisteredTablesOfOtherWriters:
 @pytest.mark.parametrize("name", ENGINE_READS)
 def test_the_engine_s_reads_apply_deletion_vectors_and_mapped_names(spark, lake_root, name):
     path = _copy(name, lake_root)
-    snapshot = load_snapshot(path)
+    snapshot = load_snapshot(TableLocation.of(path))
     assert snapshot is not None
     columns = [f.name for f in snapshot.schema.fields]
     frame = read_files(spark, snapshot, list(snapshot.files)).select(*[f"`{c}`" for c in columns])
@@ -169,7 +170,7 @@ def test_the_change_feed_refuses_a_column_mapped_table(spark, tmp_path):
     path = _copy("table_with_column_mapping", tmp_path)
     before = _listing(path)
     with pytest.raises(UnsupportedTableFeature, match=r"change data feed .*columnMapping"):
-        read_changes(spark, path, 0)
+        read_changes(spark, TableLocation.of(path), 0)
     assert _listing(path) == before
 
 
@@ -178,9 +179,9 @@ def test_vacuum_keeps_the_deletion_vector_files_retained_versions_use(tmp_path):
     path = _copy("table_with_deletion_logs", tmp_path)
     rows = _reference(path)
     vectors = sorted(f for f in _listing(path) if f.startswith("deletion_vector_"))
-    live = [f.deletion_vector for f in load_snapshot(path).files if f.deletion_vector]  # type: ignore[union-attr]
+    live = [f.deletion_vector for f in load_snapshot(TableLocation.of(path)).files if f.deletion_vector]  # type: ignore[union-attr]
     assert len(vectors) == 2 and len(live) == 1
-    result = vacuum(path, retain_hours=0, enforce_retention=False)
+    result = vacuum(TableLocation.of(path), retain_hours=0, enforce_retention=False)
     kept = sorted(f for f in _listing(path) if f.startswith("deletion_vector_"))
     assert kept == [vector_file(live[0])] and [f for f in result.files if f.startswith("deletion_")] == [
         v for v in vectors if v not in kept
@@ -197,13 +198,13 @@ def test_the_binding_of_a_table_with_deletion_vectors_is_a_view_that_leaves_dele
     project.run_sql(f"drop table {name}")
     project.run_sql(f"create table {name} using delta location '{path}'")  # binds the version again
     assert _listing(path) == _listing(str(FIXTURES / "table-with-dv-small"))  # nothing written into it
-    root = Path(registered_root(spark, path))
+    root = Path(registered_root(spark, TableLocation.of(path)))
     (version,) = [p for p in root.iterdir() if p.name.startswith("v")]
     (data,) = [p for p in version.iterdir() if p.suffix == ".parquet"]
     assert os.stat(data).st_ino == os.stat(Path(path) / data.name).st_ino  # the data file, not a copy
     assert not (root / "live").exists()
     masks = pa.parquet.read_table(version / "_masks").to_pylist()
-    deleted = load_snapshot(path).files[0].deleted_rows  # type: ignore[union-attr]
+    deleted = load_snapshot(TableLocation.of(path)).files[0].deleted_rows  # type: ignore[union-attr]
     assert masks == [{"file": data.name, "block": 0, "mask": sum(1 << i for i in deleted)}]
     assert project.run_sql(f"select count(*) from {name}", fetch="one")[0] == 8  # 10 rows, 2 deleted
     assert _sorted(project.run_sql(f"select * from {name}", fetch="all")) == _reference(path)
@@ -219,7 +220,7 @@ def test_a_version_s_folder_makes_again_the_live_copies_a_concurrent_prune_remov
     # binding the same table prunes such copies: the CI race of two dbt invocations on one model
     # of a column-mapped table failed "cannot link" here.
     path = _copy("table_with_column_mapping", tmp_path)
-    snapshot = load_snapshot(path)
+    snapshot = load_snapshot(TableLocation.of(path))
     assert snapshot is not None and snapshot.files
     root = str(tmp_path / "bindings")
     made = binding_links.live_copies
@@ -455,7 +456,7 @@ def _check_feature_rules(
     info = actions[0]["commitInfo"]
     live_before = {
         f.path: f
-        for f in load_snapshot(path, before).files  # type: ignore[union-attr]
+        for f in load_snapshot(TableLocation.of(path), before).files  # type: ignore[union-attr]
     }
     for remove in (a["remove"] for a in actions if "remove" in a):
         # A removed logical file is (path, deletion vector): the remove repeats the add's vector.
@@ -475,7 +476,7 @@ def _check_feature_rules(
             assert add["baseRowId"] == live_before[add["path"]].base_row_id
         for remove in removes:
             assert remove["baseRowId"] == live_before[remove["path"]].base_row_id
-        snapshot = load_snapshot(path)
+        snapshot = load_snapshot(TableLocation.of(path))
         assert snapshot is not None
         mark = int(json.loads(snapshot.domains["delta.rowTracking"]["configuration"])["rowIdHighWaterMark"])
         ranges = sorted((f.base_row_id, f.base_row_id + (f.num_records or 0)) for f in snapshot.files)
@@ -560,22 +561,22 @@ def test_checkpoints_after_our_writes_keep_vectors_row_ids_and_domains(spark, tm
 
     path = _v2_checkpoint_table(tmp_path) if name == "v2_checkpoints" else _copy(name, tmp_path)
     column = DeltaTable(path).schema().fields[0].name
-    snapshot = load_snapshot(path)
+    snapshot = load_snapshot(TableLocation.of(path))
     assert snapshot is not None
     update_rows(spark, snapshot, [(column, f"{column} + 100")], f"{column} = 3")
-    snapshot = load_snapshot(path)
+    snapshot = load_snapshot(TableLocation.of(path))
     assert snapshot is not None
     version = delete_rows(spark, snapshot, f"{column} = 4").version
     assert version is not None
     kept = ("deletionVector", "baseRowId", "defaultRowCommitVersion")
 
     def state() -> tuple[dict[str, tuple], dict[str, str]]:
-        replayed = log_state(path, version)
+        replayed = log_state(TableLocation.of(path), version)
         files = {p: tuple(a.get(k) for k in kept) for p, a in replayed.adds.items()}
         return files, {d: a["configuration"] for d, a in replayed.domains.items()}
 
     from_commits, rows = state(), _reference(path)
-    assert maybe_checkpoint(path, version, 1)
+    assert maybe_checkpoint(TableLocation.of(path), version, 1)
     assert (Path(path) / "_delta_log" / f"{version:020d}.checkpoint.parquet").exists()
     assert state() == from_commits and _reference(path) == rows  # the checkpoint holds the same state
     checkpoint = pa.parquet.read_table(Path(path) / "_delta_log" / f"{version:020d}.checkpoint.parquet")
@@ -832,12 +833,12 @@ def test_column_mapping_by_id_reads_files_by_field_id_whatever_their_names(spark
                 field["metadata"]["delta.columnMapping.physicalName"] = f"renamed-{field['name']}"
             action["metaData"]["schemaString"] = json.dumps(schema)
     log.write_text("".join(json.dumps(a) + "\n" for a in actions))
-    snapshot = load_snapshot(path)
+    snapshot = load_snapshot(TableLocation.of(path))
     assert snapshot is not None
     rows = read_files(spark, snapshot, list(snapshot.files)).collect()
     assert _sorted(rows) == [(1, "a"), (2, "b"), (3, "c")]
     delete_rows(spark, snapshot, "id = 2")
-    after = load_snapshot(path)
+    after = load_snapshot(TableLocation.of(path))
     assert after is not None
     assert _sorted(read_files(spark, after, list(after.files)).collect()) == [(1, "a"), (3, "c")]
     written = [a["add"] for a in _log(path, 1) if "add" in a]
@@ -889,7 +890,7 @@ def test_type_widening_reads_old_files_as_the_wider_type_and_refuses_what_it_doe
     project, spark, tmp_path
 ):
     path = _widened(tmp_path)
-    snapshot = load_snapshot(path)
+    snapshot = load_snapshot(TableLocation.of(path))
     assert snapshot is not None
     rows = read_files(spark, snapshot, list(snapshot.files))
     assert [f.dataType.simpleString() for f in rows.schema.fields] == ["bigint", "double"]
@@ -904,7 +905,7 @@ def test_type_widening_reads_old_files_as_the_wider_type_and_refuses_what_it_doe
         project.run_sql(f"delete from {name} where id = 1")  # reads only
     unsupported = _widened(tmp_path, ("string", "long"))
     with pytest.raises(UnsupportedTableFeature, match=r"type change of `id` from string to long"):
-        read_files(spark, load_snapshot(unsupported), [])  # type: ignore[arg-type]
+        read_files(spark, load_snapshot(TableLocation.of(unsupported)), [])  # type: ignore[arg-type]
 
 
 def _stable_row_ids(path: str) -> dict[int, tuple[int, int]]:
@@ -972,9 +973,9 @@ def test_the_change_feed_of_a_table_with_deletion_vectors_reads_versions_with_ch
     naming them; appends and its merges and updates (change files) read as delta-rs reads them."""
     path = _copy("cdf-table-with-cdc-and-dvs", tmp_path)
     with pytest.raises(UnsupportedTableFeature, match=r"version 2 changed rows with deletion vectors"):
-        read_changes(spark, path, 0).collect()
+        read_changes(spark, TableLocation.of(path), 0).collect()
     for start, end in ((14, 15), (18, 18), (20, 22)):
-        ours = read_changes(spark, path, start, end).drop("_commit_timestamp").collect()
+        ours = read_changes(spark, TableLocation.of(path), start, end).drop("_commit_timestamp").collect()
         reference = pa.table(DeltaTable(path).load_cdf(starting_version=start, ending_version=end).read_all())
         theirs = reference.drop_columns(["_commit_timestamp"]).to_pylist()
         assert _sorted(ours) == _sorted(tuple(r.values()) for r in theirs), (start, end)

@@ -12,6 +12,7 @@ import pytest
 from dbt.tests.util import run_dbt, write_file
 from deltalake import DeltaTable, write_deltalake
 
+from tests.backend import ON_S3
 from tests.functional.helpers import log_actions, rows, table_path
 
 EVENTS = """
@@ -87,7 +88,8 @@ class TestTimeTravel:
         _, detail = _execute(project, f"DESCRIBE DETAIL {name}")
         (row,) = detail.rows
         path = table_path(project, "events")
-        assert row["format"] == "delta" and row["location"] == f"file:{path}"
+        # Delta's location: a file URI on a disk, the table's URI on an object store.
+        assert row["format"] == "delta" and row["location"] == (path if ON_S3 else f"file:{path}")
         assert row["numFiles"] == len(DeltaTable(path).file_uris())
         assert row["minReaderVersion"] == DeltaTable(path).protocol().min_reader_version
 
@@ -152,7 +154,7 @@ class TestRestoreAndTheChangeFeed:
     def test_the_feed_of_a_restore_is_its_files_rows_as_delta_writes_it(self, project, spark):
         """Delta's RESTORE writes no change files: its removed files' rows read as deletes, its
         re-added files' rows as inserts."""
-        from dbt.adapters.deltamerge.delta import read_changes
+        from dbt.adapters.deltamerge.delta import TableLocation, read_changes
 
         for round in range(2):  # v0: ids 0, 1 (round 0); v1: id 1 updated, id 2 new (round 1)
             run_dbt(["run", "--select", "fed", "--vars", json.dumps({"round": round})])
@@ -160,7 +162,7 @@ class TestRestoreAndTheChangeFeed:
         _execute(project, f"RESTORE TABLE {project.test_schema}.fed TO VERSION AS OF 0")
         assert DeltaTable(path).version() == 2
         assert not [a for a in log_actions(path, 2) if "cdc" in a]
-        changes = read_changes(spark, path, 2).collect()
+        changes = read_changes(spark, TableLocation.of(path), 2).collect()
         got = sorted((r["_change_type"], r["id"], r["round"], r["_commit_version"]) for r in changes)
         before, after = _file_rows(path, 1), _file_rows(path, 0)  # by file: whole files move
         expected = [("delete", *r, 2) for f in set(before) - set(after) for r in before[f]]

@@ -25,6 +25,7 @@ from dbt.adapters.deltamerge.delta import (
     CommitOptions,
     ConcurrentTransaction,
     ReadSet,
+    TableLocation,
     WriteRequest,
     check_winner,
     commit,
@@ -42,25 +43,42 @@ def _ids(path: str) -> list[int]:
 
 def test_a_retried_commit_of_the_same_write_is_applied_once(spark, tmp_path):
     path = str(tmp_path / "t")
-    write_dataframe(spark, spark.createDataFrame([(1,)], "id int"), WriteRequest(path, "create_or_replace"))
+    write_dataframe(
+        spark,
+        spark.createDataFrame([(1,)], "id int"),
+        WriteRequest(TableLocation.of(path), "create_or_replace"),
+    )
     rows = spark.createDataFrame([(2,)], "id int")
-    first = write_dataframe(spark, rows, WriteRequest(path, "append", txn=("inv1:s.m", 0)))
-    again = write_dataframe(spark, rows, WriteRequest(path, "append", txn=("inv1:s.m", 0)))
-    assert first.version == again.version == 1 == latest_version(path)
+    first = write_dataframe(spark, rows, WriteRequest(TableLocation.of(path), "append", txn=("inv1:s.m", 0)))
+    again = write_dataframe(spark, rows, WriteRequest(TableLocation.of(path), "append", txn=("inv1:s.m", 0)))
+    assert first.version == again.version == 1 == latest_version(TableLocation.of(path))
     assert DeltaTable(path).transaction_version("inv1:s.m") == 0 and _ids(path) == [1, 2]
     # Another writer commits; a retry of the first write still answers the version it wrote.
-    assert commit(path, read_version=1, actions=[], info=CommitInfo("WRITE", is_blind_append=True)) == 2
-    retried = commit(path, read_version=0, actions=[], info=CommitInfo("WRITE", txn=("inv1:s.m", 0)))
-    assert retried == 1 and latest_version(path) == 2
+    assert (
+        commit(
+            TableLocation.of(path), read_version=1, actions=[], info=CommitInfo("WRITE", is_blind_append=True)
+        )
+        == 2
+    )
+    retried = commit(
+        TableLocation.of(path), read_version=0, actions=[], info=CommitInfo("WRITE", txn=("inv1:s.m", 0))
+    )
+    assert retried == 1 and latest_version(TableLocation.of(path)) == 2
     # The invocation's next write of the model is a new version of its appId.
-    later = commit(path, read_version=2, actions=[], info=CommitInfo("WRITE", txn=("inv1:s.m", 1)))
+    later = commit(
+        TableLocation.of(path), read_version=2, actions=[], info=CommitInfo("WRITE", txn=("inv1:s.m", 1))
+    )
     assert later == 3 and DeltaTable(path).transaction_version("inv1:s.m") == 1
 
 
 def test_two_invocations_of_one_model_both_commit_in_either_order(spark, tmp_path):
     """The lost merge of issue 14: the later-started invocation committed first, the other was skipped."""
     path = str(tmp_path / "t")
-    write_dataframe(spark, spark.createDataFrame([(1,)], "id int"), WriteRequest(path, "create_or_replace"))
+    write_dataframe(
+        spark,
+        spark.createDataFrame([(1,)], "id int"),
+        WriteRequest(TableLocation.of(path), "create_or_replace"),
+    )
     late, early = ("dbt-deltamerge:late-inv:s.m", 0), ("dbt-deltamerge:early-inv:s.m", 0)
     for txn, new_id in ((late, 3), (early, 2)):  # both read version 0
         add = {
@@ -73,8 +91,14 @@ def test_two_invocations_of_one_model_both_commit_in_either_order(spark, tmp_pat
             }
         }
         info = CommitInfo("MERGE", txn=txn)
-        commit(path, read_version=0, actions=[add], info=info, read=ReadSet(reads=lambda added: False))
-    assert latest_version(path) == 2
+        commit(
+            TableLocation.of(path),
+            read_version=0,
+            actions=[add],
+            info=info,
+            read=ReadSet(reads=lambda added: False),
+        )
+    assert latest_version(TableLocation.of(path)) == 2
     table = DeltaTable(path)
     assert table.transaction_version(late[0]) == 0 and table.transaction_version(early[0]) == 0
     assert {a["add"]["path"] for v in (1, 2) for a in log_actions(path, v) if "add" in a} == {
@@ -85,12 +109,18 @@ def test_two_invocations_of_one_model_both_commit_in_either_order(spark, tmp_pat
 
 def test_an_earlier_write_after_a_later_one_of_the_same_invocation_is_refused(spark, tmp_path):
     path = str(tmp_path / "t")
-    write_dataframe(spark, spark.createDataFrame([(1,)], "id int"), WriteRequest(path, "create_or_replace"))
-    commit(path, read_version=0, actions=[], info=CommitInfo("WRITE", txn=("inv:s.m", 1)))
+    write_dataframe(
+        spark,
+        spark.createDataFrame([(1,)], "id int"),
+        WriteRequest(TableLocation.of(path), "create_or_replace"),
+    )
+    commit(TableLocation.of(path), read_version=0, actions=[], info=CommitInfo("WRITE", txn=("inv:s.m", 1)))
     refused = r"version 1 of transaction inv:s\.m.*Nothing was committed"
     with pytest.raises(ConcurrentTransaction, match=refused):
-        commit(path, read_version=0, actions=[], info=CommitInfo("WRITE", txn=("inv:s.m", 0)))
-    assert latest_version(path) == 1
+        commit(
+            TableLocation.of(path), read_version=0, actions=[], info=CommitInfo("WRITE", txn=("inv:s.m", 0))
+        )
+    assert latest_version(TableLocation.of(path)) == 1
 
 
 def test_a_concurrent_write_of_the_same_invocation_and_model_conflicts():
@@ -118,17 +148,17 @@ def test_txn_entries_expire_so_checkpoints_stay_bounded(spark, tmp_path, monkeyp
     write_dataframe(
         spark,
         spark.createDataFrame([(1,)], "id int"),
-        WriteRequest(path, "create_or_replace", txn=("inv-c:s.m", 0)),
+        WriteRequest(TableLocation.of(path), "create_or_replace", txn=("inv-c:s.m", 0)),
     )
     assert DeltaTable(path).metadata().configuration[TXN_RETENTION_PROPERTY] == DEFAULT_TXN_RETENTION
     for run in range(240):
         monkeypatch.setattr(commit_module, "now_ms", lambda run=run: start + run * hour)
-        current = load_snapshot(path)
+        current = load_snapshot(TableLocation.of(path))
         assert current is not None
         info = CommitInfo("WRITE", is_blind_append=True, txn=(f"inv-{run}:s.m", 0))
         commit_files(current, CommitActions(), CommitOptions(info))
     monkeypatch.undo()
-    assert latest_version(path) == 240
+    assert latest_version(TableLocation.of(path)) == 240
     checkpoint = glob.glob(f"{path}/_delta_log/{240:020d}.checkpoint.parquet")
     assert checkpoint, "a checkpoint every 10 versions"
     kept = [r["txn"]["appId"] for r in pq.read_table(checkpoint[0]).to_pylist() if r.get("txn")]
@@ -163,19 +193,22 @@ def test_an_older_table_gets_the_retention_with_its_next_committing_merge_only(s
     path = str(tmp_path / "t")
     # Written without a txn, as tables of earlier versions were: no retention property.
     write_dataframe(
-        spark, spark.createDataFrame([(1, "a")], "id int, v string"), WriteRequest(path, "create_or_replace")
+        spark,
+        spark.createDataFrame([(1, "a")], "id int, v string"),
+        WriteRequest(TableLocation.of(path), "create_or_replace"),
     )
     assert TXN_RETENTION_PROPERTY not in DeltaTable(path).metadata().configuration
     spec = MergeSpec.from_config("m", {"unique_key": "id", "when_not_matched": []})
     same = spark.createDataFrame([(9, "x")], "id int, v string")  # matches nothing: a no-op
-    snapshot = load_snapshot(path)
+    snapshot = load_snapshot(TableLocation.of(path))
     assert snapshot is not None
     assert merge_into(spark, same, snapshot, spec, txn=("inv-a:s.m", 0)).version is None
     assert (
-        latest_version(path) == 0 and TXN_RETENTION_PROPERTY not in DeltaTable(path).metadata().configuration
+        latest_version(TableLocation.of(path)) == 0
+        and TXN_RETENTION_PROPERTY not in DeltaTable(path).metadata().configuration
     )
     changed = spark.createDataFrame([(1, "b")], "id int, v string")
-    snapshot = load_snapshot(path)
+    snapshot = load_snapshot(TableLocation.of(path))
     assert snapshot is not None
     assert merge_into(spark, changed, snapshot, spec, txn=("inv-b:s.m", 0)).version == 1
     assert DeltaTable(path).metadata().configuration[TXN_RETENTION_PROPERTY] == DEFAULT_TXN_RETENTION

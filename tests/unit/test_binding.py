@@ -14,7 +14,7 @@ import pytest
 
 from dbt.adapters.deltamerge import binding
 from dbt.adapters.deltamerge.binding import record
-from dbt.adapters.deltamerge.delta import DeltaError
+from dbt.adapters.deltamerge.delta import DeltaError, TableLocation
 
 VERSION_12 = "v00000000000000000012"
 REDACTED = binding.REDACTED
@@ -82,7 +82,7 @@ def test_time_travel_roots_belong_to_their_table():
 
 def test_a_registered_table_is_named_by_its_roots_file(tmp_path):
     root = tmp_path / "wh" / "_deltamerge_catalog" / "0a1b2c"
-    record.note_table(str(root / "_travel" / "v2"), "/lake/data_urls/t")
+    record.note_table(str(root / "_travel" / "v2"), TableLocation.of("/lake/data_urls/t"))
     assert (root / record.TABLE_FILE).read_text() == "/lake/data_urls/t"
     for folder in (root / VERSION_12, root / "_travel" / "v2" / VERSION_12):
         found = binding.listed(_text(f"deltamerge.location={REDACTED}", f"file:{folder}"))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from pyspark.errors import PySparkException
 
+from dbt.adapters.deltamerge.delta.location import TableLocation
 from dbt.adapters.deltamerge.errors import OUT_OF_MEMORY_HINT, ModelWriteError, model_errors
 
 
@@ -30,7 +31,9 @@ def test_a_failure_after_a_commit_says_the_version_landed_and_the_step_that_fail
     from dbt.adapters.deltamerge.delta.txn.commit import CommitInfo, commit
 
     with pytest.raises(ModelWriteError) as raised, model_errors("orders"):
-        version = commit(str(tmp_path), read_version=-1, actions=[], info=CommitInfo("WRITE"))
+        version = commit(
+            TableLocation.of(str(tmp_path)), read_version=-1, actions=[], info=CommitInfo("WRITE")
+        )
         with after_commit("binding the new version as s.orders in Spark's catalog"):
             raise PySparkException(message="[UNREACHABLE] the server is gone")
     text = raised.value.msg

@@ -6,6 +6,7 @@ import threading
 
 from dbt_common.invocation import get_invocation_id, reset_invocation_id
 
+from dbt.adapters.deltamerge.delta.location import TableLocation
 from dbt.adapters.deltamerge.invocation import KEPT, current
 from dbt.adapters.deltamerge.spark.process import PROCESS
 
@@ -13,7 +14,7 @@ from dbt.adapters.deltamerge.spark.process import PROCESS
 def test_an_invocation_is_one_object_and_the_next_starts_knowing_nothing():
     reset_invocation_id()
     first = current()
-    first.catalog.bound("s", "t", "/w/s.db/t", 3)
+    first.catalog.bound("s", "t", TableLocation.of("/w/s.db/t"), 3)
     seen: list[object] = []
     worker = threading.Thread(target=lambda: seen.append(current()))  # dbt's model threads
     worker.start()

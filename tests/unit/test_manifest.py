@@ -8,10 +8,16 @@ from types import SimpleNamespace
 from pyspark.sql import types as T
 
 from dbt.adapters.deltamerge.binding.manifest import manifest_text, partition_value, spark_uri, view_statement
+from dbt.adapters.deltamerge.delta import TableLocation
 
 
 def _snapshot(files, partitions=()):
-    return SimpleNamespace(table_path="s3a://lake/t", files=files, partition_columns=list(partitions))
+    return SimpleNamespace(
+        table_path="s3a://lake/t",
+        location=TableLocation.of("s3a://lake/t"),
+        files=files,
+        partition_columns=list(partitions),
+    )
 
 
 def test_the_manifest_names_each_live_file_by_its_uri_in_sparks_v1_format():
@@ -40,6 +46,6 @@ def test_the_view_takes_partition_values_from_paths_and_masks_only_when_asked():
     snapshot = _snapshot([], ["day"])
     plain = view_statement("`s`.`v`", "`s`.`f`", snapshot, "s3a://lake/t/_c/v1", schema, "", "", masked=False)
     assert "AS `day`" in plain and "d.`id`" in plain and "JOIN" not in plain
-    assert "AS DATE" in partition_value("s3a://lake/t", "day", T.DateType())
+    assert "AS DATE" in partition_value(TableLocation.of("s3a://lake/t"), "day", T.DateType())
     masked = view_statement("`s`.`v`", "`s`.`f`", snapshot, "s3a://lake/t/_c/v1", schema, "", "", masked=True)
     assert "LEFT JOIN parquet.`s3a://lake/t/_c/v1/_masks` m ON m.file = d._metadata.file_path" in masked

@@ -25,6 +25,7 @@ from dbt.adapters.deltamerge.spark.view_text import make_room
 from dbt.adapters.deltamerge.statements import may_write_table
 from dbt.adapters.deltamerge.statements.parse.history import may_be_history_statement, travel_references
 from dbt.adapters.deltamerge.statements.parse.reads import may_define_objects, read_names
+from dbt.adapters.deltamerge.statements.parse.text import SqlText
 from dbt.adapters.deltamerge.statements.run.travel import with_versions
 
 logger = AdapterLogger("deltamerge")
@@ -41,7 +42,8 @@ class DeltaCursor(Cursor):
         if parameters:
             sql = sql % parameters
         catalog = current().catalog
-        reads = read_names(sql)
+        text = SqlText(sql)  # lexed and parsed once, for every question below
+        reads = read_names(text)
         if reads:
             with named_errors("SQL statement reading a Delta table"):
                 catalog.refresh(self.spark, reads)
@@ -49,16 +51,17 @@ class DeltaCursor(Cursor):
             catalog.forget_definitions()  # a view's text or a table's kind may change
         if may_be_history_statement(sql) and self._history(sql):
             return
-        if travel_references(sql):  # VERSION / TIMESTAMP AS OF: those versions' entries
+        if travel_references(text):  # VERSION / TIMESTAMP AS OF: those versions' entries
             with named_errors("Time travel"):
-                sql = with_versions(self.spark, sql)
+                sql = with_versions(self.spark, text)
+            text = SqlText(sql)
         if not parameters and may_write_table(sql):
             from dbt.adapters.deltamerge.statements.run.statement import (
                 run_on_delta,  # the parsers, on first use
             )
 
             with named_errors("SQL statement on a Delta table"):
-                handled = run_on_delta(self.spark, sql, partial(catalog.schema_folder, self.spark))
+                handled = run_on_delta(self.spark, text, partial(catalog.schema_folder, self.spark))
             if handled is not None:
                 result = handled.result
                 logger.debug(f"{result.operation} of {handled.table}: Delta version {result.version}")

@@ -34,7 +34,7 @@ def delta_snapshot(information: str) -> Snapshot | None:
         found = listed(information, delta=True)
     except ValueError:  # a view an older release bound, its properties redacted: no statistics
         return None
-    return load_snapshot(found.table_path) if found is not None else None
+    return load_snapshot(found.location) if found is not None else None
 
 
 @contextmanager

@@ -40,6 +40,7 @@ from dbt.adapters.deltamerge.model.write import (
     locate,
     write_model,
 )
+from dbt.adapters.deltamerge.statements.parse.text import SqlText
 from dbt.adapters.deltamerge.statements.run.travel import TRAVEL_MARK, with_versions
 
 
@@ -172,14 +173,15 @@ class DeltaMergeAdapter(SparkAdapter):
             table = self._model_table(spark, relation, spec, incremental=materialization == "incremental")
             python = run.get("language") == "python"
             if not python:  # the tables it reads, at their latest versions (a Python
-                current().catalog.refresh_sql(spark, sql)  # model's ref() and source() do the same),
-                sql = with_versions(spark, sql)  # and those it reads VERSION / TIMESTAMP AS OF
+                text = SqlText(sql)  # one lex and one parse for both questions
+                current().catalog.refresh_sql(spark, text)  # model's ref() and source() do the same),
+                sql = with_versions(spark, text)  # and those it reads VERSION / TIMESTAMP AS OF
             rows = _python_model(spark, sql, model) if python else spark.sql(sql)
             done = write_model(spark, rows, table=table, spec=spec, run=model_run)
             if isinstance(done, NotWritten):
                 return not_written_response(done.reason)
             if not isinstance(done, DryRun):  # bound by the write: its version looked up at the next read
-                current().catalog.bound(table.schema, table.identifier, table.location.path, None)
+                current().catalog.bound(table.schema, table.identifier, table.location, None)
             return dry_run_response(done) if isinstance(done, DryRun) else write_response(done)
 
     def _model_table(
@@ -191,10 +193,10 @@ class DeltaMergeAdapter(SparkAdapter):
         found, unlisted = self._binding(spark, relation)
         # The model's SQL may read {{ this }}: it must see versions other writers made.
         rebound = found is not None and binding.refresh(
-            spark, schema=schema, identifier=identifier, table_path=found.table_path, version=found.version
+            spark, schema=schema, identifier=identifier, table=found.location, version=found.version
         )
         if found is not None:  # what {{ this }} is: no catalog look-up when the SQL reads it
-            invocation.catalog.bound(schema, identifier, found.table_path, None if rebound else found.version)
+            invocation.catalog.bound(schema, identifier, found.location, None if rebound else found.version)
         # An entry dbt's cache does not list has no properties for the binding to keep: it is
         # not read again before the binding (one catalog round trip fewer for each new table).
         catalog = {} if unlisted else found.properties if found and not rebound else None
@@ -240,7 +242,7 @@ class DeltaMergeAdapter(SparkAdapter):
             seed_run = ModelRun(materialization="seed", full_refresh=True)
             done = write_model(spark, df, table=table, spec=spec, run=seed_run)
             assert isinstance(done, WriteResult)  # only a dry run writes nothing
-            current().catalog.bound(table.schema, table.identifier, table.location.path, None)
+            current().catalog.bound(table.schema, table.identifier, table.location, None)
             return write_response(done)
 
     @available
@@ -265,7 +267,7 @@ class DeltaMergeAdapter(SparkAdapter):
                 relation_name=relation_name,
             )
         current().catalog.forget()  # a registered name is one of our entries now, maybe of another table
-        return dataclasses.asdict(result)
+        return result.as_output()
 
     @available
     def delta_table_changes(
@@ -323,8 +325,8 @@ class DeltaMergeAdapter(SparkAdapter):
             spark = self.spark_session()
             schema, identifier = str(relation.schema), str(relation.identifier)
             folder = partial(current().catalog.schema_folder, spark, schema)
-            path = interrupted_table(spark, schema, identifier, folder)
-            snapshot = load_snapshot(path) if path is not None else None
+            location = interrupted_table(spark, schema, identifier, folder)
+            snapshot = load_snapshot(location) if location is not None else None
             if snapshot is None:
                 return False
             binding.bind(spark, schema=schema, identifier=identifier, snapshot=snapshot)

@@ -33,6 +33,7 @@ from dbt.adapters.deltamerge.delta import (
     ConvertError,
     ConvertResult,
     Snapshot,
+    TableLocation,
     convert_to_delta,
     load_snapshot,
     optimize,
@@ -41,7 +42,6 @@ from dbt.adapters.deltamerge.delta import (
     plan_bins,
     read_changes,
     set_descriptions,
-    storage,
     table_path_of,
     vacuum,
 )
@@ -56,8 +56,8 @@ def table_changes(spark: SparkSession, relation: Any, start: Any, end: Any = Non
     first = _version(start, "starting_version", problems)
     last = None if end is None else _version(end, "ending_version", problems)
     _checked("table_changes", problems)
-    schema, identifier, table_path = _delta_table(spark, relation, "table_changes")
-    changes = read_changes(spark, table_path, first, last)
+    schema, identifier, location = _delta_table(spark, relation, "table_changes")
+    changes = read_changes(spark, location, first, last)
     upto = "latest" if last is None else str(last)
     view = f"deltamerge_changes_{schema}_{identifier}_{first}_{upto}"
     changes.createOrReplaceTempView(view)
@@ -68,10 +68,10 @@ def persist_docs(
     spark: SparkSession, relation: Any, description: str | None, column_comments: dict[str, str]
 ) -> int | None:
     """Write ``relation``'s descriptions into its Delta table's metadata; the version committed, if any."""
-    schema, identifier, table_path = _delta_table(spark, relation, "persist_docs")
-    snapshot = load_snapshot(table_path)
+    schema, identifier, location = _delta_table(spark, relation, "persist_docs")
+    snapshot = load_snapshot(location)
     if snapshot is None:
-        raise ModelWriteError(f"persist_docs: no Delta table at {table_path}")
+        raise ModelWriteError(f"persist_docs: no Delta table at {location}")
     result = set_descriptions(snapshot, description=description, column_comments=column_comments)
     if result.version is not None:
         binding.bind(spark, schema=schema, identifier=identifier, snapshot=result.snapshot)
@@ -89,10 +89,10 @@ def vacuum_table(
     if retain_hours is None:
         problems.append("retain_hours must be a number of hours >= 0, got None")
     _checked("vacuum", problems)
-    _, _, table_path = _delta_table(spark, relation, "vacuum")
-    result = vacuum(table_path, retain_hours=hours or 0.0, dry_run=listing, enforce_retention=enforce)
+    _, _, location = _delta_table(spark, relation, "vacuum")
+    result = vacuum(location, retain_hours=hours or 0.0, dry_run=listing, enforce_retention=enforce)
     return {
-        "table_path": result.table_path,
+        "table_path": result.table.path,
         "files": list(result.files),
         "num_files": len(result.files),
         "bytes": result.bytes,
@@ -106,14 +106,14 @@ def reorg_table(spark: SparkSession, relation: Any, where: Any) -> dict[str, Any
     committed (None when no file has a deletion vector) and Delta's metrics."""
     if where is not None and not (isinstance(where, str) and where.strip()):
         _checked("reorg", [f"where must be a SQL condition on partition columns, got {where!r}"])
-    schema, identifier, table_path = _delta_table(spark, relation, "reorg")
-    snapshot = load_snapshot(table_path)
+    schema, identifier, location = _delta_table(spark, relation, "reorg")
+    snapshot = load_snapshot(location)
     if snapshot is None:
-        raise ModelWriteError(f"reorg: no Delta table at {table_path}")
+        raise ModelWriteError(f"reorg: no Delta table at {location}")
     result = reorg_purge(spark, snapshot, ReorgStatement((schema, identifier), where))
     if result.version is not None:
         binding.bind(spark, schema=schema, identifier=identifier, snapshot=result.snapshot)
-    return {"table_path": table_path, "version": result.version, "metrics": dict(result.metrics)}
+    return {"table_path": location.path, "version": result.version, "metrics": dict(result.metrics)}
 
 
 def optimize_table(
@@ -127,16 +127,16 @@ def optimize_table(
     columns = names(zorder_by, "zorder_by", problems) if zorder_by is not None else ()
     listing = operation_flag(dry_run, "dry_run", problems)
     _checked("optimize", problems)
-    schema, identifier, table_path = _delta_table(spark, relation, "optimize")
-    snapshot = load_snapshot(table_path)
+    schema, identifier, location = _delta_table(spark, relation, "optimize")
+    snapshot = load_snapshot(location)
     if snapshot is None:
-        raise ModelWriteError(f"optimize: no Delta table at {table_path}")
+        raise ModelWriteError(f"optimize: no Delta table at {location}")
     statement = OptimizeStatement((schema, identifier), where, tuple(columns))
     considered, options = optimize_plan(spark, snapshot, statement)
     if listing:
         bins = plan_bins(considered, options)
         return {
-            "table_path": table_path,
+            "table_path": location.path,
             "dry_run": True,
             "bins": [
                 {
@@ -155,7 +155,7 @@ def optimize_table(
     if result.version is not None:
         binding.bind(spark, schema=schema, identifier=identifier, snapshot=result.snapshot)
     return {
-        "table_path": table_path,
+        "table_path": location.path,
         "dry_run": False,
         "version": result.version,
         "metrics": dict(result.metrics),
@@ -185,8 +185,8 @@ def _checked(operation: str, problems: list[str]) -> None:
         raise SpecError(operation, problems, kind="Operation", what="arguments")
 
 
-def _delta_table(spark: SparkSession, relation: Any, what: str) -> tuple[str, str, str]:
-    """``(schema, identifier, table path)`` of a relation or ``"schema.table"`` text."""
+def _delta_table(spark: SparkSession, relation: Any, what: str) -> tuple[str, str, TableLocation]:
+    """``(schema, identifier, table location)`` of a relation or ``"schema.table"`` text."""
     if not isinstance(relation, str) and not hasattr(relation, "identifier"):
         _checked(what, [f"relation must be a relation or a name like schema.table, got {relation!r}"])
     if isinstance(relation, str):
@@ -197,7 +197,7 @@ def _delta_table(spark: SparkSession, relation: Any, what: str) -> tuple[str, st
     found = binding.binding(spark, schema, identifier)
     if found is None:
         raise ModelWriteError(f"{what}: {schema}.{identifier} is not a Delta table of this adapter")
-    return schema, identifier, found[0]
+    return schema, identifier, found.location
 
 
 @dataclass(frozen=True)
@@ -238,7 +238,7 @@ def convert(
     result = convert_to_delta(spark, path, partition_schema=partitions, statistics=statistics)
     if target is not None:
         # A folder that already was a Delta table is registered: nothing is written into it.
-        bound = _bind(spark, target[0], target[1], result.table_path, registering=result.version is None)
+        bound = _bind(spark, target[0], target[1], result.location, registering=result.version is None)
         registered = (
             f"Registered {target[0]}.{target[1]}: Delta version {bound.version}, "
             f"{len(bound.files)} live files, columns {', '.join(bound.schema.fieldNames())}"
@@ -253,10 +253,10 @@ def _convert_relation(
     schema, identifier = _split(spark, relation)
     bound = binding.binding(spark, schema, identifier)
     if bound is not None:
-        return ConvertResult(bound[0], None, 0, ALREADY_DELTA)
+        return ConvertResult(bound.location, None, 0, ALREADY_DELTA)
     table = _describe(spark, schema, identifier)
     if table.provider == "delta":
-        return ConvertResult(table.location, None, 0, ALREADY_DELTA)
+        return ConvertResult(TableLocation.of(table.location), None, 0, ALREADY_DELTA)
     if table.provider != "parquet":
         raise ConvertError(
             "CONVERT TO DELTA only supports parquet tables, but you are trying to convert a "
@@ -272,19 +272,19 @@ def _convert_relation(
     if result.version is None:
         return result
     if table.managed:
-        _detach_managed_folders(spark, binding.table_name(schema, identifier), result.table_path)
-    _bind(spark, schema, identifier, result.table_path)
+        _detach_managed_folders(spark, binding.table_name(schema, identifier), result.location)
+    _bind(spark, schema, identifier, result.location)
     return result
 
 
-def _detach_managed_folders(spark: SparkSession, name: str, table_path: str) -> None:
+def _detach_managed_folders(spark: SparkSession, name: str, table: TableLocation) -> None:
     """Point a managed table and each of its partitions at empty folders.
 
     Dropping a managed table deletes its folder and every partition's folder, which now
     hold the Delta table's data; after this, re-binding deletes only empty folders.
     """
-    empty = os.path.join(table_path, binding.BINDINGS_DIR, f"_converted_{uuid.uuid4().hex}")
-    storage.make_new_dir(empty)
+    empty = os.path.join(table.path, binding.BINDINGS_DIR, f"_converted_{uuid.uuid4().hex}")
+    table.store.make_new_dir(empty)
     partitions = (
         [str(r[0]) for r in spark.sql(f"SHOW PARTITIONS {name}").collect()]
         if _partitioned(spark, name)
@@ -292,7 +292,7 @@ def _detach_managed_folders(spark: SparkSession, name: str, table_path: str) -> 
     )
     for index, partition in enumerate(partitions):
         folder = os.path.join(empty, str(index))
-        storage.make_new_dir(folder)
+        table.store.make_new_dir(folder)
         spec = ", ".join(
             f"{quote_identifier(key)} = {string_literal(value or '')}"
             for key, value in parse_partition_folder(partition).items()
@@ -345,7 +345,7 @@ def _split(spark: SparkSession, name: str) -> tuple[str, str]:
 def _check_free(spark: SparkSession, schema: str, identifier: str, path: str) -> None:
     bound = binding.binding(spark, schema, identifier)
     if spark.catalog.tableExists(binding.table_name(schema, identifier)) and (
-        bound is None or table_path_of(bound[0]) != table_path_of(path)
+        bound is None or bound.table_path != table_path_of(path)
     ):
         raise ConvertError(
             f"convert_to_delta: relation_name {schema}.{identifier} already names another table; "
@@ -354,11 +354,11 @@ def _check_free(spark: SparkSession, schema: str, identifier: str, path: str) ->
 
 
 def _bind(
-    spark: SparkSession, schema: str, identifier: str, table_path: str, *, registering: bool = False
+    spark: SparkSession, schema: str, identifier: str, table: TableLocation, *, registering: bool = False
 ) -> Snapshot:
-    snapshot = load_snapshot(table_path)
+    snapshot = load_snapshot(table)
     if snapshot is None:
-        raise ConvertError(f"convert_to_delta: no Delta table at {table_path} after converting")
+        raise ConvertError(f"convert_to_delta: no Delta table at {table} after converting")
     spark.sql(f"CREATE SCHEMA IF NOT EXISTS {quote_identifier(schema)}")
     binding.bind(spark, schema=schema, identifier=identifier, snapshot=snapshot, registering=registering)
     return snapshot

@@ -18,6 +18,7 @@ from pyspark.sql import DataFrame, SparkSession
 from dbt.adapters.deltamerge.common.errors import EngineError
 from dbt.adapters.deltamerge.invocation import current
 from dbt.adapters.deltamerge.statements.parse.reads import read_names
+from dbt.adapters.deltamerge.statements.parse.text import SqlText
 
 
 class PythonModelError(EngineError):
@@ -44,5 +45,5 @@ def python_model_frame(spark: SparkSession, compiled_code: str, *, model: str) -
 
 def _fresh_table(spark: SparkSession, name: str) -> DataFrame:
     """``spark.table(name)`` of the table's latest version (another writer may have committed)."""
-    current().catalog.refresh(spark, read_names(f"SELECT * FROM {name}"))
+    current().catalog.refresh(spark, read_names(SqlText(f"SELECT * FROM {name}")))
     return spark.table(name)

@@ -248,3 +248,9 @@ def test_a_broken_engine_merge_is_a_bug_said_as_such_not_the_user_s_config():
         MergeSpec.of(
             "m", unique_key=["id"], aliases=("s", "S"), clauses=[MergeClause("not_matched", "insert")]
         )
+
+
+def test_an_invalid_clause_is_not_also_said_missing():
+    found = problems({"unique_key": "id", "when_not_matched_by_source": [{"action": "insert"}]})
+    said = "when_not_matched_by_source[0]: action must be one of ['update', 'delete'], got 'insert'"
+    assert found == [said]

@@ -48,6 +48,7 @@ from dbt.adapters.deltamerge.common.sql import column_definitions, quote_identif
 from dbt.adapters.deltamerge.delta import (
     DeltaError,
     Snapshot,
+    TableLocation,
     crash_point,
     mapping_mode,
     schema_from_json,
@@ -72,9 +73,14 @@ class Binding(NamedTuple):
     """A catalog entry of a Delta table: ours (as ``SHOW TBLPROPERTIES`` gives it), or where the
     session has Delta's catalog, a ``USING delta`` entry (``delta_entry``)."""
 
-    table_path: str
+    location: TableLocation  # the table the entry reads (its store chosen here, once)
     version: int | None  # the Delta version the entry reads (None: a Delta entry reads the latest)
     properties: Mapping[str, str]  # all of them: ``bind`` keeps the entry's root and files table
+
+    @property
+    def table_path(self) -> str:
+        """The table's path, as the catalog's properties and the binding root's record hold it."""
+        return self.location.path
 
     @property
     def delta_entry(self) -> bool:
@@ -84,7 +90,7 @@ class Binding(NamedTuple):
 
 def _delta_entry(location: str) -> Binding:
     path = record.shown_path(location) if location.startswith("file:") else table_path_of(location)
-    return Binding(path, None, {DELTA_ENTRY: path})
+    return Binding(TableLocation.of(path), None, {DELTA_ENTRY: path})
 
 
 def binding(spark: SparkSession, schema: str, identifier: str) -> Binding | None:
@@ -152,7 +158,7 @@ def _recorded(folder: str, details: Mapping[str, str]) -> Binding:
     props = {LOCATION_PROPERTY: table_path, VERSION_PROPERTY: str(version), ROOT_PROPERTY: root}
     if record.has_key(details.get("Table Properties", ""), binding_view.FILES_PROPERTY):
         props[binding_view.FILES_PROPERTY] = binding_view.files_identifier(details.get("Table", "").strip())
-    return Binding(table_path, version, props)
+    return Binding(TableLocation.of(table_path), version, props)
 
 
 def _shown_binding(details: Mapping[str, str]) -> Binding:
@@ -162,11 +168,11 @@ def _shown_binding(details: Mapping[str, str]) -> Binding:
     location, version = props.get(LOCATION_PROPERTY, ""), props.get(VERSION_PROPERTY, "")
     if not version.isdigit() or record.REDACTED in (location, version):
         raise ValueError(f"a view bound at {location!r}, version {version!r}")
-    return Binding(location, int(version), props)
+    return Binding(TableLocation.of(location), int(version), props)
 
 
 def refresh(
-    spark: SparkSession, *, schema: str, identifier: str, table_path: str, version: int | None
+    spark: SparkSession, *, schema: str, identifier: str, table: TableLocation, version: int | None
 ) -> bool:
     """Re-bind when other writers committed after ``version``; True if it was (new properties).
     A Delta entry (``version`` None where the session has Delta's catalog) reads the latest itself."""
@@ -174,9 +180,9 @@ def refresh(
 
     if version is None and delta_catalog(spark):
         return False
-    if latest_version(table_path) == version:
+    if latest_version(table) == version:
         return False
-    snapshot = load_snapshot(table_path)
+    snapshot = load_snapshot(table)
     if snapshot is None:
         return False
     bind(spark, schema=schema, identifier=identifier, snapshot=snapshot)
@@ -211,23 +217,20 @@ def bind(
         current = {}
     if delta and current.get(DELTA_ENTRY) == snapshot.table_path:
         return  # Delta reads the latest version at each query
-    on_store = storage.on_object_store(snapshot.table_path)
-    root = (
-        registered_root(spark, snapshot.table_path)
-        if registering and not on_store
-        else _root(current, snapshot.table_path)
-    )
+    table = snapshot.location
+    on_store = table.store.object_store
+    root = registered_root(spark, table) if registering and not on_store else _root(current, table)
     # Files first: the entry is missing only for the statements that replace it.
     folder = None if delta else _version_folder(spark, snapshot, root, on_store)
     if folder is not None and not folder.startswith(root + os.sep):
-        root = bindings_root(snapshot.table_path)  # the warehouse is on another file system
+        root = bindings_root(table)  # the warehouse is on another file system
     if folder is not None:
-        record.note_table(root, snapshot.table_path)  # a root under the warehouse names its table
+        record.note_table(root, table)  # a root under the warehouse names its table
     # On an object store the entry is always a view over the manifest's files (``manifest``).
     masked = folder is not None and (on_store or binding_view.has_masks(folder))
     files = binding_view.files_identifier(identifier)
     props = "" if delta else _properties_clause(snapshot, root, files if masked else None)
-    marker = rebinding_marker(snapshot.table_path, root)
+    marker = rebinding_marker(table, root)
     storage.make_dirs(os.path.dirname(marker))
     with storage.exclusive_lock(os.path.join(os.path.dirname(marker), ".binding.lock")) as waited:
         if waited and _bound_since(spark, schema, identifier, snapshot):
@@ -251,7 +254,7 @@ def _properties_clause(snapshot: Snapshot, root: str, files: str | None) -> str:
     """The entry's ``TBLPROPERTIES``: our key marks it; the values are for people (and older
     releases): nothing reads them back (``record``)."""
     values = {LOCATION_PROPERTY: snapshot.table_path, VERSION_PROPERTY: str(snapshot.version)}
-    if root != bindings_root(snapshot.table_path):
+    if root != bindings_root(snapshot.location):
         values[ROOT_PROPERTY] = root
     if files is not None:
         values[binding_view.FILES_PROPERTY] = files
@@ -354,22 +357,22 @@ def schema_folder(spark: SparkSession, schema: str) -> str:
     return str(spark.catalog.getDatabase(schema).locationUri)
 
 
-def registered_root(spark: SparkSession, table_path: str) -> str:
+def registered_root(spark: SparkSession, table: TableLocation) -> str:
     """The binding root under the warehouse of a table registered by its location (the table's own
     when the warehouse is on an object store: links cannot reach a local table from there)."""
     warehouse = table_path_of(spark.conf.get("spark.sql.warehouse.dir") or "spark-warehouse")
     if storage.on_object_store(warehouse):
-        return bindings_root(table_path)
-    digest = hashlib.sha256(os.path.normpath(table_path).encode()).hexdigest()[:24]
+        return bindings_root(table)
+    digest = hashlib.sha256(os.path.normpath(table.path).encode()).hexdigest()[:24]
     return os.path.join(warehouse, BINDINGS_DIR, digest)
 
 
-def _root(current: Mapping[str, str], table_path: str) -> str:
+def _root(current: Mapping[str, str], table: TableLocation) -> str:
     """Where a table's link folders go: kept from its current entry (``current``, its properties),
     else inside the table (``bindings_root``)."""
-    if current.get(LOCATION_PROPERTY) == table_path and current.get(ROOT_PROPERTY):
+    if current.get(LOCATION_PROPERTY) == table.path and current.get(ROOT_PROPERTY):
         return current[ROOT_PROPERTY]
-    return bindings_root(table_path)
+    return bindings_root(table)
 
 
 def _catalog_schema(schema: T.StructType) -> T.StructType:

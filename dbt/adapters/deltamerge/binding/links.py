@@ -15,6 +15,7 @@ from dbt.adapters.deltamerge.binding.record import BINDINGS_DIR
 from dbt.adapters.deltamerge.delta import (
     AddFile,
     Snapshot,
+    TableLocation,
     local_path,
     mapping_mode,
     partition_folder,
@@ -25,9 +26,9 @@ from dbt.adapters.deltamerge.delta import (
 KEEP_BINDINGS = 2
 
 
-def bindings_root(table_path: str) -> str:
+def bindings_root(table: TableLocation) -> str:
     """The binding root inside a table (the tables this adapter writes)."""
-    return os.path.join(table_path, BINDINGS_DIR)
+    return os.path.join(table.path, BINDINGS_DIR)
 
 
 def link_version(spark: SparkSession, snapshot: Snapshot, root: str | None = None) -> str:
@@ -40,7 +41,7 @@ def link_version(spark: SparkSession, snapshot: Snapshot, root: str | None = Non
     ``COPIES_DIR``, and dropped with the last version folder that links them. A root the
     table's files cannot be linked into (another file system) gives way to the table's own.
     """
-    root = root or bindings_root(snapshot.table_path)
+    root = root or bindings_root(snapshot.location)
     folder = os.path.join(root, f"v{snapshot.version:020d}")
     if storage.is_dir(folder):
         return folder
@@ -63,7 +64,7 @@ def link_version(spark: SparkSession, snapshot: Snapshot, root: str | None = Non
                 storage.link(source, os.path.join(building, target))
         except storage.CrossDeviceLink:
             storage.delete_tree(building)
-            return link_version(spark, snapshot, bindings_root(snapshot.table_path))
+            return link_version(spark, snapshot, bindings_root(snapshot.location))
     if vectors:
         binding_view.write_masks(building, vectors)
     try:
@@ -130,19 +131,19 @@ def prune_bindings(root: str, *, keep: int) -> None:
             storage.delete_file(path, missing_ok=True)
 
 
-def rebinding_marker(table_path: str, root: str | None = None) -> str:
+def rebinding_marker(table: TableLocation, root: str | None = None) -> str:
     """The file that exists while ``bind`` replaces a catalog entry (its name inside).
 
     A process killed between dropping and re-creating the entry leaves it: the next statement
     on that name binds the table again, where a table the user dropped stays dropped.
     """
-    return os.path.join(root or bindings_root(table_path), ".rebinding")
+    return os.path.join(root or bindings_root(table), ".rebinding")
 
 
-def interrupted_binding(table_path: str, schema: str, identifier: str) -> bool:
-    """Whether a re-binding of ``schema.identifier`` to ``table_path`` was interrupted."""
+def interrupted_binding(table: TableLocation, schema: str, identifier: str) -> bool:
+    """Whether a re-binding of ``schema.identifier`` to ``table`` was interrupted."""
     try:
-        named = storage.read_bytes(rebinding_marker(table_path)).decode()
+        named = table.store.read_bytes(rebinding_marker(table)).decode()
     except storage.StorageError:
         return False
     return named.lower() == f"{schema}.{identifier}".lower()

@@ -25,7 +25,7 @@ from pyspark.sql import types as T
 from dbt.adapters.deltamerge.binding import view as binding_view
 from dbt.adapters.deltamerge.binding.record import view_record
 from dbt.adapters.deltamerge.common.sql import quote_identifier, string_literal
-from dbt.adapters.deltamerge.delta import Snapshot, escape_partition_value, local_path, storage
+from dbt.adapters.deltamerge.delta import Snapshot, TableLocation, escape_partition_value, local_path, storage
 
 MANIFEST_DIR = "_spark_metadata"
 # Characters java.net.URI keeps in a path as they are (Hadoop's Path.toUri().toString()).
@@ -92,18 +92,19 @@ def files_table_statement(name: str, data: T.StructType, folder: str, properties
     )
 
 
-def partition_value(table_path: str, column: str, data_type: T.DataType) -> str:
+def partition_value(table: TableLocation, column: str, data_type: T.DataType) -> str:
     r"""The SQL of a partition column's value from the row's file URI: the ``column=value`` folder
     under the table, decoded twice (the URI's encoding, then Hive's escaping; ``+`` is kept), the
     Hive null folder as NULL, cast to the column's type.
 
-    >>> print(partition_value("s3a://l/t", "day", T.DateType()))  # doctest: +NORMALIZE_WHITESPACE
+    >>> table = TableLocation.of("s3a://l/t")
+    >>> print(partition_value(table, "day", T.DateType()))  # doctest: +NORMALIZE_WHITESPACE
     CAST(nullif(url_decode(replace(url_decode(replace(regexp_extract(d._metadata.file_path,
     '^\\Qs3a://l/t\\E/(?:.*/)?\\Qday\\E=([^/]*)/[^/]*$', 1), '+', '%2B')), '+', '%2B')),
     '__HIVE_DEFAULT_PARTITION__') AS DATE)
     """
     folder_name = quote(escape_partition_value(column), safe=_URI_SAFE)
-    pattern = f"^\\Q{spark_uri(table_path)}\\E/(?:.*/)?\\Q{folder_name}\\E=([^/]*)/[^/]*$"
+    pattern = f"^\\Q{spark_uri(table.path)}\\E/(?:.*/)?\\Q{folder_name}\\E=([^/]*)/[^/]*$"
     raw = f"regexp_extract(d._metadata.file_path, {string_literal(pattern)}, 1)"
     decoded = f"url_decode(replace(url_decode(replace({raw}, '+', '%2B')), '+', '%2B'))"
     return f"CAST(nullif({decoded}, '__HIVE_DEFAULT_PARTITION__') AS {data_type.simpleString().upper()})"
@@ -125,7 +126,7 @@ def view_statement(
     partitions = set(snapshot.partition_columns)
     columns = binding_view.view_columns(schema)
     selected = ", ".join(
-        f"{partition_value(snapshot.table_path, f.name, f.dataType)} AS {quote_identifier(f.name)}"
+        f"{partition_value(snapshot.location, f.name, f.dataType)} AS {quote_identifier(f.name)}"
         if f.name in partitions
         else f"d.{quote_identifier(f.name)}"
         for f in schema.fields

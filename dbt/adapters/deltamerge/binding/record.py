@@ -29,7 +29,7 @@ import os
 import re
 from collections.abc import Mapping
 
-from dbt.adapters.deltamerge.delta import DeltaError, storage
+from dbt.adapters.deltamerge.delta import DeltaError, TableLocation, storage
 
 LOCATION_PROPERTY = "deltamerge.location"
 VERSION_PROPERTY = "deltamerge.version"
@@ -168,8 +168,8 @@ def _split_at_bindings(root: str) -> tuple[str, list[str]]:
     return "/".join(parts[:at]), parts[at + 1 :]
 
 
-def note_table(root: str, table_path: str) -> None:
-    """Record ``table_path`` in the registry root of ``root`` (once; nothing for a root inside its
+def note_table(root: str, table: TableLocation) -> None:
+    """Record ``table``'s path in the registry root of ``root`` (once; nothing for a root inside its
     table): where an entry's table is read back from (``table_of``)."""
     registry = registry_root(root)
     if registry is None:
@@ -177,7 +177,7 @@ def note_table(root: str, table_path: str) -> None:
     path = os.path.join(registry, TABLE_FILE)
     if not storage.is_file(path):  # of two binders, one creates it whole; no reader sees a part
         storage.make_dirs(registry)
-        storage.put_if_absent(path, table_path.encode("utf-8"))
+        storage.put_if_absent(path, table.path.encode("utf-8"))
 
 
 def table_of(root: str, details: Mapping[str, str]) -> str:

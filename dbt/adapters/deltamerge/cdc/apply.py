@@ -77,7 +77,7 @@ def apply_changes(
     (the model's): its ``schema`` the table schema the merge leaves (``on_schema_change``), the
     change data feed or deletion vectors switched on (the merge then marks the rows it removes).
     """
-    table_path = create.location.path
+    location = create.location
     stored = spec.stored_columns(source.columns)
     if spec.scd_type == 2:
         return apply_scd2(
@@ -91,8 +91,8 @@ def apply_changes(
             change=change,
         )
     if table is not None:
-        st.recover(table_path)
-    state = st.load_or_create(spark, st.state_path(table_path), _state_schema(spec, source))
+        st.recover(location)
+    state = st.load_or_create(spark, st.state_location(location), _state_schema(spec, source))
     fresh = table is None or full_refresh
     events = framed_events(source, spec, key_profile_aggregates(spec.keys))
     folded = _fold(spark, spec, events, stored, state, fresh=fresh)
@@ -113,7 +113,7 @@ def apply_changes(
                 spark, folded.changes, table, main, change=change, txn=txn, extra_metrics=folded.counts
             )
     except BaseException:
-        if record is not None and committed_version_of(table_path, *txn) is None:
+        if record is not None and committed_version_of(location, *txn) is None:
             st.abandon(record)
         raise
     crash_point("cdc_table_committed")
@@ -192,7 +192,7 @@ def _prepare_state(
         replace=fresh,
         retention_hours=spec.tombstone_retention_hours,
     )
-    return None if pending is None else st.write_record(state.table_path, pending, txn)
+    return None if pending is None else st.write_record(state.location, pending, txn)
 
 
 def _merge_spec(spec: CdcSpec, stored: tuple[str, ...], target: T.StructType, *, evolve: bool) -> MergeSpec:

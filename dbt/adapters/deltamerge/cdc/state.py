@@ -61,9 +61,9 @@ ROWS_PER_FILE = 250_000
 COMPACT_AT = 16
 
 
-def state_path(table_path: str) -> str:
-    """Where the state of the table at ``table_path`` lives."""
-    return os.path.join(table_path, STATE_FOLDER)
+def state_location(table: TableLocation) -> TableLocation:
+    """Where the state of ``table`` lives: a Delta table inside it."""
+    return table.inner(STATE_FOLDER)
 
 
 def state_schema(keys: Sequence[T.StructField], sequence: T.DataType) -> T.StructType:
@@ -79,13 +79,13 @@ def state_schema(keys: Sequence[T.StructField], sequence: T.DataType) -> T.Struc
     )
 
 
-def load_or_create(spark: SparkSession, path: str, schema: T.StructType) -> Snapshot:
+def load_or_create(spark: SparkSession, location: TableLocation, schema: T.StructType) -> Snapshot:
     """The state table, created empty when missing (a commit of its own: it holds no state yet)."""
-    snapshot = load_snapshot(path)
+    snapshot = load_snapshot(location)
     if snapshot is not None:
         return snapshot
     empty = spark.createDataFrame([], schema)
-    request = WriteRequest(location=TableLocation.of(path), mode="create_or_replace")
+    request = WriteRequest(location=location, mode="create_or_replace")
     return write_dataframe(spark, empty, request).snapshot
 
 
@@ -182,7 +182,7 @@ def prepare(
     ordered = rows.repartitionByRange(
         max(1, total // ROWS_PER_FILE), F.col(ROW), *[F.col(quote_identifier(k)) for k in keys]
     )
-    written = write_files(ordered, snapshot.table_path, [], snapshot.metadata.configuration)
+    written = write_files(ordered, snapshot.location, [], snapshot.metadata.configuration)
     if not written and not removed:
         return None
     return PendingCommit.of_files(
@@ -205,10 +205,10 @@ class Record:
     txn: tuple[str, int]
 
 
-def write_record(state: str, pending: PendingCommit, txn: tuple[str, int]) -> Record:
+def write_record(state: TableLocation, pending: PendingCommit, txn: tuple[str, int]) -> Record:
     """Record ``pending`` (its files are written) before the table commits with ``txn``."""
-    folder = os.path.join(state, "_pending")
-    storage.make_dirs(folder)
+    folder = os.path.join(state.path, "_pending")
+    state.store.make_dirs(folder)
     app_id, version = txn
     path = os.path.join(folder, f"{_safe(app_id)}-{version}.json")
     body = {
@@ -219,7 +219,7 @@ def write_record(state: str, pending: PendingCommit, txn: tuple[str, int]) -> Re
         "pid": os.getpid(),
         "pending": pending.to_json(),
     }
-    storage.put_if_absent(path, json.dumps(body).encode("utf-8"))
+    state.store.put_if_absent(path, json.dumps(body).encode("utf-8"))
     return Record(path, pending, txn)
 
 
@@ -244,19 +244,19 @@ def abandon(record: Record | None) -> None:
     storage.delete_file(record.path, missing_ok=True)
 
 
-def recover(table_path: str) -> int:
+def recover(table: TableLocation) -> int:
     """Complete the records whose table commit happened; drop stale ones. How many were completed."""
-    folder = os.path.join(state_path(table_path), "_pending")
+    folder = os.path.join(state_location(table).path, "_pending")
     completed = 0
-    for name in sorted(storage.list_names(folder)):
+    for name in sorted(table.store.list_names(folder)):
         path = os.path.join(folder, name)
-        body = json.loads(storage.read_bytes(path).decode("utf-8"))
+        body = json.loads(table.store.read_bytes(path).decode("utf-8"))
         txn = (str(body["app_id"]), int(body["txn_version"]))
         pending = PendingCommit.from_json(body["pending"])
-        if committed_version_of(table_path, *txn) is None:
+        if committed_version_of(table, *txn) is None:
             gone = _writer_gone(body)
             # Asked again: the writer may have committed just before it ended.
-            if gone is None or committed_version_of(table_path, *txn) is None:
+            if gone is None or committed_version_of(table, *txn) is None:
                 if gone:
                     abandon(Record(path, pending, txn))
                 elif gone is None:
@@ -292,7 +292,7 @@ def _commit_state(pending: PendingCommit, txn: tuple[str, int] | None) -> None:
         pending.operation, pending.parameters, pending.metrics, is_blind_append=not removed, txn=txn
     )
     commit(
-        pending.table_path,
+        pending.table,
         read_version=pending.read_version,
         actions=pending.actions,
         info=info,

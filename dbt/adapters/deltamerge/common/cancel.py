@@ -38,8 +38,9 @@ def cancelled(thread: threading.Thread | None = None) -> bool:
         return (thread or threading.current_thread()) in _CANCELLED
 
 
-def refuse_if_cancelled(table_path: str, read_version: int) -> None:
-    """Raise before a commit to ``table_path`` on a cancelled thread: its table stays as it was."""
+def refuse_if_cancelled(table: str, read_version: int) -> None:
+    """Raise before a commit to ``table`` (as the message names it) on a cancelled thread: its table
+    stays as it was."""
     if cancelled():
         stays = f"stays at version {read_version}" if read_version >= 0 else "was not created"
-        raise Cancelled(f"Cancelled (Ctrl-C or --fail-fast) before its commit: {table_path} {stays}.")
+        raise Cancelled(f"Cancelled (Ctrl-C or --fail-fast) before its commit: {table} {stays}.")

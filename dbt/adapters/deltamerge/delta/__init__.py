@@ -127,7 +127,6 @@ from dbt.adapters.deltamerge.delta.txn.commit import (
     commit,
     committed_version_of,
     latest_version,
-    log_dir,
     maybe_checkpoint,
     read_commit,
 )
@@ -283,7 +282,6 @@ __all__ = [
     "ledger",
     "load_snapshot",
     "local_path",
-    "log_dir",
     "log_state",
     "mapping_mode",
     "mark_deleted",

@@ -53,14 +53,13 @@ GATE_TIMEOUT_S = 600.0
 
 
 @contextmanager
-def commit_gate(table_path: str) -> Iterator[None]:
-    """Hold a commit to ``table_path`` until its turn, if the environment asks for a gate."""
+def commit_gate(name: str) -> Iterator[None]:
+    """Hold a commit to the table in folder ``name`` until its turn, if the environment asks for a gate."""
     setting = os.environ.get("DELTAMERGE_COMMIT_GATE")
     if not setting:
         yield
         return
     folder, role = setting.rsplit(":", 1)
-    name = os.path.basename(os.path.normpath(table_path))
     mark = os.path.join(folder, name)
     if role == "second":
         _touch(f"{mark}.second-ready")

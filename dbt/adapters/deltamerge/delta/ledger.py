@@ -14,12 +14,14 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
+from dbt.adapters.deltamerge.delta.location import TableLocation
+
 
 @dataclass(frozen=True)
 class Committed:
     """A version this thread committed."""
 
-    table_path: str
+    table: TableLocation
     version: int
     operation: str
 
@@ -51,10 +53,10 @@ def ledger() -> Iterator[Ledger]:
         _OPEN.ledgers.remove(opened)
 
 
-def record(table_path: str, version: int, operation: str) -> None:
-    """Note that ``version`` of ``table_path`` was committed (by ``operation``)."""
+def record(table: TableLocation, version: int, operation: str) -> None:
+    """Note that ``version`` of ``table`` was committed (by ``operation``)."""
     for opened in _OPEN.ledgers:
-        opened.committed.append(Committed(table_path, version, operation))
+        opened.committed.append(Committed(table, version, operation))
 
 
 @contextmanager
@@ -71,14 +73,15 @@ def after_commit(step: str) -> Iterator[None]:
 def describe(done: Ledger) -> str:
     """What a failure after a commit tells: the versions that landed and what did not happen.
 
-    >>> done = Ledger([Committed("/w/t", 5, "MERGE")], "binding the new version in Spark's catalog")
+    >>> step = "binding the new version in Spark's catalog"
+    >>> done = Ledger([Committed(TableLocation.of("/w/t"), 5, "MERGE")], step)
     >>> print(describe(done))
     Delta version 5 of /w/t was committed (MERGE); then binding the new version in Spark's catalog
     failed. The data is written: do not re-run to redo it (a re-run writes again); the next read of
     the table binds it.
     """
     versions = "; ".join(
-        f"Delta version {c.version} of {c.table_path} was committed ({c.operation})" for c in done.committed
+        f"Delta version {c.version} of {c.table} was committed ({c.operation})" for c in done.committed
     )
     then = done.failed_step or "a step after the commit"
     return (

@@ -1,9 +1,11 @@
 """Where a Delta table lives: one value from the name a model or statement gives to the commit.
 
-``TableLocation`` is the table's root (a local path or an object-store URI), its store
-(``stores.py``: the storage calls there) and the options its store needs to reach it (an object
-store's endpoint, region or credentials provider; none on a local disk). Options never print: a
-location shows its path only (they may carry secrets).
+``TableLocation`` is the table's handle: its root (a local path or an object-store URI), its store
+(``stores.py``: the storage calls there, chosen once when the location is made, refusing by name a
+scheme where no commit is safe) and the options its store needs to reach it (an object store's
+endpoint, region or credentials provider; none on a local disk). The log's and the commit path's
+functions take the location and call its store. Options never print: a location shows its path only
+(they may carry secrets).
 
 ``place_table`` is the one rule for where ``<schema>.<identifier>`` lives, called by models
 (``model/write.locate``), statements (``CREATE TABLE``, an interrupted binding's recovery) and
@@ -39,6 +41,10 @@ class TableLocation:
     options: Mapping[str, str] = field(
         default_factory=lambda: MappingProxyType({}), repr=False, compare=False
     )
+    store: Store = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "store", store_for(self.path))
 
     @classmethod
     def of(cls, uri: str, options: Mapping[str, str] | None = None) -> TableLocation:
@@ -49,9 +55,34 @@ class TableLocation:
         return self.path
 
     @property
-    def store(self) -> Store:
-        """The store the table is on (``stores.py``): its storage calls are the store's methods."""
-        return store_for(self.path)
+    def name(self) -> str:
+        """The name of the table's folder.
+
+        >>> TableLocation.of("s3://lake/wh/orders/").name
+        'orders'
+        """
+        return os.path.basename(os.path.normpath(self.path))
+
+    @property
+    def log_folder(self) -> str:
+        """The table's ``_delta_log`` folder."""
+        return os.path.join(self.path, "_delta_log")
+
+    def commit_file(self, version: int) -> str:
+        """The commit file of ``version``.
+
+        >>> TableLocation.of("/t").commit_file(3)
+        '/t/_delta_log/00000000000000000003.json'
+        """
+        return os.path.join(self.log_folder, f"{version:020d}.json")
+
+    def inner(self, folder: str) -> TableLocation:
+        """The location of a table in ``folder`` inside this one (CDC apply's state), with its options."""
+        return TableLocation(os.path.join(self.path, folder), self.options)
+
+    def deltalake_options(self) -> dict[str, str] | None:
+        """deltalake's ``storage_options`` for this table: its own options, else its store's."""
+        return dict(self.options) if self.options else self.store.deltalake_options(self.path)
 
 
 def place_table(

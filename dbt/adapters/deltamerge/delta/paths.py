@@ -85,16 +85,16 @@ def encode_add_path(relative_path: str) -> str:
     return quote(relative_path, safe="/=")
 
 
-def local_path(table_path: str, add_path: str) -> str:
-    """The file an ``add.path`` (relative, or an absolute URI) refers to: a local path, or an
-    object-store URI for a table on one.
+def local_path(root: str, add_path: str) -> str:
+    """The file an ``add.path`` (relative, or an absolute URI) refers to in the table at ``root``
+    (text only: no store is asked): a local path, or an object-store URI for a table on one.
 
     >>> local_path("s3a://lake/t", "k=a%20b/part-0.parquet"), local_path("/w/t", "file:/x/p.parquet")
     ('s3a://lake/t/k=a b/part-0.parquet', '/x/p.parquet')
     """
     if add_path.startswith("file:") or add_path.startswith("/") or is_object_uri(add_path):
         return table_path_of(add_path)
-    return os.path.join(table_path, unquote(add_path))
+    return os.path.join(root, unquote(add_path))
 
 
 def table_path_of(location: str) -> str:

@@ -129,8 +129,9 @@ class MergeSpec:
         unique_key = names(config.get("unique_key"), "unique_key", problems)
         merge_condition = sql_text(config.get("merge_condition"), "merge_condition", problems)
         predicates = sql_list(config.get("incremental_predicates"), "incremental_predicates", problems)
+        known = len(problems)
         clauses = {kind: parse_clauses(kind, config, source, problems) for kind in LIST_KEYS}
-        if not any(clauses.values()):
+        if not any(clauses.values()) and len(problems) == known:  # (an invalid clause is said as such)
             problems.append(
                 "[MERGE_WITHOUT_WHEN] There must be at least one WHEN clause in a MERGE statement."
             )

@@ -277,7 +277,7 @@ def locate(
         bound=bound,
         schema_folder=lambda: folder_of(schema),
     )
-    exists = bound is not None or (incremental and has_delta_log(location.path))
+    exists = bound is not None or (incremental and has_delta_log(location))
     return ModelTable(schema, identifier, location, exists, bound is not None, txn, entry.properties)
 
 

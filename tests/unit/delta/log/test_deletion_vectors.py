@@ -12,6 +12,7 @@ import pytest
 from pyroaring import BitMap, BitMap64
 
 from dbt.adapters.deltamerge.delta.errors import DeltaError
+from dbt.adapters.deltamerge.delta.location import TableLocation
 from dbt.adapters.deltamerge.delta.log.deletion_vectors import (
     NATIVE_MAGIC,
     deserialize,
@@ -41,7 +42,7 @@ def test_the_native_layout_of_the_protocols_inline_example_is_read_too():
 
 def test_one_file_holds_every_vector_of_a_commit_at_its_offset_with_its_checksum(tmp_path):
     vectors = {"a": BitMap64([1, 2, 3]), "b": BitMap64(range(0, 100_000, 3))}
-    descriptors = store(str(tmp_path), vectors)
+    descriptors = store(TableLocation.of(str(tmp_path)), vectors)
     (only,) = {vector_file(d) for d in descriptors.values()}
     assert only is not None and only.startswith("deletion_vector_")
     raw = (tmp_path / only).read_bytes()
@@ -52,21 +53,21 @@ def test_one_file_holds_every_vector_of_a_commit_at_its_offset_with_its_checksum
         assert struct.unpack(">i", raw[offset : offset + 4])[0] == size
         data = raw[offset + 4 : offset + 4 + size]
         assert struct.unpack(">I", raw[offset + 4 + size : offset + 8 + size])[0] == zlib.crc32(data)
-        assert load(str(tmp_path), descriptor) == vectors[key]
+        assert load(TableLocation.of(str(tmp_path)), descriptor) == vectors[key]
     assert descriptors["a"]["offset"] == 1
 
 
 def test_a_corrupt_vector_fails_naming_it_rather_than_deleting_other_rows(tmp_path):
-    descriptor = store(str(tmp_path), {"a": BitMap64([5])})["a"]
+    descriptor = store(TableLocation.of(str(tmp_path)), {"a": BitMap64([5])})["a"]
     path = tmp_path / str(vector_file(descriptor))
     raw = bytearray(path.read_bytes())
     raw[-5] ^= 0xFF  # a bitmap byte
     path.write_bytes(bytes(raw))
     with pytest.raises(DeltaError, match="checksum"):
-        load(str(tmp_path), descriptor)
+        load(TableLocation.of(str(tmp_path)), descriptor)
     with pytest.raises(DeltaError, match=r"cardinality|rows"):
-        store_again = store(str(tmp_path), {"b": BitMap64([1, 2])})["b"]
-        load(str(tmp_path), {**store_again, "cardinality": 3})
+        store_again = store(TableLocation.of(str(tmp_path)), {"b": BitMap64([1, 2])})["b"]
+        load(TableLocation.of(str(tmp_path)), {**store_again, "cardinality": 3})
 
 
 def test_an_inline_vector_is_the_bitmap_in_z85():
@@ -78,7 +79,7 @@ def test_an_inline_vector_is_the_bitmap_in_z85():
         "sizeInBytes": len(data),
         "cardinality": 2,
     }
-    assert set(load("/nowhere", descriptor)) == {2, 4}
+    assert set(load(TableLocation.of("/nowhere"), descriptor)) == {2, 4}
     assert z85_decode(z85_encode(b"\x01\x02\x03\x04")) == b"\x01\x02\x03\x04"
 
 
@@ -93,7 +94,7 @@ def test_a_vector_databricks_wrote_reads_as_delta_rs_reads_it():
         if line.strip() and "add" in json.loads(line)
     ]
     descriptor = next(a["deletionVector"] for a in reversed(adds) if a.get("deletionVector"))
-    assert sorted(load(str(FIXTURE), descriptor)) == [0, 9]
+    assert sorted(load(TableLocation.of(str(FIXTURE)), descriptor)) == [0, 9]
 
 
 # delta-kernel-rs' ``cdf-table-with-dv`` (versions 3, 4 and 5 of its one data file): inline vectors
@@ -109,7 +110,7 @@ KERNEL_INLINE = [
 @pytest.mark.parametrize("text, size, cardinality, rows", KERNEL_INLINE)
 def test_inline_vectors_of_a_kernel_table_read_as_every_reader_reads_them(text, size, cardinality, rows):
     descriptor = {"storageType": "i", "pathOrInlineDv": text, "sizeInBytes": size, "cardinality": cardinality}
-    assert sorted(load("/nowhere", descriptor)) == rows
+    assert sorted(load(TableLocation.of("/nowhere"), descriptor)) == rows
 
 
 @pytest.mark.parametrize("rows", [[0], [3], [2**16 - 1], [2**16], [1, 2, 3, 70000], [2**32 - 1], [2**32 + 3]])
@@ -124,4 +125,4 @@ def test_inline_vectors_of_every_size_read_back_in_both_padded_forms(rows):
             "sizeInBytes": len(data),
             "cardinality": len(rows),
         }
-        assert sorted(load("/nowhere", descriptor)) == rows
+        assert sorted(load(TableLocation.of("/nowhere"), descriptor)) == rows

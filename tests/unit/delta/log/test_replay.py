@@ -10,6 +10,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from dbt.adapters.deltamerge.delta.errors import DeltaError
+from dbt.adapters.deltamerge.delta.location import TableLocation
 from dbt.adapters.deltamerge.delta.log.replay import log_state
 
 DV = {
@@ -43,7 +44,7 @@ def _table(tmp_path: Path) -> Path:
 
 
 def test_newest_actions_win_and_a_path_re_added_with_a_vector_stays_live(tmp_path):
-    table = str(_table(tmp_path))
+    table = TableLocation.of(str(_table(tmp_path)))
     assert set(log_state(table, 0).adds) == {"a", "b c"}
     state = log_state(table, 2)
     assert state.adds["a"]["deletionVector"] == DV and state.adds["b c"]["baseRowId"] == 5
@@ -52,7 +53,7 @@ def test_newest_actions_win_and_a_path_re_added_with_a_vector_stays_live(tmp_pat
 
 
 def _checkpoint_rows(table: Path, version: int) -> list[dict]:
-    state = log_state(str(table), version)
+    state = log_state(TableLocation.of(str(table)), version)
     return [{"add": a} for a in state.adds.values()] + [{"domainMetadata": d} for d in state.domains.values()]
 
 
@@ -60,7 +61,7 @@ def _checkpoint_rows(table: Path, version: int) -> list[dict]:
 def test_every_checkpoint_kind_gives_the_state_its_commits_give(tmp_path, kind):
     table = _table(tmp_path)
     log = table / "_delta_log"
-    expected = log_state(str(table), 3)
+    expected = log_state(TableLocation.of(str(table)), 3)
     rows = _checkpoint_rows(table, 2)
     dv_type = pa.struct(
         [(k, pa.int64() if k != "storageType" and k != "pathOrInlineDv" else pa.string()) for k in DV]
@@ -90,7 +91,7 @@ def test_every_checkpoint_kind_gives_the_state_its_commits_give(tmp_path, kind):
         pq.write_table(sidecar, log / f"{2:020d}.checkpoint.3a0d65cd-4056-49b8-937b-95f9e3ee90e5.parquet")
     for version in (0, 1, 2):  # commits up to the checkpoint cleaned up: only it holds them
         (log / f"{version:020d}.json").unlink()
-    state = log_state(str(table), 3)
+    state = log_state(TableLocation.of(str(table)), 3)
     assert {p: (a.get("deletionVector"), a.get("baseRowId")) for p, a in state.adds.items()} == {
         p: (a.get("deletionVector"), a.get("baseRowId")) for p, a in expected.adds.items()
     }
@@ -103,4 +104,4 @@ def test_a_log_without_version_0_or_a_checkpoint_is_refused(tmp_path):
     table = _table(tmp_path)
     (table / "_delta_log" / f"{0:020d}.json").unlink()
     with pytest.raises(DeltaError, match="neither version 0 nor a checkpoint"):
-        log_state(str(table), 3)
+        log_state(TableLocation.of(str(table)), 3)

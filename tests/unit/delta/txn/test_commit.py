@@ -9,6 +9,7 @@ import pytest
 
 from dbt.adapters.deltamerge.delta import storage
 from dbt.adapters.deltamerge.delta.errors import ConcurrentModification
+from dbt.adapters.deltamerge.delta.location import TableLocation
 from dbt.adapters.deltamerge.delta.txn.commit import CommitInfo, commit, read_commit
 
 
@@ -26,9 +27,12 @@ def test_commit_info_records_strings_like_delta(tmp_path):
         "WRITE", {"mode": "Append", "partitionBy": ["p"]}, {"numFiles": 2}, is_blind_append=True
     )
     version = commit(
-        str(tmp_path), read_version=-1, actions=[{"add": {"path": "a", "stats": "{}"}}], info=info
+        TableLocation.of(str(tmp_path)),
+        read_version=-1,
+        actions=[{"add": {"path": "a", "stats": "{}"}}],
+        info=info,
     )
-    head, add = read_commit(str(tmp_path), version)
+    head, add = read_commit(TableLocation.of(str(tmp_path)), version)
     assert version == 0 and "readVersion" not in head["commitInfo"]
     assert head["commitInfo"]["operationParameters"] == {"mode": "Append", "partitionBy": '["p"]'}
     assert head["commitInfo"]["operationMetrics"] == {"numFiles": "2"}
@@ -37,14 +41,24 @@ def test_commit_info_records_strings_like_delta(tmp_path):
 
 def test_lost_race_retries_blind_appends_and_refuses_others(tmp_path):
     path = str(tmp_path)
-    commit(path, read_version=-1, actions=[], info=CommitInfo("CREATE TABLE AS SELECT"))
-    commit(path, read_version=0, actions=[], info=CommitInfo("WRITE", is_blind_append=True))
+    commit(TableLocation.of(path), read_version=-1, actions=[], info=CommitInfo("CREATE TABLE AS SELECT"))
+    commit(TableLocation.of(path), read_version=0, actions=[], info=CommitInfo("WRITE", is_blind_append=True))
     # both read version 0: the blind append moves on to version 2
-    assert commit(path, read_version=0, actions=[], info=CommitInfo("WRITE", is_blind_append=True)) == 2
+    assert (
+        commit(
+            TableLocation.of(path), read_version=0, actions=[], info=CommitInfo("WRITE", is_blind_append=True)
+        )
+        == 2
+    )
     with open(os.path.join(path, "_delta_log", f"{2:020d}.json")) as handle:
         assert json.loads(handle.readline())["commitInfo"]["readVersion"] == 0
     with pytest.raises(ConcurrentModification, match="version 1 was committed by another writer"):
-        commit(path, read_version=0, actions=[], info=CommitInfo("WRITE", {"mode": "Overwrite"}))
+        commit(
+            TableLocation.of(path),
+            read_version=0,
+            actions=[],
+            info=CommitInfo("WRITE", {"mode": "Overwrite"}),
+        )
 
 
 def test_a_failed_checkpoint_does_not_fail_the_committed_write(tmp_path, caplog):
@@ -56,6 +70,6 @@ def test_a_failed_checkpoint_does_not_fail_the_committed_write(tmp_path, caplog)
     path = str(tmp_path / "t")
     write_deltalake(path, pa.table({"a": [1]}))
     # Version 10 does not exist: delta-rs fails to load it, the caller's commit must stand.
-    assert maybe_checkpoint(path, 10, 10) is False
+    assert maybe_checkpoint(TableLocation.of(path), 10, 10) is False
     assert "checkpoint of version 10 failed" in caplog.text
-    assert maybe_checkpoint(path, 3, 10) is False  # not a checkpoint version: nothing tried
+    assert maybe_checkpoint(TableLocation.of(path), 3, 10) is False  # not a checkpoint version: nothing tried

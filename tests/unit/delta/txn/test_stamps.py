@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+from dbt.adapters.deltamerge.delta.location import TableLocation
 from dbt.adapters.deltamerge.delta.log.protocol import Protocol
 from dbt.adapters.deltamerge.delta.txn.stamps import (
     ROW_TRACKING_DOMAIN,
@@ -48,11 +49,11 @@ def test_stamps_follow_the_table_and_a_suspension():
 
 
 def test_an_in_commit_timestamp_is_after_the_previous_one_even_when_the_clock_is_behind(tmp_path):
-    log = tmp_path / "_delta_log"
+    log, table = tmp_path / "_delta_log", TableLocation.of(str(tmp_path))
     log.mkdir()
     (log / f"{0:020d}.json").write_text(json.dumps({"commitInfo": {"inCommitTimestamp": 5000}}) + "\n")
-    assert in_commit_timestamp(str(log), 1, now=100) == 5001
-    assert in_commit_timestamp(str(log), 1, now=9000) == 9000
-    assert in_commit_timestamp(str(log), 0, now=7) == 7
+    assert in_commit_timestamp(table, 1, now=100) == 5001
+    assert in_commit_timestamp(table, 1, now=9000) == 9000
+    assert in_commit_timestamp(table, 0, now=7) == 7
     (log / f"{1:020d}.json").write_text(json.dumps({"commitInfo": {"timestamp": 1}}) + "\n")
-    assert in_commit_timestamp(str(log), 2, now=0) > 0  # before the feature: the file's time
+    assert in_commit_timestamp(table, 2, now=0) > 0  # before the feature: the file's time

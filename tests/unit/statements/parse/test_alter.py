@@ -9,6 +9,7 @@ from dbt.adapters.deltamerge.statements.parse.alter import (
 )
 from dbt.adapters.deltamerge.statements.parse.ddl import parse_ddl
 from dbt.adapters.deltamerge.statements.parse.dml import StatementParseError
+from dbt.adapters.deltamerge.statements.parse.text import SqlText
 
 
 @pytest.mark.parametrize(
@@ -27,10 +28,10 @@ from dbt.adapters.deltamerge.statements.parse.dml import StatementParseError
     ],
 )
 def test_constraint_and_column_alters(sql, parsed):
-    assert parse_ddl(sql) == parsed
+    assert parse_ddl(SqlText(sql)) == parsed
 
 
 def test_only_check_constraints():
     with pytest.raises(StatementParseError, match="ADD CONSTRAINT name CHECK"):
-        parse_ddl("alter table t add constraint pk primary key (a)")
-    assert parse_ddl("alter table t alter column a type bigint") is None
+        parse_ddl(SqlText("alter table t add constraint pk primary key (a)"))
+    assert parse_ddl(SqlText("alter table t alter column a type bigint")) is None

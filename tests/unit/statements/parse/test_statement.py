@@ -18,6 +18,7 @@ from dbt.adapters.deltamerge.statements.parse.statement import (
     StatementParseError,
     parse_write_statement,
 )
+from dbt.adapters.deltamerge.statements.parse.text import SqlText
 
 
 @pytest.mark.parametrize(
@@ -84,7 +85,7 @@ from dbt.adapters.deltamerge.statements.parse.statement import (
     ],
 )
 def test_insert_header_and_the_query_as_written(sql, parts, columns, partitions, by_name, overwrite, query):
-    assert parse_write_statement(sql) == InsertStatement(
+    assert parse_write_statement(SqlText(sql)) == InsertStatement(
         parts=parts,
         columns=columns,
         static_partitions=partitions,
@@ -114,19 +115,21 @@ def test_insert_header_and_the_query_as_written(sql, parts, columns, partitions,
     ],
 )
 def test_what_precedes_the_insert_joins_its_query(sql, parts, overwrite, query):
-    insert = parse_write_statement(sql)
+    insert = parse_write_statement(SqlText(sql))
     assert isinstance(insert, InsertStatement)
     assert (insert.parts, insert.overwrite, insert.query) == (parts, overwrite, query)
 
 
 def test_a_with_before_the_insert_and_in_its_query_is_one_with_too_many():
     with pytest.raises(StatementParseError, match="WITH both before the INSERT and in its query"):
-        parse_write_statement("with x as (select 1) insert into t with y as (select 2) select * from x, y")
+        parse_write_statement(
+            SqlText("with x as (select 1) insert into t with y as (select 2) select * from x, y")
+        )
 
 
 def test_an_insert_into_several_tables_names_the_first():
     assert parse_write_statement(
-        "from x insert into s.t select a insert into s.u select b"
+        SqlText("from x insert into s.t select a insert into s.u select b")
     ) == RefusedStatement(
         ("s", "t"), "FROM ... INSERT into several tables (one Delta commit writes one table)"
     )
@@ -143,26 +146,26 @@ def test_an_insert_into_several_tables_names_the_first():
     ],
 )
 def test_statements_that_write_no_delta_table(sql):
-    assert parse_write_statement(sql) is None
+    assert parse_write_statement(SqlText(sql)) is None
 
 
 def test_a_null_static_partition_is_not_guessed():
     with pytest.raises(StatementParseError, match="NULL partition value"):
-        parse_write_statement("insert into t partition (p = null) select 1")
+        parse_write_statement(SqlText("insert into t partition (p = null) select 1"))
 
 
 def test_row_changing_statements_are_parsed_for_the_engine():
-    assert isinstance(parse_write_statement("update s.t set a = 1 where b = 2"), UpdateStatement)
-    assert isinstance(parse_write_statement("DELETE FROM t WHERE a = 1"), DeleteStatement)
-    assert isinstance(parse_write_statement("truncate table s.t"), TruncateStatement)
-    merge = parse_write_statement("merge into s.t using u on t.a = u.a when matched then delete")
+    assert isinstance(parse_write_statement(SqlText("update s.t set a = 1 where b = 2")), UpdateStatement)
+    assert isinstance(parse_write_statement(SqlText("DELETE FROM t WHERE a = 1")), DeleteStatement)
+    assert isinstance(parse_write_statement(SqlText("truncate table s.t")), TruncateStatement)
+    merge = parse_write_statement(SqlText("merge into s.t using u on t.a = u.a when matched then delete"))
     assert isinstance(merge, MergeStatement) and merge.parts == ("s", "t")
 
 
 def test_statements_sqlglot_has_no_grammar_for_log_no_warning(caplog):
     """sqlglot warns that it falls back to a Command for OPTIMIZE; that line must not reach dbt's log."""
     with caplog.at_level(logging.WARNING, logger="sqlglot"):
-        statement = parse_write_statement("OPTIMIZE s.t ZORDER BY (a)")
+        statement = parse_write_statement(SqlText("OPTIMIZE s.t ZORDER BY (a)"))
     assert statement is not None and statement.zorder_by == ("a",)
     assert [r.getMessage() for r in caplog.records if r.name == "sqlglot"] == []
     assert logging.getLogger("sqlglot").level == logging.NOTSET  # its other warnings still logged

@@ -20,12 +20,10 @@ from collections.abc import Mapping, Sequence
 
 from pyspark.sql import SparkSession
 
-from dbt.adapters.deltamerge.delta import storage
 from dbt.adapters.deltamerge.delta.errors import ConcurrentModification
 from dbt.adapters.deltamerge.delta.log.mapping import physical_names
 from dbt.adapters.deltamerge.delta.log.properties import AUTO_COMPACT
 from dbt.adapters.deltamerge.delta.log.snapshot import AddFile, Snapshot
-from dbt.adapters.deltamerge.delta.txn.commit import version_file
 from dbt.adapters.deltamerge.delta.txn.transaction import WriteResult
 
 # Delta's autoCompact.minNumFiles: small files a partition needs before auto compaction runs.
@@ -94,7 +92,8 @@ def _partitions_added_to(snapshot: Snapshot, version: int) -> set[Partition]:
     """The partitions (logical names) the commit at ``version`` added files to."""
     logical = {v: k for k, v in physical_names(snapshot.schema).items()}
     touched: set[Partition] = set()
-    for line in storage.read_bytes(version_file(snapshot.table_path, version)).decode("utf-8").splitlines():
+    table = snapshot.location
+    for line in table.store.read_bytes(table.commit_file(version)).decode("utf-8").splitlines():
         add = json.loads(line).get("add") if line.strip() else None
         if add is not None:
             values = add.get("partitionValues") or {}

@@ -26,9 +26,9 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from dbt.adapters.deltamerge.common.sql import quote_identifier
-from dbt.adapters.deltamerge.delta import storage
 from dbt.adapters.deltamerge.delta.data.files import CHANGE_DATA_DIR, CHANGE_TYPE
 from dbt.adapters.deltamerge.delta.errors import DeltaError, UnsupportedTableFeature
+from dbt.adapters.deltamerge.delta.location import TableLocation
 from dbt.adapters.deltamerge.delta.log.mapping import mapping_mode
 from dbt.adapters.deltamerge.delta.log.protocol import change_data_feed_enabled
 from dbt.adapters.deltamerge.delta.log.snapshot import Snapshot, load_snapshot
@@ -42,20 +42,20 @@ class ChangeDataNotRecorded(DeltaError):
     """Changes were asked for versions written while the feed was off."""
 
 
-def read_changes(spark: SparkSession, table_path: str, start: int, end: int | None = None) -> DataFrame:
+def read_changes(spark: SparkSession, table: TableLocation, start: int, end: int | None = None) -> DataFrame:
     """The change rows of versions ``start`` to ``end`` (default: the latest), in Spark."""
-    latest = latest_version(table_path)
+    latest = latest_version(table)
     end = latest if end is None else min(end, latest)
     if start < 0 or (end < start and start <= latest):
-        raise DeltaError(f"Delta table at {table_path}: invalid version range [{start}, {end}]")
-    snapshot = load_snapshot(table_path)
+        raise DeltaError(f"Delta table at {table}: invalid version range [{start}, {end}]")
+    snapshot = load_snapshot(table)
     if snapshot is None:
-        raise DeltaError(f"No Delta table at {table_path}")
+        raise DeltaError(f"No Delta table at {table}")
     snapshot.check_readable()
     if mapping_mode(snapshot.metadata.configuration) != "none":
         # Change files hold physical column names: this reader does not map them yet.
         raise UnsupportedTableFeature(
-            f"Delta table at {table_path}: the change data feed of a table with the reader feature "
+            f"Delta table at {table}: the change data feed of a table with the reader feature "
             "'columnMapping' is not read by this version. Nothing was read."
         )
     schema = _feed_schema(snapshot.schema)
@@ -63,7 +63,7 @@ def read_changes(spark: SparkSession, table_path: str, start: int, end: int | No
         return spark.createDataFrame([], schema)
     frames = [
         frame
-        for version, actions in _commits_with_feed(table_path, start, end)
+        for version, actions in _commits_with_feed(table, start, end)
         for frame in _changes_of(spark, snapshot, version, actions)
     ]
     if not frames:
@@ -74,11 +74,13 @@ def read_changes(spark: SparkSession, table_path: str, start: int, end: int | No
     return result.select(*[F.col(quote_identifier(f.name)) for f in schema.fields])
 
 
-def _commits_with_feed(table_path: str, start: int, end: int) -> Iterable[tuple[int, list[dict[str, Any]]]]:
-    at_start = load_snapshot(table_path, start)
+def _commits_with_feed(
+    table: TableLocation, start: int, end: int
+) -> Iterable[tuple[int, list[dict[str, Any]]]]:
+    at_start = load_snapshot(table, start)
     configuration = dict(at_start.metadata.configuration) if at_start else {}
     for version in range(start, end + 1):
-        actions = read_commit(table_path, version)
+        actions = read_commit(table, version)
         if version > start:
             for action in actions:
                 if "metaData" in action:
@@ -96,7 +98,7 @@ def _commits_with_feed(table_path: str, start: int, end: int) -> Iterable[tuple[
 def _changes_of(
     spark: SparkSession, snapshot: Snapshot, version: int, actions: list[dict[str, Any]]
 ) -> list[DataFrame]:
-    stamp = _timestamp(snapshot.table_path, version, actions)
+    stamp = _timestamp(snapshot.location, version, actions)
     cdc = [a["cdc"]["path"] for a in actions if "cdc" in a]
     if not cdc and _changed_by_deletion_vectors(actions):
         raise UnsupportedTableFeature(
@@ -182,13 +184,11 @@ def _read(
     return reduce(DataFrame.unionAll, frames)
 
 
-def _timestamp(table_path: str, version: int, actions: list[dict[str, Any]]) -> dt.datetime:
+def _timestamp(table: TableLocation, version: int, actions: list[dict[str, Any]]) -> dt.datetime:
     info: dict[str, Any] = next((a["commitInfo"] for a in actions if "commitInfo" in a), {})
     millis = info.get("inCommitTimestamp") or info.get("timestamp")
     if millis is None:
-        millis = (
-            storage.size_and_mtime(os.path.join(table_path, "_delta_log", f"{version:020d}.json"))[1] * 1000
-        )
+        millis = table.store.size_and_mtime(table.commit_file(version))[1] * 1000
     return dt.datetime.fromtimestamp(millis / 1000)
 
 

@@ -28,6 +28,7 @@ from dbt.adapters.deltamerge.delta.commands.convert_files import (
     not_parquet,
 )
 from dbt.adapters.deltamerge.delta.errors import DeltaError
+from dbt.adapters.deltamerge.delta.location import TableLocation
 from dbt.adapters.deltamerge.delta.log.protocol import TableMetadata, protocol_for
 from dbt.adapters.deltamerge.delta.log.schema import (
     required_features,
@@ -36,12 +37,11 @@ from dbt.adapters.deltamerge.delta.log.schema import (
     to_delta_schema,
 )
 from dbt.adapters.deltamerge.delta.log.stats import DEFAULT_NUM_INDEXED_COLS
-from dbt.adapters.deltamerge.delta.paths import encode_add_path, table_path_of
+from dbt.adapters.deltamerge.delta.paths import encode_add_path
 from dbt.adapters.deltamerge.delta.txn.commit import (
     CommitInfo,
     encode_actions,
     latest_version,
-    log_dir,
     now_ms,
 )
 from dbt.adapters.deltamerge.delta.txn.metrics import convert_metrics
@@ -57,10 +57,19 @@ class ConvertError(DeltaError):
 class ConvertResult:
     """What the conversion did (``version`` None: it was already a Delta table)."""
 
-    table_path: str
+    location: TableLocation
     version: int | None
     num_files: int
     message: str
+
+    def as_output(self) -> dict[str, object]:
+        """The operation's result as plain values (``table_path`` the table's path)."""
+        return {
+            "table_path": self.location.path,
+            "version": self.version,
+            "num_files": self.num_files,
+            "message": self.message,
+        }
 
 
 def convert_to_delta(
@@ -72,12 +81,13 @@ def convert_to_delta(
     source_name: str | None = None,
 ) -> ConvertResult:
     """Convert the parquet files under ``path`` into version 0 of a Delta table there."""
-    path = table_path_of(path)
+    table = TableLocation.of(path)
+    path = table.path
     name = source_name or path
-    if not storage.is_dir(path):
+    if not table.store.is_dir(path):
         raise ConvertError(f"CONVERT TO DELTA: {name}: no directory at {path}")
-    if latest_version(path) >= 0:
-        return ConvertResult(path, None, 0, ALREADY_DELTA)
+    if latest_version(table) >= 0:
+        return ConvertResult(table, None, 0, ALREADY_DELTA)
     files = list_data_files(path, [f.name for f in (partition_schema or T.StructType()).fields])
     if not files:
         raise ConvertError(f"CONVERT TO DELTA: {name}: no parquet files under {path}; nothing to convert")
@@ -96,8 +106,8 @@ def convert_to_delta(
     if problems:
         raise ConvertError(f"CONVERT TO DELTA: {name}: " + "; ".join(problems))
     stats = file_stats_json(spark, path, files, data_schema, DEFAULT_NUM_INDEXED_COLS) if statistics else {}
-    _write_version_zero(path, schema, partitions, files, stats, statistics)
-    return ConvertResult(path, 0, len(files), f"Converted {len(files)} parquet files at {path} to Delta")
+    _write_version_zero(table, schema, partitions, files, stats, statistics)
+    return ConvertResult(table, 0, len(files), f"Converted {len(files)} parquet files at {path} to Delta")
 
 
 def parse_partition_schema(spark: SparkSession, ddl: str | None) -> T.StructType | None:
@@ -153,7 +163,7 @@ def _backticked(names: list[str]) -> str:
 
 
 def _write_version_zero(
-    path: str,
+    table: TableLocation,
     schema: T.StructType,
     partitions: T.StructType,
     files: list[ParquetFile],
@@ -182,21 +192,22 @@ def _write_version_zero(
     data = encode_actions(
         [head, protocol_for(required_features(schema)).to_action(), metadata.to_action(), *adds]
     )
-    if storage.on_object_store(path):
+    store = table.store
+    if store.object_store:
         # No folder rename there: version 0 is one conditional create, all of it or nothing.
-        if not storage.put_if_absent(os.path.join(log_dir(path), f"{0:020d}.json"), data):
+        if not store.put_if_absent(table.commit_file(0), data):
             raise ConvertError(
-                f"CONVERT TO DELTA: {log_dir(path)} has a version 0 already (another writer?); "
+                f"CONVERT TO DELTA: {table.log_folder} has a version 0 already (another writer?); "
                 "nothing was committed"
             )
         return
-    staging = os.path.join(path, f".deltamerge_convert_{uuid.uuid4().hex}")
-    storage.make_new_dir(staging)
+    staging = os.path.join(table.path, f".deltamerge_convert_{uuid.uuid4().hex}")
+    store.make_new_dir(staging)
     try:
-        storage.write_durably(os.path.join(staging, f"{0:020d}.json"), data)
-        _publish(staging, log_dir(path))
+        store.write_durably(os.path.join(staging, f"{0:020d}.json"), data)
+        _publish(staging, table.log_folder)
     finally:
-        storage.delete_tree(staging)
+        store.delete_tree(staging)
 
 
 def _publish(staging: str, log: str) -> None:

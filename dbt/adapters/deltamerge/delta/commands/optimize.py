@@ -36,6 +36,7 @@ from dbt.adapters.deltamerge.delta.commands.zorder import ZOrderBin, ZOrderError
 from dbt.adapters.deltamerge.delta.data.files import OPTIMIZE_WRITE
 from dbt.adapters.deltamerge.delta.data.read import read_files
 from dbt.adapters.deltamerge.delta.data.stored import write_files
+from dbt.adapters.deltamerge.delta.location import TableLocation
 from dbt.adapters.deltamerge.delta.log.clustering import PROVIDER, is_clustered_file
 from dbt.adapters.deltamerge.delta.log.row_ids import STABLE_COLUMNS, materialized_columns
 from dbt.adapters.deltamerge.delta.log.snapshot import AddFile, Snapshot
@@ -261,7 +262,7 @@ def _rows(
     return reduce(DataFrame.unionAll, frames)
 
 
-def _layout(snapshot: Snapshot) -> tuple[str, list[str], dict[str, str], T.StructType]:
+def _layout(snapshot: Snapshot) -> tuple[TableLocation, list[str], dict[str, str], T.StructType]:
     # The bins are the layout: no optimized write's shuffle over them.
     configuration = {k: v for k, v in snapshot.metadata.configuration.items() if k != OPTIMIZE_WRITE}
-    return (snapshot.table_path, snapshot.partition_columns, configuration, snapshot.schema)
+    return (snapshot.location, snapshot.partition_columns, configuration, snapshot.schema)

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote
 
-from dbt.adapters.deltamerge.delta import storage
 from dbt.adapters.deltamerge.delta.errors import DeltaError
+from dbt.adapters.deltamerge.delta.location import TableLocation
 from dbt.adapters.deltamerge.delta.log.properties import DEFAULT_RETENTION_HOURS
 from dbt.adapters.deltamerge.delta.log.snapshot import load_snapshot
 from dbt.adapters.deltamerge.delta.log.vector_files import vector_file
@@ -34,7 +34,7 @@ _CONVERT_STAGING = ".deltamerge_convert_"
 class VacuumResult:
     """What a vacuum deleted (or would delete, for a dry run)."""
 
-    table_path: str
+    table: TableLocation
     oldest_retained_version: int
     files: tuple[str, ...]
     bytes: int
@@ -42,14 +42,14 @@ class VacuumResult:
 
 
 def vacuum(
-    table_path: str,
+    table: TableLocation,
     *,
     retain_hours: float = DEFAULT_RETENTION_HOURS,
     dry_run: bool = False,
     enforce_retention: bool = True,
     now_ms: int | None = None,
 ) -> VacuumResult:
-    """Delete (or list, ``dry_run``) the files of ``table_path`` no retained version needs."""
+    """Delete (or list, ``dry_run``) the files of ``table`` no retained version needs."""
     if retain_hours < 0:
         raise DeltaError(f"VACUUM: retain_hours must not be negative, got {retain_hours}")
     if enforce_retention and retain_hours < DEFAULT_RETENTION_HOURS:
@@ -58,33 +58,33 @@ def vacuum(
             "hours: time travel to older versions and writers still running may lose files. Pass "
             "enforce_retention: false to confirm."
         )
-    latest = latest_version(table_path)
-    current = load_snapshot(table_path) if latest >= 0 else None
+    latest = latest_version(table)
+    current = load_snapshot(table) if latest >= 0 else None
     if current is None:
-        raise DeltaError(f"VACUUM: no Delta table at {table_path}")
+        raise DeltaError(f"VACUUM: no Delta table at {table}")
     # VACUUM deletes files: a feature it does not know could lose data (vacuumProtocolCheck asks
     # this writer check of every vacuum). Deletion vector files are kept while referenced.
     current.check_writable()
     cutoff = (now_ms if now_ms is not None else int(time.time() * 1000)) - int(retain_hours * 3_600_000)
-    oldest = _oldest_retained(table_path, latest, cutoff)
-    referenced = _referenced(table_path, oldest, latest)
+    oldest = _oldest_retained(table, latest, cutoff)
+    referenced = _referenced(table, oldest, latest)
     doomed = [
         (relative, size)
-        for relative, size, modified in _files(table_path)
+        for relative, size, modified in _files(table)
         if relative not in referenced and modified < cutoff
     ]
     if not dry_run:
         for relative, _ in doomed:
-            storage.delete_file(os.path.join(table_path, relative), missing_ok=True)
-        _remove_empty_folders(table_path)
-    return VacuumResult(table_path, oldest, tuple(r for r, _ in doomed), sum(s for _, s in doomed), dry_run)
+            table.store.delete_file(os.path.join(table.path, relative), missing_ok=True)
+        _remove_empty_folders(table)
+    return VacuumResult(table, oldest, tuple(r for r, _ in doomed), sum(s for _, s in doomed), dry_run)
 
 
-def _oldest_retained(table_path: str, latest: int, cutoff: int) -> int:
+def _oldest_retained(table: TableLocation, latest: int, cutoff: int) -> int:
     oldest = latest
     for version in range(latest - 1, -1, -1):
         try:
-            actions = read_commit(table_path, version)
+            actions = read_commit(table, version)
         except FileNotFoundError:  # log files cleaned up before: only later versions can be read
             break
         info: dict[str, Any] = next((a["commitInfo"] for a in actions if "commitInfo" in a), {})
@@ -94,13 +94,13 @@ def _oldest_retained(table_path: str, latest: int, cutoff: int) -> int:
     return oldest
 
 
-def _referenced(table_path: str, oldest: int, latest: int) -> set[str]:
-    snapshot = load_snapshot(table_path, oldest)
+def _referenced(table: TableLocation, oldest: int, latest: int) -> set[str]:
+    snapshot = load_snapshot(table, oldest)
     assert snapshot is not None
     paths = {unquote(f.path) for f in snapshot.files}
     vectors = [f.deletion_vector for f in snapshot.files if f.deletion_vector]
     for version in range(oldest, latest + 1):
-        for action in read_commit(table_path, version):
+        for action in read_commit(table, version):
             for kind in ("add", "cdc"):
                 if kind in action:
                     paths.add(unquote(action[kind]["path"]))
@@ -108,20 +108,20 @@ def _referenced(table_path: str, oldest: int, latest: int) -> set[str]:
                 vectors.append(action["add"]["deletionVector"])
     # Deletion vector files of retained versions (a vector deleted would bring its rows back).
     paths.update(p for p in (vector_file(v) for v in vectors) if p is not None)
-    return {os.path.normpath(os.path.relpath(p, table_path) if os.path.isabs(p) else p) for p in paths}
+    return {os.path.normpath(os.path.relpath(p, table.path) if os.path.isabs(p) else p) for p in paths}
 
 
-def _files(table_path: str) -> list[tuple[str, int, int]]:
+def _files(table: TableLocation) -> list[tuple[str, int, int]]:
     """Files vacuum may delete: data and change data files, and our own leftovers.
 
     Hidden names (``_``/``.``) are left alone, as Delta's vacuum does, except the
     change data folder, our staging folder and a crashed conversion's staging.
     """
     found = []
-    for folder, dirs, names in storage.walk(table_path):
-        relative_folder = os.path.relpath(folder, table_path)
+    for folder, dirs, names in table.store.walk(table.path):
+        relative_folder = os.path.relpath(folder, table.path)
         ours = relative_folder.split(os.sep)[0] in _OWNED or relative_folder.startswith(_CONVERT_STAGING)
-        if folder == table_path:
+        if folder == table.path:
             dirs[:] = [d for d in dirs if d in _OWNED or d.startswith(_CONVERT_STAGING) or not _hidden(d)]
         elif not ours:
             dirs[:] = [d for d in dirs if not _hidden(d)]
@@ -129,8 +129,8 @@ def _files(table_path: str) -> list[tuple[str, int, int]]:
             if _hidden(name) and not ours:
                 continue
             full = os.path.join(folder, name)
-            size, mtime = storage.size_and_mtime(full)
-            relative = os.path.normpath(os.path.relpath(full, table_path))
+            size, mtime = table.store.size_and_mtime(full)
+            relative = os.path.normpath(os.path.relpath(full, table.path))
             found.append((relative, size, int(mtime * 1000)))
     return found
 
@@ -139,8 +139,9 @@ def _hidden(name: str) -> bool:
     return (name.startswith("_") and "=" not in name) or name.startswith(".")
 
 
-def _remove_empty_folders(table_path: str) -> None:
-    for folder, _, _ in sorted(storage.walk(table_path), key=lambda entry: -len(entry[0])):
-        relative = os.path.relpath(folder, table_path)
-        if folder != table_path and relative.split(os.sep)[0] not in _KEEP and not storage.list_names(folder):
-            storage.remove_empty_dir(folder)
+def _remove_empty_folders(table: TableLocation) -> None:
+    store = table.store
+    for folder, _, _ in sorted(store.walk(table.path), key=lambda entry: -len(entry[0])):
+        relative = os.path.relpath(folder, table.path)
+        if folder != table.path and relative.split(os.sep)[0] not in _KEEP and not store.list_names(folder):
+            store.remove_empty_dir(folder)

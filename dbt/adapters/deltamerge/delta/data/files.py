@@ -23,8 +23,9 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from dbt.adapters.deltamerge.common.sql import quote_identifier
-from dbt.adapters.deltamerge.delta import storage
+from dbt.adapters.deltamerge.delta.errors import StorageError
 from dbt.adapters.deltamerge.delta.faults import crash_point
+from dbt.adapters.deltamerge.delta.location import TableLocation
 from dbt.adapters.deltamerge.delta.log.mapping import field_id, physical_name, physical_type
 from dbt.adapters.deltamerge.delta.log.stats import stats_from_metadata, stats_to_json
 from dbt.adapters.deltamerge.delta.paths import encode_add_path, parse_partition_folder
@@ -49,7 +50,7 @@ def optimized(df: DataFrame, partition_columns: list[str], configuration: Mappin
 
 def write_data_and_changes(
     df: DataFrame,
-    table_path: str,
+    table: TableLocation,
     *,
     partition_columns: list[str],
     num_indexed_cols: int,
@@ -62,7 +63,7 @@ def write_data_and_changes(
     under ``_change_data/`` in the same partition layout.
     """
     flagged = df.withColumn(_CDC_PARTITION, F.col(CHANGE_TYPE).isNotNull())
-    staging, kept = _write_folder(table_path)
+    staging, kept = _write_folder(table)
     writer = flagged.write.mode("error").option("compression", "snappy")
     try:
         crash_point("before_data_files")
@@ -72,70 +73,72 @@ def write_data_and_changes(
         data_schema = T.StructType([f for f in df.schema.fields if f.name not in skip])
         data: list[WrittenFile] = []
         changes: list[ChangeFile] = []
-        for relative in _staged_files(staging):
+        for relative in _staged_files(table, staging):
             flag, _, rest = relative.partition(os.sep)
             if kept:
                 at = os.path.join(os.path.basename(staging), relative)
                 if flag == f"{_CDC_PARTITION}=true":
-                    changes.append(_describe_change(table_path, at, rest, partition_columns))
+                    changes.append(_describe_change(table, at, rest, partition_columns))
                 else:
-                    data.append(
-                        _describe(table_path, at, rest, partition_columns, data_schema, num_indexed_cols)
-                    )
+                    data.append(_describe(table, at, rest, partition_columns, data_schema, num_indexed_cols))
             elif flag == f"{_CDC_PARTITION}=true":
-                changes.append(_place_change(staging, table_path, relative, rest, partition_columns))
+                changes.append(_place_change(staging, table, relative, rest, partition_columns))
             else:
                 placed = _place(
-                    staging, table_path, rest, partition_columns, data_schema, num_indexed_cols, relative
+                    staging, table, rest, partition_columns, data_schema, num_indexed_cols, relative
                 )
                 data.append(placed)
-        return _without_empty(table_path, data), changes
+        return _without_empty(table, data), changes
     except BaseException:
         if kept:
-            storage.delete_tree(staging)
+            table.store.delete_tree(staging)
         raise
     finally:
         if not kept:
-            storage.delete_tree(staging)
-            _remove_if_empty(os.path.join(table_path, STAGING_DIR))
+            table.store.delete_tree(staging)
+            _remove_if_empty(table, os.path.join(table.path, STAGING_DIR))
 
 
 def _place_change(
-    staging: str, table_path: str, relative: str, rest: str, partition_columns: list[str]
+    staging: str, table: TableLocation, relative: str, rest: str, partition_columns: list[str]
 ) -> ChangeFile:
     destination = os.path.join(CHANGE_DATA_DIR, rest)
-    final = os.path.join(table_path, destination)
-    storage.make_dirs(os.path.dirname(final))
-    storage.rename(os.path.join(staging, relative), final)
-    return _describe_change(table_path, destination, rest, partition_columns)
+    final = os.path.join(table.path, destination)
+    table.store.make_dirs(os.path.dirname(final))
+    table.store.rename(os.path.join(staging, relative), final)
+    return _describe_change(table, destination, rest, partition_columns)
 
 
-def _describe_change(table_path: str, at: str, partitioned: str, partition_columns: list[str]) -> ChangeFile:
+def _describe_change(
+    table: TableLocation, at: str, partitioned: str, partition_columns: list[str]
+) -> ChangeFile:
     """The ``cdc`` action of the change file at ``at`` (relative to the table; ``partitioned``: its
     path from its partition folders on)."""
     folder = os.path.dirname(partitioned)
     values = parse_partition_folder(folder, partition_columns) if partition_columns else {}
-    return ChangeFile(encode_add_path(at), storage.size_and_mtime(os.path.join(table_path, at))[0], values)
+    return ChangeFile(
+        encode_add_path(at), table.store.size_and_mtime(os.path.join(table.path, at))[0], values
+    )
 
 
-def _write_folder(table_path: str) -> tuple[str, bool]:
+def _write_folder(table: TableLocation) -> tuple[str, bool]:
     """Where Spark writes a new set of files, and whether they stay there (an object store) or are
     staged to be renamed into their partition folders (a local disk)."""
-    if storage.on_object_store(table_path):
-        return os.path.join(table_path, f"w{uuid.uuid4().hex}"), True
-    return os.path.join(table_path, STAGING_DIR, uuid.uuid4().hex), False
+    if table.store.object_store:
+        return os.path.join(table.path, f"w{uuid.uuid4().hex}"), True
+    return os.path.join(table.path, STAGING_DIR, uuid.uuid4().hex), False
 
 
-def _without_empty(table_path: str, placed: list[WrittenFile]) -> list[WrittenFile]:
+def _without_empty(table: TableLocation, placed: list[WrittenFile]) -> list[WrittenFile]:
     # Spark writes one empty file for an empty result; the log needs none.
     for empty in (f for f in placed if f.num_records == 0):
-        storage.delete_file(os.path.join(table_path, unquote(empty.path)))
+        table.store.delete_file(os.path.join(table.path, unquote(empty.path)))
     return [f for f in placed if f.num_records > 0]
 
 
 def write_data_files(
     df: DataFrame,
-    table_path: str,
+    table: TableLocation,
     *,
     partition_columns: list[str],
     num_indexed_cols: int,
@@ -143,7 +146,7 @@ def write_data_files(
 ) -> list[WrittenFile]:
     """Write ``df`` (already in table column order and types) as parquet files of the table
     (``unindexed``: columns not in the schema, such as materialized row ids: no statistics)."""
-    staging, kept = _write_folder(table_path)
+    staging, kept = _write_folder(table)
     writer = df.write.mode("error").option("compression", "snappy")
     if partition_columns:
         writer = writer.partitionBy(*partition_columns)
@@ -155,28 +158,26 @@ def write_data_files(
         data_schema = T.StructType([f for f in df.schema.fields if f.name not in skip])
         prefix = os.path.basename(staging)
         placed = [
-            _describe(
-                table_path, os.path.join(prefix, rel), rel, partition_columns, data_schema, num_indexed_cols
-            )
+            _describe(table, os.path.join(prefix, rel), rel, partition_columns, data_schema, num_indexed_cols)
             if kept
-            else _place(staging, table_path, rel, partition_columns, data_schema, num_indexed_cols)
-            for rel in _staged_files(staging)
+            else _place(staging, table, rel, partition_columns, data_schema, num_indexed_cols)
+            for rel in _staged_files(table, staging)
         ]
-        return _without_empty(table_path, placed)
+        return _without_empty(table, placed)
     except BaseException:
         if kept:
-            storage.delete_tree(staging)
+            table.store.delete_tree(staging)
         raise
     finally:
         if not kept:
-            storage.delete_tree(staging)
-            _remove_if_empty(os.path.join(table_path, STAGING_DIR))
+            table.store.delete_tree(staging)
+            _remove_if_empty(table, os.path.join(table.path, STAGING_DIR))
 
 
-def _staged_files(root: str) -> list[str]:
-    """The parquet files Spark wrote under ``root`` (relative paths, sorted)."""
+def _staged_files(table: TableLocation, root: str) -> list[str]:
+    """The parquet files Spark wrote under ``root`` in ``table`` (relative paths, sorted)."""
     found, seen = [], False
-    for folder, dirs, names in storage.walk(root):
+    for folder, dirs, names in table.store.walk(root):
         seen = seen or bool(dirs or names)
         dirs.sort()
         for name in sorted(names):
@@ -185,8 +186,8 @@ def _staged_files(root: str) -> list[str]:
     # Spark creates the folder of every write it finishes, even of an empty result (one empty
     # file; on S3, S3A's marker of the folder): a missing one means Spark's storage is not this
     # process's at this path.
-    if not seen and not storage.is_dir(root):
-        raise storage.StorageError(
+    if not seen and not table.store.is_dir(root):
+        raise StorageError(
             f"Spark wrote the data files to {root}, which this dbt process cannot see: the dbt process "
             "and Spark must share the table's storage at the same paths. Nothing was committed."
         )
@@ -195,7 +196,7 @@ def _staged_files(root: str) -> list[str]:
 
 def _place(
     staging: str,
-    table_path: str,
+    table: TableLocation,
     relative: str,
     partition_columns: list[str],
     data_schema: T.StructType,
@@ -203,15 +204,15 @@ def _place(
     staged: str | None = None,
 ) -> WrittenFile:
     """Move a staged file to ``relative`` in the table and describe it (``staged``: its staging path)."""
-    final = os.path.join(table_path, relative)
-    storage.make_dirs(os.path.dirname(final))
-    storage.rename(os.path.join(staging, staged or relative), final)
+    final = os.path.join(table.path, relative)
+    table.store.make_dirs(os.path.dirname(final))
+    table.store.rename(os.path.join(staging, staged or relative), final)
     crash_point("mid_placement")
-    return _describe(table_path, relative, relative, partition_columns, data_schema, num_indexed_cols)
+    return _describe(table, relative, relative, partition_columns, data_schema, num_indexed_cols)
 
 
 def _describe(
-    table_path: str,
+    table: TableLocation,
     at: str,
     partitioned: str,
     partition_columns: list[str],
@@ -220,7 +221,7 @@ def _describe(
 ) -> WrittenFile:
     """The ``add`` of the data file at ``at`` (relative to the table; ``partitioned``: its path from
     its partition folders on), with statistics from its footer."""
-    footer, size = storage.parquet_footer(os.path.join(table_path, at))
+    footer, size = table.store.parquet_footer(os.path.join(table.path, at))
     stats = stats_from_metadata(footer, data_schema, num_indexed_cols)
     folder = os.path.dirname(partitioned)
     values = parse_partition_folder(folder, partition_columns) if partition_columns else {}
@@ -233,9 +234,9 @@ def _describe(
     )
 
 
-def _remove_if_empty(folder: str) -> None:
-    with contextlib.suppress(storage.StorageError):
-        storage.remove_empty_dir(folder)
+def _remove_if_empty(table: TableLocation, folder: str) -> None:
+    with contextlib.suppress(StorageError):
+        table.store.remove_empty_dir(folder)
 
 
 def physical_columns(schema: T.StructType) -> list[Column]:

@@ -91,7 +91,7 @@ def replace_rows(
     configuration = current.metadata.configuration
     params: dict[str, object] = {"mode": "Overwrite", "predicate": [replacement.described]}
     changes: list = []
-    path, columns, schema = replacement.location.path, current.partition_columns, current.schema
+    location, columns, schema = replacement.location, current.partition_columns, current.schema
     old = marked(read_files(spark, current, touched)) if touched else None
     if leading or change_data_feed_enabled(configuration):
         # Rows kept from rewritten files are not changes: the feed needs explicit change rows.
@@ -103,12 +103,12 @@ def replace_rows(
             )
             rows = rows.unionByName(kept)
         # Deleted rows are only change rows; the writer keeps rows whose change type is null.
-        written, changes = write_files_and_changes(rows, path, columns, configuration, schema)
+        written, changes = write_files_and_changes(rows, location, columns, configuration, schema)
     else:
         rows = aligned
         if old is not None:
             rows = rows.unionByName(old.where(~F.col(_REPLACED)).select(*current.schema.fieldNames()))
-        written = write_files(rows, path, columns, configuration, schema)
+        written = write_files(rows, location, columns, configuration, schema)
     metrics = {**write_metrics(written, touched), **(replacement.extra_metrics or {})}
     info = CommitInfo("WRITE", params, metrics, txn=replacement.txn)
     actions = CommitActions(leading=leading, written=written, removed=touched, changes=changes)

@@ -90,7 +90,7 @@ def mark_deleted(
     by_path = {local_path(snapshot.table_path, f.path): f for f in snapshot.files}
     if any(by_path[p].logged is None for p in positions if p in by_path):
         # Vectors switched on by this very commit: the snapshot was read without the log's adds.
-        adds = log_state(snapshot.table_path, snapshot.version).adds
+        adds = log_state(snapshot.location, snapshot.version).adds
         by_path = {p: replace(f, logged=adds.get(unquote(f.path))) for p, f in by_path.items()}
     vectors: dict[str, BitMap64] = {}
     changed: list[AddFile] = []
@@ -113,7 +113,7 @@ def mark_deleted(
     if dry_run:
         readded = []
     else:
-        descriptors = deletion_vectors.store(snapshot.table_path, vectors)
+        descriptors = deletion_vectors.store(snapshot.location, vectors)
         readded = [
             _readded(snapshot, f, descriptors[local_path(snapshot.table_path, f.path)]) for f in changed
         ]

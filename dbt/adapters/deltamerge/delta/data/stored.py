@@ -24,6 +24,7 @@ from dbt.adapters.deltamerge.delta.data.files import (
     write_data_files,
 )
 from dbt.adapters.deltamerge.delta.errors import DeltaError
+from dbt.adapters.deltamerge.delta.location import TableLocation
 from dbt.adapters.deltamerge.delta.log.mapping import mapping_mode, physical_names
 from dbt.adapters.deltamerge.delta.log.row_ids import STABLE_COLUMNS, materialized_columns
 from dbt.adapters.deltamerge.delta.log.schema import contains_type
@@ -33,7 +34,7 @@ from dbt.adapters.deltamerge.delta.txn.actions import ChangeFile, WrittenFile
 
 def write_files(
     df: DataFrame,
-    table_path: str,
+    table: TableLocation,
     partition_columns: list[str],
     configuration: Mapping[str, str],
     schema: T.StructType | None = None,
@@ -50,13 +51,13 @@ def write_files(
     df, partition_columns, unindexed = _as_stored(df, partition_columns, configuration, schema)
     _unshredded_variants(df)
     return write_data_files(
-        df, table_path, partition_columns=partition_columns, num_indexed_cols=num_indexed, unindexed=unindexed
+        df, table, partition_columns=partition_columns, num_indexed_cols=num_indexed, unindexed=unindexed
     )
 
 
 def write_files_and_changes(
     df: DataFrame,
-    table_path: str,
+    table: TableLocation,
     partition_columns: list[str],
     configuration: Mapping[str, str],
     schema: T.StructType | None = None,
@@ -71,7 +72,7 @@ def write_files_and_changes(
     df, partition_columns, unindexed = _as_stored(df, partition_columns, configuration, schema)
     _unshredded_variants(df)
     return write_data_and_changes(
-        df, table_path, partition_columns=partition_columns, num_indexed_cols=num_indexed, unindexed=unindexed
+        df, table, partition_columns=partition_columns, num_indexed_cols=num_indexed, unindexed=unindexed
     )
 
 

@@ -70,7 +70,7 @@ WriteMode = Literal["create_or_replace", "append", "replace_partitions", "replac
 
 @dataclass(frozen=True)
 class WriteRequest:
-    """What to write where (``location``: a path is a local table's location)."""
+    """What to write where (``location``: the table's handle)."""
 
     location: TableLocation
     mode: WriteMode
@@ -96,10 +96,6 @@ class WriteRequest:
     definition: T.StructType | None = None
     # A new definition's clustering columns (``CLUSTER BY``, a model's ``cluster_by``).
     cluster_by: tuple[str, ...] | None = None
-
-    def __post_init__(self) -> None:
-        if isinstance(self.location, str):  # a caller's plain path (tests, benchmarks)
-            object.__setattr__(self, "location", TableLocation.of(self.location))
 
 
 def write_dataframe(spark: SparkSession, df: DataFrame, request: WriteRequest) -> WriteResult:
@@ -182,7 +178,7 @@ def _create_or_replace(df: DataFrame, request: WriteRequest, current: Snapshot |
     protocol = upgraded(current.protocol if current else None, features)
     written = write_files(
         df.select(*[F.col(quote_identifier(f.name)) for f in schema.fields]),
-        request.location.path,
+        request.location,
         partition_columns,
         configuration,
         schema,
@@ -205,8 +201,8 @@ def _create_or_replace(df: DataFrame, request: WriteRequest, current: Snapshot |
 def _append(df: DataFrame, request: WriteRequest, current: Snapshot, leading: list[Action]) -> WriteResult:
     aligned = align_to_schema(df, current.schema, what=f"append to {request.location}")
     configuration = current.metadata.configuration
-    path, columns = request.location.path, current.partition_columns
-    written = write_files(aligned, path, columns, configuration, current.schema)
+    location, columns = request.location, current.partition_columns
+    written = write_files(aligned, location, columns, configuration, current.schema)
     params: dict[str, object] = {"mode": "Append", "partitionBy": current.partition_columns}
     # Readers infer an append's changes from its adds: no change data files.
     return _commit(request, current, "WRITE", params, leading, written, [], blind=not leading)
@@ -217,8 +213,8 @@ def _replace_partitions(
 ) -> WriteResult:
     aligned = align_to_schema(df, current.schema, what=f"insert_overwrite into {request.location}")
     configuration = current.metadata.configuration
-    path, columns = request.location.path, current.partition_columns
-    written = write_files(aligned, path, columns, configuration, current.schema)
+    location, columns = request.location, current.partition_columns
+    written = write_files(aligned, location, columns, configuration, current.schema)
     params: dict[str, object] = {"mode": "Overwrite", "partitionBy": current.partition_columns}
     if current.partition_columns:
         touched = {_partition_key(f.partition_values) for f in written}

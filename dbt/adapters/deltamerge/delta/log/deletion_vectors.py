@@ -20,11 +20,12 @@ from typing import Any
 
 from pyroaring import BitMap, BitMap64, FrozenBitMap64
 
-from dbt.adapters.deltamerge.delta import storage
 from dbt.adapters.deltamerge.delta.errors import DeltaError
 from dbt.adapters.deltamerge.delta.faults import crash_point
+from dbt.adapters.deltamerge.delta.location import TableLocation
 from dbt.adapters.deltamerge.delta.log.vector_files import uuid_path_or_inline, vector_file, z85_decode
 from dbt.adapters.deltamerge.delta.paths import local_path
+from dbt.adapters.deltamerge.delta.stores import store_for
 
 PORTABLE_MAGIC = 1681511377
 NATIVE_MAGIC = 1681511376
@@ -62,19 +63,19 @@ def _native(body: bytes, order: str) -> FrozenBitMap64:
     return FrozenBitMap64(rows)
 
 
-def load(table_path: str, descriptor: Mapping[str, Any], data_file: str = "") -> FrozenBitMap64:
+def load(table: TableLocation, descriptor: Mapping[str, Any], data_file: str = "") -> FrozenBitMap64:
     """The rows a descriptor's vector deletes (read from its file, checksum checked, or inline);
     a vector that cannot be decoded is refused naming the table, ``data_file`` and the vector."""
     try:
-        return _load(table_path, descriptor)
+        return _load(table, descriptor)
     except (DeltaError, ValueError, struct.error, OverflowError, KeyError) as error:
         raise DeltaError(
-            f"Delta table at {table_path}: the deletion vector {dict(descriptor)} of {data_file or 'a file'} "
+            f"Delta table at {table}: the deletion vector {dict(descriptor)} of {data_file or 'a file'} "
             f"cannot be read ({error}); refusing to read the table"
         ) from error
 
 
-def _load(table_path: str, descriptor: Mapping[str, Any]) -> FrozenBitMap64:
+def _load(table: TableLocation, descriptor: Mapping[str, Any]) -> FrozenBitMap64:
     kind = descriptor.get("storageType")
     if kind == "i":  # the Z85 text pads the bitmap to whole blocks: its size says where it ends
         data = z85_decode(str(descriptor["pathOrInlineDv"]))
@@ -82,9 +83,10 @@ def _load(table_path: str, descriptor: Mapping[str, Any]) -> FrozenBitMap64:
     else:
         where = vector_file(descriptor)
         assert where is not None
-        path = where if kind == "p" else local_path(table_path, where)
+        path = where if kind == "p" else local_path(table.path, where)
         offset = int(descriptor.get("offset") or 0)
-        with storage.open_input(path) as handle:
+        # An absolute path ('p') may name another store than the table's.
+        with (store_for(path) if kind == "p" else table.store).open_input(path) as handle:
             handle.seek(offset)
             head = handle.read(4)
             size = struct.unpack(">i", head)[0] if len(head) == 4 else -1
@@ -104,7 +106,7 @@ def _load(table_path: str, descriptor: Mapping[str, Any]) -> FrozenBitMap64:
     return rows
 
 
-def store(table_path: str, vectors: Mapping[str, BitMap64]) -> dict[str, dict[str, Any]]:
+def store(table: TableLocation, vectors: Mapping[str, BitMap64]) -> dict[str, dict[str, Any]]:
     """Write ``vectors`` (by any key) into one new vector file; each key's ``u`` descriptor.
 
     The file is written before the commit that references it, under a fresh UUID (a write that
@@ -128,6 +130,6 @@ def store(table_path: str, vectors: Mapping[str, BitMap64]) -> dict[str, dict[st
             "cardinality": len(rows),
         }
         offset += 8 + len(data)
-    storage.write_durably(os.path.join(table_path, relative), b"".join(chunks))
+    table.store.write_durably(os.path.join(table.path, relative), b"".join(chunks))
     crash_point("after_deletion_vectors")
     return descriptors

@@ -24,8 +24,9 @@ from urllib.parse import unquote
 
 import pyarrow.parquet as pq
 
-from dbt.adapters.deltamerge.delta import storage
 from dbt.adapters.deltamerge.delta.errors import DeltaError
+from dbt.adapters.deltamerge.delta.location import TableLocation
+from dbt.adapters.deltamerge.delta.stores import Store
 
 _COMMIT = re.compile(r"^(\d{20})\.json$")
 _CHECKPOINT = re.compile(
@@ -41,21 +42,21 @@ class LogState:
     domains: dict[str, dict[str, Any]]
 
 
-def log_state(table_path: str, version: int) -> LogState:
+def log_state(table: TableLocation, version: int) -> LogState:
     """The live ``add`` actions and domain metadata of ``version``, as the log records them."""
-    log = os.path.join(table_path, "_delta_log")
-    names = storage.list_names(log)
+    store, log = table.store, table.log_folder
+    names = store.list_names(log)
     checkpoint_version, parts = _newest_checkpoint(names, version)
     adds: dict[str, dict[str, Any] | None] = {}
     domains: dict[str, dict[str, Any] | None] = {}
     commits = sorted(int(m.group(1)) for n in names if (m := _COMMIT.match(n)))
     for number in reversed([v for v in commits if checkpoint_version < v <= version]):
-        _reconcile(_json_actions(os.path.join(log, f"{number:020d}.json")), adds, domains)
+        _reconcile(_json_actions(store, table.commit_file(number)), adds, domains)
     if checkpoint_version >= 0:
-        _reconcile(_checkpoint_actions(log, parts), adds, domains)
+        _reconcile(_checkpoint_actions(store, log, parts), adds, domains)
     elif commits[:1] != [0]:
         raise DeltaError(
-            f"The Delta log at {table_path} has neither version 0 nor a checkpoint at or below {version}"
+            f"The Delta log at {table} has neither version 0 nor a checkpoint at or below {version}"
         )
     return LogState(
         {p: a for p, a in adds.items() if a is not None}, {d: a for d, a in domains.items() if a is not None}
@@ -104,33 +105,33 @@ def _newest_checkpoint(names: list[str], version: int) -> tuple[int, list[str]]:
     return key[0], sorted(files)
 
 
-def _json_actions(path: str) -> Iterator[dict[str, Any]]:
-    for line in storage.read_bytes(path).decode("utf-8").splitlines():
+def _json_actions(store: Store, path: str) -> Iterator[dict[str, Any]]:
+    for line in store.read_bytes(path).decode("utf-8").splitlines():
         if line.strip():
             yield json.loads(line)
 
 
-def _checkpoint_actions(log: str, parts: list[str]) -> Iterator[dict[str, Any]]:
+def _checkpoint_actions(store: Store, log: str, parts: list[str]) -> Iterator[dict[str, Any]]:
     """Every action of a checkpoint, its v2 sidecars' included."""
     for name in parts:
         actions = (
-            _json_actions(os.path.join(log, name))
+            _json_actions(store, os.path.join(log, name))
             if name.endswith(".json")
-            else _parquet_actions(os.path.join(log, name))
+            else _parquet_actions(store, os.path.join(log, name))
         )
         for action in actions:
             if action.get("sidecar"):
                 yield from _parquet_actions(
-                    os.path.join(log, "_sidecars", unquote(action["sidecar"]["path"]))
+                    store, os.path.join(log, "_sidecars", unquote(action["sidecar"]["path"]))
                 )
             else:
                 yield action
 
 
-def _parquet_actions(path: str) -> Iterator[dict[str, Any]]:
+def _parquet_actions(store: Store, path: str) -> Iterator[dict[str, Any]]:
     wanted = ("add", "remove", "domainMetadata", "sidecar")
-    names = storage.parquet_schema(path).names
-    with storage.open_input(path) as handle:
+    names = store.parquet_schema(path).names
+    with store.open_input(path) as handle:
         table = pq.read_table(handle, columns=[c for c in wanted if c in names])
     for row in table.to_pylist():
         for kind, value in row.items():

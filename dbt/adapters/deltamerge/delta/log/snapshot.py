@@ -23,7 +23,6 @@ from deltalake.exceptions import TableNotFoundError
 from pyroaring import FrozenBitMap64
 from pyspark.sql import types as T
 
-from dbt.adapters.deltamerge.delta import storage
 from dbt.adapters.deltamerge.delta.errors import DeltaError, NotADeltaTable, UnsupportedTableFeature
 from dbt.adapters.deltamerge.delta.location import TableLocation
 from dbt.adapters.deltamerge.delta.log import deletion_vectors
@@ -149,37 +148,36 @@ class Snapshot:
         )
 
 
-def has_delta_log(table_path: str) -> bool:
-    """Whether ``table_path`` holds a Delta table (a non-empty ``_delta_log``)."""
-    log = os.path.join(table_path, "_delta_log")
-    return any(n.endswith(".json") or n.endswith(".checkpoint.parquet") for n in storage.list_names(log))
+def has_delta_log(table: TableLocation) -> bool:
+    """Whether ``table`` holds a Delta table (a non-empty ``_delta_log``)."""
+    names = table.store.list_names(table.log_folder)
+    return any(n.endswith(".json") or n.endswith(".checkpoint.parquet") for n in names)
 
 
-def visible_entries(table_path: str) -> list[str]:
-    """Entries of a folder that a table would be written over (hidden ones excluded)."""
-    return sorted(n for n in storage.list_names(table_path) if not n.startswith((".", "_")))
+def visible_entries(table: TableLocation) -> list[str]:
+    """Entries of a table's folder that a table would be written over (hidden ones excluded)."""
+    return sorted(n for n in table.store.list_names(table.path) if not n.startswith((".", "_")))
 
 
-def load_snapshot(location: TableLocation | str, version: int | None = None) -> Snapshot | None:
-    """The snapshot at ``version`` (latest if None) of the table at ``location`` (a path: a local
-    table's location); None when no Delta table exists there.
+def load_snapshot(where: TableLocation, version: int | None = None) -> Snapshot | None:
+    """The snapshot at ``version`` (latest if None) of the table at ``where``; None when no Delta
+    table exists there.
 
     Raises:
         NotADeltaTable: the location holds files but no Delta log.
     """
-    where = location if isinstance(location, TableLocation) else TableLocation.of(location)
     table_path = where.path
-    options = storage.table_options(table_path, where.options)
+    options = where.deltalake_options()
     try:
         # delta-rs lists the log itself: no listing of ours first (one request less on a store).
         table = DeltaTable(table_path, version=version, storage_options=options)
     except TableNotFoundError:
-        if has_delta_log(table_path):  # created since delta-rs listed: read it once more
+        if has_delta_log(where):  # created since delta-rs listed: read it once more
             try:
                 return _snapshot_of(DeltaTable(table_path, version=version, storage_options=options), where)
             except DeltaLakeError as error:
-                raise _unreadable(table_path, error) from error
-        entries = visible_entries(table_path)
+                raise _unreadable(where, error) from error
+        entries = visible_entries(where)
         if entries:
             shown = ", ".join(entries[:5]) + (" ..." if len(entries) > 5 else "")
             raise NotADeltaTable(
@@ -189,9 +187,9 @@ def load_snapshot(location: TableLocation | str, version: int | None = None) -> 
             ) from None
         return None
     except DeltaLakeError as error:
-        raise _unreadable(table_path, error) from error
+        raise _unreadable(where, error) from error
     except OSError as error:  # the store failed (credentials, bucket, network): say it as ours do
-        has_delta_log(table_path)  # raises naming the store, the bucket and the operation
+        has_delta_log(where)  # raises naming the store, the bucket and the operation
         raise DeltaError(f"The Delta log at {table_path} cannot be read: {error}") from error
     return _snapshot_of(table, where)
 
@@ -213,9 +211,9 @@ def snapshot_after(current: Snapshot | None, location: TableLocation, version: i
     return _snapshot_of(reader, location)
 
 
-def _unreadable(table_path: str, error: Exception) -> DeltaError:
+def _unreadable(table: TableLocation, error: Exception) -> DeltaError:
     """Why deltalake refused a log: the features its protocol lists that no reader here knows, if any."""
-    protocol = _newest_protocol(table_path)
+    protocol = _newest_protocol(table)
     if protocol is not None:
         unknown = reader_problems(protocol, {})
         unknown += [
@@ -225,19 +223,19 @@ def _unreadable(table_path: str, error: Exception) -> DeltaError:
         ]
         if unknown:
             return UnsupportedTableFeature(
-                f"Delta table at {table_path} uses features dbt-deltamerge does not know: "
+                f"Delta table at {table} uses features dbt-deltamerge does not know: "
                 + "; ".join(unknown)
                 + ". Nothing was read or written."
             )
-    return DeltaError(f"The Delta log at {table_path} cannot be read: {error}")
+    return DeltaError(f"The Delta log at {table} cannot be read: {error}")
 
 
-def _newest_protocol(table_path: str) -> Protocol | None:
+def _newest_protocol(table: TableLocation) -> Protocol | None:
     """The newest ``protocol`` action in the log's commit files (newest first), if any."""
-    log = os.path.join(table_path, "_delta_log")
-    commits = [n for n in storage.list_names(log) if n.endswith(".json") and n[:20].isdigit()]
+    log = table.log_folder
+    commits = [n for n in table.store.list_names(log) if n.endswith(".json") and n[:20].isdigit()]
     for name in sorted(commits, reverse=True):
-        for line in storage.read_bytes(os.path.join(log, name)).decode("utf-8").splitlines():
+        for line in table.store.read_bytes(os.path.join(log, name)).decode("utf-8").splitlines():
             action = json.loads(line) if line.strip() else {}
             if "protocol" in action:
                 return Protocol.from_action(action["protocol"])
@@ -267,8 +265,8 @@ def _snapshot_of(table: DeltaTable, location: TableLocation) -> Snapshot:
         files = tuple(_logical(f, schema_from_json(metadata.schema_string)) for f in files)
     if not set(protocol.writer_features or ()) & _LOGGED_DETAILS:
         return Snapshot(location, table.version(), protocol, metadata, files, log_reader=table)
-    state = log_state(location.path, table.version())
-    detailed = tuple(_with_log_details(f, state.adds, location.path) for f in files)
+    state = log_state(location, table.version())
+    detailed = tuple(_with_log_details(f, state.adds, location) for f in files)
     domains = {name: dict(action) for name, action in state.domains.items()}
     return Snapshot(location, table.version(), protocol, metadata, detailed, domains, log_reader=table)
 
@@ -287,15 +285,15 @@ def _logical(file: AddFile, schema: T.StructType) -> AddFile:
 _LOGGED_DETAILS = {"deletionVectors", "rowTracking", "domainMetadata"}
 
 
-def _with_log_details(file: AddFile, adds: Mapping[str, Mapping[str, Any]], table_path: str) -> AddFile:
+def _with_log_details(file: AddFile, adds: Mapping[str, Mapping[str, Any]], table: TableLocation) -> AddFile:
     """``file`` with its deletion vector (descriptor, rows) and row tracking fields from the log's ``add``."""
     add = adds.get(unquote(file.path))
     if add is None:
-        raise DeltaError(f"Delta table at {table_path}: the log replay lost live file {file.path}")
+        raise DeltaError(f"Delta table at {table}: the log replay lost live file {file.path}")
     vector = add.get("deletionVector")
     return replace(
         file,
-        deleted_rows=deletion_vectors.load(table_path, vector, file.path) if vector else FrozenBitMap64(),
+        deleted_rows=deletion_vectors.load(table, vector, file.path) if vector else FrozenBitMap64(),
         deletion_vector=dict(vector) if vector is not None else None,
         base_row_id=add.get("baseRowId"),
         default_row_commit_version=add.get("defaultRowCommitVersion"),

@@ -1,10 +1,11 @@
 """Writing commits: ``_delta_log/<version>.json``, created atomically, never overwritten.
 
-One code path for every action type. A version file is written to a temporary name and
-hard-linked to its final name: ``link`` fails when the name exists, so of two writers
-racing for a version exactly one wins (put-if-absent), and a reader never sees a
-partial file. The loser re-reads what won and either retries at the next version (a
-blind append, when nothing it depends on changed) or raises ``ConcurrentModification``.
+One code path for every action type, over the table's location (``TableLocation``: its store).
+A version file is created only if absent (on a disk: written to a temporary name and hard-linked,
+``link`` failing when the name exists; on an object store: one conditional create), so of two
+writers racing for a version exactly one wins, and a reader never sees a partial file. The loser
+re-reads what won and either retries at the next version (a blind append, when nothing it depends
+on changed) or raises ``ConcurrentModification``.
 
 A commit may carry a ``txn`` action (appId, version): the identity of one write of one
 dbt invocation. A retried commit of that same write finds the version that holds it and
@@ -16,7 +17,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import time
 import uuid
 from collections.abc import Mapping, Sequence
@@ -25,10 +25,10 @@ from typing import Any
 
 from dbt.adapters.deltamerge.__version__ import version as _VERSION
 from dbt.adapters.deltamerge.common.cancel import refuse_if_cancelled
-from dbt.adapters.deltamerge.delta import storage
 from dbt.adapters.deltamerge.delta.errors import ConcurrentModification
 from dbt.adapters.deltamerge.delta.faults import commit_gate, crash_point
 from dbt.adapters.deltamerge.delta.ledger import record
+from dbt.adapters.deltamerge.delta.location import TableLocation
 from dbt.adapters.deltamerge.delta.log.stats import stats_to_json
 from dbt.adapters.deltamerge.delta.txn.conflicts import ConcurrentTransaction, ReadSet, check_winner
 from dbt.adapters.deltamerge.delta.txn.stamps import (
@@ -43,20 +43,6 @@ _LOG = logging.getLogger(__name__)
 DEFAULT_CHECKPOINT_INTERVAL = 10
 # Delta retries a conflict-free commit practically forever; lost races here are rare and cheap.
 MAX_COMMIT_ATTEMPTS = 1000
-
-
-def log_dir(table_path: str) -> str:
-    """The ``_delta_log`` folder of a table."""
-    return os.path.join(table_path, "_delta_log")
-
-
-def version_file(table_path: str, version: int) -> str:
-    """Path of the commit file for ``version``.
-
-    >>> version_file("/t", 3)
-    '/t/_delta_log/00000000000000000003.json'
-    """
-    return os.path.join(log_dir(table_path), f"{version:020d}.json")
 
 
 def now_ms() -> int:
@@ -113,21 +99,21 @@ def encode_actions(actions: Sequence[dict[str, Any]]) -> bytes:
     return "".join(stats_to_json(a) + "\n" for a in actions).encode("utf-8")
 
 
-def read_commit(table_path: str, version: int) -> list[dict[str, Any]]:
+def read_commit(table: TableLocation, version: int) -> list[dict[str, Any]]:
     """The actions of one commit file."""
-    text = storage.read_bytes(version_file(table_path, version)).decode("utf-8")
+    text = table.store.read_bytes(table.commit_file(version)).decode("utf-8")
     return [json.loads(line) for line in text.splitlines() if line.strip()]
 
 
-def latest_version(table_path: str) -> int:
+def latest_version(table: TableLocation) -> int:
     """The highest committed version on disk (-1 when none), by listing the log."""
-    names = storage.list_names(log_dir(table_path))
+    names = table.store.list_names(table.log_folder)
     versions = [int(n[:20]) for n in names if len(n) == 25 and n.endswith(".json") and n[:20].isdigit()]
     return max(versions, default=-1)
 
 
 def commit(
-    table_path: str,
+    table: TableLocation,
     *,
     read_version: int,
     actions: Sequence[dict[str, Any]],
@@ -146,17 +132,17 @@ def commit(
     and in-commit timestamp each attempt gets (``stamps.py``).
     """
     crash_point("before_commit")
-    refuse_if_cancelled(table_path, read_version)
-    with commit_gate(table_path):
+    refuse_if_cancelled(table.path, read_version)
+    with commit_gate(table.name):
         version = _commit(
-            table_path, read_version=read_version, actions=actions, info=info, read=read, stamps=stamps
+            table, read_version=read_version, actions=actions, info=info, read=read, stamps=stamps
         )
-    record(table_path, version, info.operation)  # an error from here on says the version landed
+    record(table, version, info.operation)  # an error from here on says the version landed
     return version
 
 
 def _commit(
-    table_path: str,
+    table: TableLocation,
     *,
     read_version: int,
     actions: Sequence[dict[str, Any]],
@@ -164,10 +150,10 @@ def _commit(
     read: ReadSet | None,
     stamps: CommitStamps,
 ) -> int:
-    storage.make_dirs(log_dir(table_path))
+    table.store.make_dirs(table.log_folder)
     if info.txn is not None:
         app_id, txn_version = info.txn
-        committed = committed_version_of(table_path, app_id, txn_version)
+        committed = committed_version_of(table, app_id, txn_version)
         if committed is not None:
             # This very write is already committed (a retried commit): not a second time.
             return committed
@@ -179,12 +165,12 @@ def _commit(
     attempt = read_version + 1
     mark = stamps.high_water_mark
     for _ in range(MAX_COMMIT_ATTEMPTS):
-        head, body = _attempt(table_path, attempt, info, read_version, actions, stamps, mark)
-        if storage.put_if_absent(version_file(table_path, attempt), encode_actions([head, *body])):
+        head, body = _attempt(table, attempt, info, read_version, actions, stamps, mark)
+        if table.store.put_if_absent(table.commit_file(attempt), encode_actions([head, *body])):
             crash_point("after_commit")
             return attempt
-        for version in range(attempt, max(latest_version(table_path), attempt) + 1):
-            winner = read_commit(table_path, version)
+        for version in range(attempt, max(latest_version(table), attempt) + 1):
+            winner = read_commit(table, version)
             if version == attempt and _txn_id(winner) == head["commitInfo"]["txnId"]:  # type: ignore[index]
                 # This attempt's own file: its create landed, the answer was lost and the client's
                 # retry found it there (an object store's 500 or timeout after the write).
@@ -195,12 +181,12 @@ def _commit(
                 return version  # the same write, committed concurrently by a duplicate of this call
             if read is None and not info.is_blind_append:
                 raise ConcurrentModification(
-                    f"Delta table at {table_path}: version {version} was committed by another writer "
+                    f"Delta table at {table}: version {version} was committed by another writer "
                     f"({_operation_of(winner)}) after this write read version {read_version}. "
                     "Nothing was committed; re-run the model."
                 )
             check_winner(
-                table=table_path,
+                table=table.path,
                 read_version=read_version,
                 version=version,
                 winner=winner,
@@ -211,7 +197,7 @@ def _commit(
             )
             attempt = version + 1
     raise ConcurrentModification(
-        f"Delta table at {table_path}: gave up after {MAX_COMMIT_ATTEMPTS} concurrent commits."
+        f"Delta table at {table}: gave up after {MAX_COMMIT_ATTEMPTS} concurrent commits."
     )
 
 
@@ -222,7 +208,7 @@ def _txn_id(actions: Sequence[dict[str, Any]]) -> object:
 
 
 def _attempt(
-    table_path: str,
+    table: TableLocation,
     version: int,
     info: CommitInfo,
     read_version: int,
@@ -235,9 +221,7 @@ def _attempt(
     tags: dict[str, str] = {}
     if stamps.row_tracking:
         actions, tags = with_row_ids(actions, version, mark, kept=info.row_ids_kept)
-    in_commit = (
-        in_commit_timestamp(log_dir(table_path), version, timestamp) if stamps.in_commit_timestamps else None
-    )
+    in_commit = in_commit_timestamp(table, version, timestamp) if stamps.in_commit_timestamps else None
     head = info.to_action(
         timestamp=in_commit or timestamp,
         read_version=read_version if read_version >= 0 else None,
@@ -247,26 +231,26 @@ def _attempt(
     return head, actions
 
 
-def committed_version_of(table_path: str, app_id: str, txn_version: int) -> int | None:
+def committed_version_of(table: TableLocation, app_id: str, txn_version: int) -> int | None:
     """The version whose commit holds ``txn`` (``app_id``, ``txn_version``); None if none does.
 
     An appId names one writer (a dbt invocation's writes to one model), whose versions
     grow write by write. When the table already records a later version of the appId but
     no commit holds this one, this write would land out of order: that is refused.
     """
-    if latest_version(table_path) < 0:
+    if latest_version(table) < 0:
         return None
-    applied = _transaction_version(table_path, app_id)
+    applied = _transaction_version(table, app_id)
     if applied is None or applied < txn_version:
         return None
-    for version in range(latest_version(table_path), -1, -1):
+    for version in range(latest_version(table), -1, -1):
         try:
-            if _holds_txn(read_commit(table_path, version), app_id, txn_version):
+            if _holds_txn(read_commit(table, version), app_id, txn_version):
                 return version
         except FileNotFoundError:
             break  # older commits were cleaned up after a checkpoint
     raise ConcurrentTransaction(
-        f"Delta table at {table_path}: ConcurrentTransaction: the table records version {applied} of "
+        f"Delta table at {table}: ConcurrentTransaction: the table records version {applied} of "
         f"transaction {app_id}, later than this write's version {txn_version}, which no retained commit "
         "holds. Nothing was committed; re-run the model."
     )
@@ -277,12 +261,10 @@ def _holds_txn(actions: list[dict[str, Any]], app_id: str, txn_version: int) -> 
     return any(t.get("appId") == app_id and t.get("version") == txn_version for t in txns)
 
 
-def _transaction_version(table_path: str, app_id: str) -> int | None:
+def _transaction_version(table: TableLocation, app_id: str) -> int | None:
     from deltalake import DeltaTable
 
-    version = DeltaTable(table_path, storage_options=storage.table_options(table_path)).transaction_version(
-        app_id
-    )
+    version = DeltaTable(table.path, storage_options=table.deltalake_options()).transaction_version(app_id)
     return None if version is None else int(version)
 
 
@@ -293,7 +275,7 @@ def _operation_of(actions: list[dict[str, Any]]) -> str:
     return "unknown operation"
 
 
-def maybe_checkpoint(table_path: str, version: int, interval: int) -> bool:
+def maybe_checkpoint(table: TableLocation, version: int, interval: int) -> bool:
     """Write a checkpoint (with delta-rs) when ``version`` is a multiple of ``interval``.
 
     The version is committed already: a failed checkpoint is logged, not raised, as in
@@ -305,16 +287,14 @@ def maybe_checkpoint(table_path: str, version: int, interval: int) -> bool:
     from deltalake import DeltaTable
 
     try:
-        DeltaTable(
-            table_path, version=version, storage_options=storage.table_options(table_path)
-        ).create_checkpoint()
+        DeltaTable(table.path, version=version, storage_options=table.deltalake_options()).create_checkpoint()
     except Exception as exc:  # whatever failed, the commit stands
-        _LOG.warning("Delta table at %s: checkpoint of version %s failed (%s)", table_path, version, exc)
+        _LOG.warning("Delta table at %s: checkpoint of version %s failed (%s)", table, version, exc)
         return False
     return True
 
 
-def clean_expired_logs(table_path: str, configuration: Mapping[str, str]) -> None:
+def clean_expired_logs(table: TableLocation, configuration: Mapping[str, str]) -> None:
     """Delete the log files and checkpoints older than ``delta.logRetentionDuration`` (30 days)
     that no version inside the retention needs (with delta-rs, after a checkpoint, as Delta does);
     off with ``delta.enableExpiredLogCleanup = false``.
@@ -329,6 +309,6 @@ def clean_expired_logs(table_path: str, configuration: Mapping[str, str]) -> Non
     from deltalake import DeltaTable
 
     try:
-        DeltaTable(table_path, storage_options=storage.table_options(table_path)).cleanup_metadata()
+        DeltaTable(table.path, storage_options=table.deltalake_options()).cleanup_metadata()
     except Exception as exc:  # whatever failed, the commit stands
-        _LOG.warning("Delta table at %s: log cleanup failed (%s)", table_path, exc)
+        _LOG.warning("Delta table at %s: log cleanup failed (%s)", table, exc)

@@ -18,12 +18,11 @@ race moves it to the next free version), so ``commit`` applies them per attempt:
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from dbt.adapters.deltamerge.delta import storage
+from dbt.adapters.deltamerge.delta.location import TableLocation
 from dbt.adapters.deltamerge.delta.log.protocol import Protocol
 
 ROW_TRACKING_DOMAIN = "delta.rowTracking"
@@ -133,7 +132,7 @@ def with_row_ids(
     return stamped, {PRESERVED_TAG: "false" if rewrote and not kept else "true"}
 
 
-def in_commit_timestamp(log: str, version: int, now: int) -> int:
+def in_commit_timestamp(table: TableLocation, version: int, now: int) -> int:
     """The ``inCommitTimestamp`` of a commit at ``version`` attempted at ``now`` (ms).
 
     The later of ``now`` and one millisecond after the previous commit's in-commit timestamp
@@ -142,10 +141,10 @@ def in_commit_timestamp(log: str, version: int, now: int) -> int:
     """
     if version <= 0:
         return now
-    previous = os.path.join(log, f"{version - 1:020d}.json")
-    first = storage.read_bytes(previous).decode("utf-8").split("\n", 1)[0]
+    previous = table.commit_file(version - 1)
+    first = table.store.read_bytes(previous).decode("utf-8").split("\n", 1)[0]
     info = json.loads(first).get("commitInfo", {}) if first.strip() else {}
     stamp = info.get("inCommitTimestamp")
     if stamp is None:
-        stamp = int(storage.size_and_mtime(previous)[1] * 1000)
+        stamp = int(table.store.size_and_mtime(previous)[1] * 1000)
     return max(now, int(stamp) + 1)

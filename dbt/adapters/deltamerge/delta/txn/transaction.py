@@ -41,7 +41,7 @@ from dbt.adapters.deltamerge.delta.txn.stamps import CommitStamps
 class PendingCommit:
     """The actions (but ``commitInfo`` and ``txn``) of a commit at ``read_version + 1`` or later."""
 
-    table_path: str
+    table: TableLocation
     read_version: int
     operation: str
     actions: list[dict[str, Any]] = field(default_factory=list)
@@ -72,7 +72,7 @@ class PendingCommit:
         # Round-trip through JSON: the record on disk and the commit must be the same data.
         plain = [json.loads(stats_to_json(a)) for a in actions]
         return cls(
-            snapshot.table_path,
+            snapshot.location,
             snapshot.version,
             operation,
             plain,
@@ -83,7 +83,7 @@ class PendingCommit:
     def written_paths(self) -> list[str]:
         """The files this commit would add (data and change data), as local paths."""
         return [
-            local_path(self.table_path, str(a[kind]["path"]))
+            local_path(self.table.path, str(a[kind]["path"]))
             for a in self.actions
             for kind in ("add", "cdc")
             if kind in a
@@ -96,7 +96,7 @@ class PendingCommit:
     def to_json(self) -> dict[str, Any]:
         """Plain data for a JSON record."""
         return {
-            "table_path": self.table_path,
+            "table_path": self.table.path,
             "read_version": self.read_version,
             "operation": self.operation,
             "actions": self.actions,
@@ -108,7 +108,7 @@ class PendingCommit:
     def from_json(cls, data: dict[str, Any]) -> PendingCommit:
         """The commit ``to_json`` described."""
         return cls(
-            str(data["table_path"]),
+            TableLocation.of(str(data["table_path"])),
             int(data["read_version"]),
             str(data["operation"]),
             list(data["actions"]),
@@ -147,14 +147,14 @@ def commit_files(
     location) as ``options`` say; the table's properties after the commit decide checkpoints."""
     current = target if isinstance(target, Snapshot) else None
     location = target.location if isinstance(target, Snapshot) else target
-    table_path, info, read = location.path, options.info, options.read
+    info, read = options.info, options.read
     stamp = now_ms()
-    leading = _with_identity_marks(table_path, current, list(actions.leading), actions.written)
+    leading = _with_identity_marks(location, current, list(actions.leading), actions.written)
     if any("metaData" in a for a in leading) and info.is_blind_append:
         info = replace(info, is_blind_append=False)
     protocol, properties, domains = _effective(current, leading)
     if actions.removed and options.data_change:
-        check_removable(properties, table=table_path)  # rearranging rows is no change of them
+        check_removable(properties, table=location.path)  # rearranging rows is no change of them
     logged = [
         *leading,
         *[_stored(f.remove_action(stamp), current) for f in actions.removed],
@@ -173,7 +173,7 @@ def commit_files(
     if read is not None and current is not None and mapping_mode(current.metadata.configuration) != "none":
         read = replace(read, mapped_schema=current.schema)
     version = commit(
-        table_path,
+        location,
         read_version=current.version if current else -1,
         actions=logged,
         info=info,
@@ -181,8 +181,8 @@ def commit_files(
         stamps=CommitStamps.for_table(protocol, properties, domains),
     )
     interval = int(properties.get("delta.checkpointInterval", DEFAULT_CHECKPOINT_INTERVAL))
-    if maybe_checkpoint(table_path, version, interval):
-        clean_expired_logs(table_path, properties)
+    if maybe_checkpoint(location, version, interval):
+        clean_expired_logs(location, properties)
     snapshot = snapshot_after(current, location, version)
     return WriteResult(version, info.operation, dict(info.operation_metrics), snapshot)
 
@@ -202,7 +202,10 @@ def _effective(
 
 
 def _with_identity_marks(
-    table_path: str, current: Snapshot | None, leading: list[dict[str, Any]], written: Sequence[WrittenFile]
+    table: TableLocation,
+    current: Snapshot | None,
+    leading: list[dict[str, Any]],
+    written: Sequence[WrittenFile],
 ) -> list[dict[str, Any]]:
     """``leading`` with the ``metaData`` recording the identity marks ``written`` advance (``identity``)."""
     metadata = next((a["metaData"] for a in leading if "metaData" in a), None)
@@ -212,7 +215,7 @@ def _with_identity_marks(
     if "delta.identity." not in schema_string or not written:
         return leading  # no identity column (the common case): no schema parsed on the commit path
     schema = schema_from_json(schema_string)
-    paths = [local_path(table_path, f.path) for f in written]
+    paths = [local_path(table.path, f.path) for f in written]
     advanced = advanced_schema(schema, paths, physical_names(schema))
     if advanced is None:
         return leading

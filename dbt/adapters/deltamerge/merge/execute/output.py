@@ -140,7 +140,7 @@ def write_output_rows(
             row_ids=kept_ids,
         )
         written, change_files = write_files_and_changes(
-            frame, table.table_path, table.partition_columns, table.metadata.configuration, table.schema
+            frame, table.location, table.partition_columns, table.metadata.configuration, table.schema
         )
         return MergeOutput(written, change_files, MergeCounts.from_observed(observation.get))
     dropped = [DROP, *codes["matched_deleted"], *codes["not_matched_by_source_deleted"]]
@@ -197,6 +197,6 @@ def _write_kept(
         checked.write.format("noop").mode("overwrite").save()
         return MergeOutput(counts=counts())
     written = write_files(
-        kept, table.table_path, table.partition_columns, table.metadata.configuration, table.schema
+        kept, table.location, table.partition_columns, table.metadata.configuration, table.schema
     )
     return MergeOutput(written, [], counts())

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import sqlglot
 from sqlglot import exp
 from sqlglot.tokens import TokenType
 
 from dbt.adapters.deltamerge.statements.parse.alter import AlterStatement, parse_alter
-from dbt.adapters.deltamerge.statements.parse.dml import SPARK, StatementParseError, sql_of, table_parts
+from dbt.adapters.deltamerge.statements.parse.dml import StatementParseError, sql_of, table_parts
 from dbt.adapters.deltamerge.statements.parse.maintenance import property_pairs
+from dbt.adapters.deltamerge.statements.parse.text import SqlText
 
 _QUERY_STARTS = {TokenType.SELECT, TokenType.WITH, TokenType.VALUES, TokenType.FROM, TokenType.TABLE}
 
@@ -93,22 +93,18 @@ DdlStatement = (
 )
 
 
-def parse_ddl(sql: str, tree: exp.Expr | None = None) -> DdlStatement | None:
-    """The CREATE TABLE (of a Delta table) or ALTER TABLE ... ADD COLUMNS ``sql`` is, or None.
+def parse_ddl(text: SqlText) -> DdlStatement | None:
+    """The CREATE TABLE (of a Delta table) or ALTER TABLE ... ADD COLUMNS ``text`` is, or None.
 
-    >>> parse_ddl("create table t (a int) using parquet") is None
+    >>> parse_ddl(SqlText("create table t (a int) using parquet")) is None
     True
-    >>> parse_ddl("alter table t add columns (b string)")  # doctest: +NORMALIZE_WHITESPACE
+    >>> parse_ddl(SqlText("alter table t add columns (b string)"))  # doctest: +NORMALIZE_WHITESPACE
     AddColumnsStatement(parts=('t',), columns=(ColumnDefinition(name='b', type_sql='STRING', comment=None,
     not_null=False, generated=None, default=None, identity=None),))
     """
-    if tree is None:
-        try:
-            tree = sqlglot.parse_one(sql, dialect=SPARK)
-        except sqlglot.errors.SqlglotError:
-            return None
+    tree = text.tree
     if isinstance(tree, exp.Create) and _creates_delta_table(tree):
-        return _create(tree, sql)
+        return _create(tree, text)
     if isinstance(tree, exp.Alter) and (altered := parse_alter(tree)) is not None:
         return altered
     if isinstance(tree, exp.Alter) and tree.actions and all(_is_column_def(a) for a in tree.actions):
@@ -121,9 +117,9 @@ def parse_ddl(sql: str, tree: exp.Expr | None = None) -> DdlStatement | None:
 def _rename_or_drop(parts: tuple[str, ...], action: exp.Expr) -> DdlStatement | None:
     """``RENAME COLUMN`` / ``DROP COLUMN[S]`` of top-level columns, or None (Spark's own ALTERs).
 
-    >>> parse_ddl("alter table t rename column a to `b c`")
+    >>> parse_ddl(SqlText("alter table t rename column a to `b c`"))
     RenameColumnStatement(parts=('t',), old='a', new='b c')
-    >>> parse_ddl("alter table t drop columns (a, b)")
+    >>> parse_ddl(SqlText("alter table t drop columns (a, b)"))
     DropColumnsStatement(parts=('t',), columns=('a', 'b'), if_exists=False)
     """
     if isinstance(action, exp.RenameColumn):
@@ -162,7 +158,7 @@ def _file_format(tree: exp.Create) -> str | None:
     return None
 
 
-def _create(tree: exp.Create, sql: str) -> CreateTableStatement:
+def _create(tree: exp.Create, text: SqlText) -> CreateTableStatement:
     if str(tree.args.get("kind", "")).upper() != "TABLE":
         raise StatementParseError("only CREATE TABLE ... USING delta is supported")
     schema = tree.this if isinstance(tree.this, exp.Schema) else None
@@ -191,7 +187,7 @@ def _create(tree: exp.Create, sql: str) -> CreateTableStatement:
             properties.extend(property_pairs([prop]))
         elif not isinstance(prop, exp.FileFormatProperty):
             raise StatementParseError(f"CREATE TABLE ... USING delta: {sql_of(prop)} is not supported")
-    query = _query_after_as(sql) if tree.expression is not None else None
+    query = _query_after_as(text) if tree.expression is not None else None
     if like and (columns or query is not None or partition_by or comment is not None):
         raise StatementParseError(
             "CREATE TABLE ... LIKE takes its columns, partitioning and comment from the source table"
@@ -262,13 +258,13 @@ def _added_columns(actions: list[exp.Expr]) -> list[ColumnDefinition]:
     return found
 
 
-def _query_after_as(sql: str) -> str:
+def _query_after_as(text: SqlText) -> str:
     """The query of ``CREATE TABLE ... AS query`` as written (the text after the top-level AS).
 
-    >>> _query_after_as("create table t (a int) tblproperties ('x' = 'y') as (select 1 as a)")
+    >>> _query_after_as(SqlText("create table t (a int) tblproperties ('x' = 'y') as (select 1 as a)"))
     '(select 1 as a)'
     """
-    tokens = SPARK.tokenize(sql)
+    sql, tokens = text.sql, text.tokens or []
     depth = 0
     for index, token in enumerate(tokens):
         depth += (token.token_type == TokenType.L_PAREN) - (token.token_type == TokenType.R_PAREN)

@@ -13,24 +13,11 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-import sqlglot
 from sqlglot import exp
-from sqlglot.dialects.spark import Spark
-from sqlglot.generators.spark import SparkGenerator
 
+from dbt.adapters.deltamerge.statements.parse.text import SPARK, SqlText
 
-class _Spark4Generator(SparkGenerator):
-    # sqlglot's Spark generator drops `parse_json(x)` to `x` (a string, not a VARIANT).
-    PARSE_JSON_NAME = "PARSE_JSON"
-
-
-class Spark4(Spark):
-    """sqlglot's Spark dialect, regenerating what Spark 4 has that its generator drops."""
-
-    Generator = _Spark4Generator
-
-
-SPARK = Spark4()
+__all__ = ["SPARK"]
 # ``MERGE WITH SCHEMA EVOLUTION INTO``, after any comments (dbt puts its query comment first).
 _EVOLUTION = re.compile(
     # Possessive: whitespace and comments are taken one way only (no backtracking over long runs).
@@ -85,31 +72,30 @@ class TruncateStatement:
 DmlStatement = DeleteStatement | UpdateStatement | MergeStatement | TruncateStatement
 
 
-def parse_dml(sql: str, tree: exp.Expr | None = None) -> DmlStatement | None:
-    """The statement ``sql`` is, or None when it is none of these forms.
+def parse_dml(text: SqlText) -> DmlStatement | None:
+    """The statement ``text`` is, or None when it is none of these forms.
 
-    >>> parse_dml("delete from s.t where id > 3")
+    >>> parse_dml(SqlText("delete from s.t where id > 3"))
     DeleteStatement(parts=('s', 't'), alias=None, condition='id > 3')
-    >>> parse_dml("update t as x set v = x.v + 1")
+    >>> parse_dml(SqlText("update t as x set v = x.v + 1"))
     UpdateStatement(parts=('t',), alias='x', assignments=(('v', 'x.v + 1'),), condition=None)
-    >>> parse_dml("select 1") is None
+    >>> parse_dml(SqlText("select 1")) is None
     True
-    >>> parse_dml("/* dbt */ merge with schema evolution into t using s on t.k = s.k "
-    ...     "when matched then delete").config["merge_with_schema_evolution"]
+    >>> parse_dml(SqlText("/* dbt */ merge with schema evolution into t using s on t.k = s.k "
+    ...     "when matched then delete")).config["merge_with_schema_evolution"]
     True
 
     Raises:
         StatementParseError: the statement is one of these, in a form the engine does not run.
     """
+    sql = text.sql
     evolution = bool(_EVOLUTION.match(sql))
-    if evolution:
+    if evolution:  # sqlglot has no grammar for it: the statement without the clause is parsed
         sql = _EVOLUTION.sub(r"\1\2", sql, count=1)
-        tree = None
+        text = SqlText(sql)
+    tree = text.tree
     if tree is None:
-        try:
-            tree = sqlglot.parse_one(sql, dialect=SPARK)
-        except sqlglot.errors.SqlglotError:
-            return None
+        return None
     if isinstance(tree, exp.Delete):
         return DeleteStatement(table_parts(tree.this), _alias(tree.this), _where(tree))
     if isinstance(tree, exp.Update):
@@ -126,7 +112,7 @@ def parse_dml(sql: str, tree: exp.Expr | None = None) -> DmlStatement | None:
 def table_parts(table: exp.Expr) -> tuple[str, ...]:
     """The name parts of a table reference, outermost first (empty when it is not a name).
 
-    >>> table_parts(sqlglot.parse_one("select * from c.s.t", read="spark").find(exp.Table))
+    >>> table_parts(SqlText("select * from c.s.t").tree.find(exp.Table))
     ('c', 's', 't')
     """
     if not isinstance(table, exp.Table) or not isinstance(table.this, exp.Identifier):

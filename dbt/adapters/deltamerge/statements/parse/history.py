@@ -19,6 +19,7 @@ from sqlglot import exp
 from sqlglot.tokens import Token
 
 from dbt.adapters.deltamerge.statements.parse.dml import SPARK
+from dbt.adapters.deltamerge.statements.parse.text import SqlText
 
 _COMMENTS = re.compile(r"^(?:\s+|--[^\n]*(?:\n|$)|/\*.*?\*/)*", re.S)  # dbt's query comment first
 _NAME = r"((?:`[^`]+`|[A-Za-z_][\w$]*)(?:\s*\.\s*(?:`[^`]+`|[A-Za-z_][\w$]*)){0,2})"
@@ -112,24 +113,24 @@ class TravelReference:
     to: AsOf
 
 
-def travel_references(sql: str) -> list[TravelReference]:
-    """Every table reference with ``VERSION`` / ``TIMESTAMP AS OF`` in ``sql``, in order.
+def travel_references(text: SqlText) -> list[TravelReference]:
+    """Every table reference with ``VERSION`` / ``TIMESTAMP AS OF`` in ``text``, in order.
 
     sqlglot's parse says which references travel and what their value is; the value's end in the
     text is the shortest run of tokens after ``AS OF`` that parses to the same expression.
 
-    >>> [(r.parts, r.to) for r in travel_references("select * from s.t version as of 2 x join u on 1=1")]
+    >>> refs = travel_references(SqlText("select * from s.t version as of 2 x join u on 1=1"))
+    >>> [(r.parts, r.to) for r in refs]
     [(('s', 't'), AsOf(version=2, timestamp=None))]
     >>> sql = "select * from `s`.`t` FOR SYSTEM_TIME AS OF current_timestamp() - interval 1 hour x"
-    >>> [sql[r.start : r.end] for r in travel_references(sql)]
+    >>> [sql[r.start : r.end] for r in travel_references(SqlText(sql))]
     ['`s`.`t` FOR SYSTEM_TIME AS OF current_timestamp() - interval 1 hour']
     """
+    sql = text.sql
     if not re.search(r"\bAS\s+OF\b", sql, re.I):
         return []
-    try:
-        trees = [t for t in sqlglot.parse(sql, dialect=SPARK) if t is not None]
-        tokens = SPARK.tokenize(sql)
-    except sqlglot.errors.SqlglotError:
+    trees, tokens = text.trees, text.tokens
+    if trees is None or tokens is None:
         return []
     found = []
     for tree in trees:

@@ -16,6 +16,7 @@ import sqlglot
 from sqlglot import exp
 
 from dbt.adapters.deltamerge.statements.parse.dml import SPARK, StatementParseError, sql_of, table_parts
+from dbt.adapters.deltamerge.statements.parse.text import SqlText
 
 
 @dataclass(frozen=True)
@@ -76,32 +77,33 @@ _REORG = re.compile(
 
 
 def parse_maintenance(
-    sql: str, tree: exp.Expr | None
+    text: SqlText,
 ) -> SetPropertiesStatement | ReorgStatement | OptimizeStatement | ClusterByStatement | None:
-    """The property, REORG or OPTIMIZE statement ``sql`` is, or None.
+    """The property, REORG or OPTIMIZE statement ``text`` is, or None (the forms sqlglot has no
+    grammar for are recognised from the text).
 
-    >>> parse_maintenance("OPTIMIZE s.t WHERE d >= '2024-01-01' ZORDER BY (a, `b c`)", None)
+    >>> parse_maintenance(SqlText("OPTIMIZE s.t WHERE d >= '2024-01-01' ZORDER BY (a, `b c`)"))
     OptimizeStatement(parts=('s', 't'), condition="d >= '2024-01-01'", zorder_by=('a', 'b c'), full=False)
-    >>> parse_maintenance("/* dbt */ -- note\\n optimize t zorder by a", None)
+    >>> parse_maintenance(SqlText("/* dbt */ -- note\\n optimize t zorder by a"))
     OptimizeStatement(parts=('t',), condition=None, zorder_by=('a',), full=False)
-    >>> parse_maintenance("OPTIMIZE t FULL", None).full
+    >>> parse_maintenance(SqlText("OPTIMIZE t FULL")).full
     True
-    >>> parse_maintenance("alter table t cluster by none", None)
+    >>> parse_maintenance(SqlText("alter table t cluster by none"))
     ClusterByStatement(parts=('t',), columns=())
 
-    >>> parse_maintenance("REORG TABLE s.t WHERE p = 'x' APPLY (PURGE)", None)
+    >>> parse_maintenance(SqlText("REORG TABLE s.t WHERE p = 'x' APPLY (PURGE)"))
     ReorgStatement(parts=('s', 't'), condition="p = 'x'")
-    >>> parse_maintenance("alter table t unset tblproperties if exists ('a', b.c)", None)
+    >>> parse_maintenance(SqlText("alter table t unset tblproperties if exists ('a', b.c)"))
     SetPropertiesStatement(parts=('t',), properties=(('a', ''), ('b.c', '')), unset=True, if_exists=True)
-    >>> tree = sqlglot.parse_one("alter table t set tblproperties ('a' = 1)", dialect="spark")
-    >>> parse_maintenance("", tree)
+    >>> parse_maintenance(SqlText("alter table t set tblproperties ('a' = 1)"))
     SetPropertiesStatement(parts=('t',), properties=(('a', '1'),), unset=False, if_exists=False)
     """
+    tree = text.tree
     if isinstance(tree, exp.Alter) and len(tree.actions) == 1 and isinstance(tree.actions[0], exp.AlterSet):
         found = tree.actions[0].expressions
         if len(found) == 1 and isinstance(found[0], exp.Properties):
             return SetPropertiesStatement(table_parts(tree.this), property_pairs(found[0].expressions))
-    sql = _LEADING_COMMENTS.sub("", sql, count=1)
+    sql = _LEADING_COMMENTS.sub("", text.sql, count=1)
     if (match := _OPTIMIZE.match(sql)) is not None:
         where, zorder = match["where"], match["zorder"]
         return OptimizeStatement(

@@ -12,13 +12,11 @@ from __future__ import annotations
 
 import re
 
-import sqlglot
-import sqlglot.errors
 from sqlglot import exp
 from sqlglot.tokens import TokenType
 
-from dbt.adapters.deltamerge.common.sql import quiet_sqlglot
-from dbt.adapters.deltamerge.statements.parse.dml import SPARK, table_parts
+from dbt.adapters.deltamerge.statements.parse.dml import table_parts
+from dbt.adapters.deltamerge.statements.parse.text import SqlText
 
 # A catalog name as the session resolves it: (schema, identifier), lower case; schema "" when the
 # statement leaves it to the session's current database.
@@ -51,25 +49,23 @@ def may_define_objects(sql: str) -> bool:
     return found is not None and found.group(1).lower() in _DEFINING
 
 
-def read_names(sql: str) -> frozenset[Name]:
-    """The catalog tables and views ``sql`` names, but the ones it creates and its CTEs.
+def read_names(text: SqlText) -> frozenset[Name]:
+    """The catalog tables and views ``text`` names, but the ones it creates and its CTEs.
 
-    >>> sorted(read_names("with a as (select * from raw.events) select * from a join `S`.`T` on 1 = 1"))
+    >>> sorted(read_names(SqlText("with a as (select * from raw.events) select * from a join `S`.`T` on 1")))
     [('raw', 'events'), ('s', 't')]
-    >>> sorted(read_names("create or replace view s.v as select * from spark_catalog.s.w, range(3)"))
+    >>> sorted(read_names(SqlText("create or replace view s.v as select * from spark_catalog.s.w, range(3)")))
     [('s', 'w')]
-    >>> sorted(read_names("select * from other_catalog.s.t, events")), read_names("show tables")
-    ([('', 'events')], frozenset())
+    >>> sorted(read_names(SqlText("select * from other_catalog.s.t, events")))
+    [('', 'events')]
+    >>> read_names(SqlText("show tables"))
+    frozenset()
     """
-    if not may_read_tables(sql):
+    if not may_read_tables(text.sql):
         return frozenset()
-    try:
-        with quiet_sqlglot():  # its "falling back to parsing as a Command" is handled below
-            trees = [t for t in sqlglot.parse(sql, dialect=SPARK) if t is not None]
-    except sqlglot.errors.SqlglotError:
-        return _scanned_names(sql)
-    if any(isinstance(t, exp.Command) for t in trees):
-        return _scanned_names(sql)
+    trees = text.trees
+    if trees is None or any(isinstance(t, exp.Command) for t in trees):
+        return _scanned_names(text)
     names: set[Name] = set()
     for tree in trees:
         defined = {cte.alias_or_name.lower() for cte in tree.find_all(exp.CTE)}
@@ -98,15 +94,14 @@ def _name(parts: tuple[str, ...]) -> Name | None:
     return None
 
 
-def _scanned_names(sql: str) -> frozenset[Name]:
+def _scanned_names(text: SqlText) -> frozenset[Name]:
     """The dotted names right after ``FROM``, ``JOIN``, ``TABLE``, ``INTO`` and ``USING`` tokens.
 
-    >>> sorted(_scanned_names("select * from a.b lateral view explode(x) t join `c` using (k)"))
+    >>> sorted(_scanned_names(SqlText("select * from a.b lateral view explode(x) t join `c` using (k)")))
     [('', 'c'), ('a', 'b')]
     """
-    try:
-        tokens = SPARK.tokenize(sql)
-    except sqlglot.errors.SqlglotError:
+    tokens = text.tokens
+    if tokens is None:
         return frozenset()
     names: set[Name] = set()
     for i, token in enumerate(tokens):

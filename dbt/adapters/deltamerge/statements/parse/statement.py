@@ -17,12 +17,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-import sqlglot
-import sqlglot.errors
 from sqlglot import exp
 from sqlglot.tokens import Token, TokenType
 
-from dbt.adapters.deltamerge.common.sql import quiet_sqlglot
 from dbt.adapters.deltamerge.statements.parse.ddl import DdlStatement, parse_ddl
 from dbt.adapters.deltamerge.statements.parse.dml import (
     SPARK,
@@ -38,8 +35,9 @@ from dbt.adapters.deltamerge.statements.parse.maintenance import (
     SetPropertiesStatement,
     parse_maintenance,
 )
+from dbt.adapters.deltamerge.statements.parse.text import SqlText
 
-__all__ = ["StatementParseError", "table_parts"]
+__all__ = ["SqlText", "StatementParseError", "table_parts"]
 _QUERY_STARTS = {TokenType.SELECT, TokenType.WITH, TokenType.VALUES, TokenType.FROM, TokenType.TABLE}
 
 
@@ -75,36 +73,36 @@ Statement = (
 )
 
 
-def parse_write_statement(sql: str) -> Statement | None:
-    """The table write ``sql`` is, or None when it writes no table (or does not parse).
+def parse_write_statement(text: SqlText) -> Statement | None:
+    """The table write ``text`` is, or None when it writes no table (or does not parse: Spark
+    reports a syntax error itself when it runs the statement). The families share the text's one
+    lex and one parse.
 
-    >>> parse_write_statement("insert into s.t (a, b) values (1, 'x')")  # doctest: +NORMALIZE_WHITESPACE
+    >>> insert = SqlText("insert into s.t (a, b) values (1, 'x')")
+    >>> parse_write_statement(insert)  # doctest: +NORMALIZE_WHITESPACE
     InsertStatement(parts=('s', 't'), columns=('a', 'b'), static_partitions=(), by_name=False,
                     overwrite=False, query="values (1, 'x')")
-    >>> parse_write_statement("INSERT OVERWRITE TABLE t PARTITION (p='a', q) SELECT 1").static_partitions
+    >>> overwrite = SqlText("INSERT OVERWRITE TABLE t PARTITION (p='a', q) SELECT 1")
+    >>> parse_write_statement(overwrite).static_partitions
     (('p', 'a'), ('q', None))
-    >>> parse_write_statement("delete from `my s`.t where a = 1")
+    >>> parse_write_statement(SqlText("delete from `my s`.t where a = 1"))
     DeleteStatement(parts=('my s', 't'), alias=None, condition='a = 1')
-    >>> parse_write_statement("select 1") is None
+    >>> parse_write_statement(SqlText("select 1")) is None
     True
 
     Raises:
         StatementParseError: a statement writing a table in a form not handled here.
     """
-    try:
-        with quiet_sqlglot():  # a statement it has no grammar for is handled by PARSERS below
-            tree = sqlglot.parse_one(sql, dialect=SPARK)
-    except sqlglot.errors.SqlglotError:
-        tree = None  # Spark reports a syntax error itself when it runs the statement.
     for parser in PARSERS:
-        statement = parser(sql, tree)
+        statement = parser(text)
         if statement is not None:
             return statement
     return None
 
 
-def parse_insert(sql: str, tree: exp.Expr | None) -> InsertStatement | RefusedStatement | None:
-    """The ``INSERT`` ``sql`` is (``tree``: its parse), or None."""
+def parse_insert(text: SqlText) -> InsertStatement | RefusedStatement | None:
+    """The ``INSERT`` ``text`` is, or None."""
+    tree = text.tree
     if isinstance(tree, exp.MultitableInserts) and len(tree.expressions) > 1:
         first = tree.expressions[0].this
         return RefusedStatement(
@@ -123,12 +121,12 @@ def parse_insert(sql: str, tree: exp.Expr | None) -> InsertStatement | RefusedSt
         static_partitions=_partition_spec(target),
         by_name=bool(tree.args.get("by_name")),
         overwrite=bool(tree.args.get("overwrite")),
-        query=_query_text(sql),
+        query=_query_text(text),
     )
 
 
 # The statement families, in the order they are tried (the module's docstring).
-PARSERS: tuple[Callable[[str, exp.Expr | None], Statement | None], ...] = (
+PARSERS: tuple[Callable[[SqlText], Statement | None], ...] = (
     parse_dml,
     parse_maintenance,
     parse_ddl,
@@ -153,22 +151,22 @@ def _partition_spec(target: exp.Expr) -> tuple[tuple[str, str | None], ...]:
     return tuple(spec)
 
 
-def _query_text(sql: str) -> str:
+def _query_text(text: SqlText) -> str:
     """The query of an INSERT, exactly as written: the text from its first token on.
 
     What comes before the ``INSERT`` (a leading ``WITH`` or Hive's ``FROM``) belongs to the
     query: ``WITH x AS (...) INSERT INTO t SELECT ...`` inserts ``WITH x AS (...) SELECT ...``.
 
-    >>> _query_text("insert into t partition (p = 1) (a, b) (select 1, 2);")
+    >>> _query_text(SqlText("insert into t partition (p = 1) (a, b) (select 1, 2);"))
     '(select 1, 2)'
-    >>> _query_text("INSERT INTO TABLE `we(ird` BY NAME SELECT 1 AS a")
+    >>> _query_text(SqlText("INSERT INTO TABLE `we(ird` BY NAME SELECT 1 AS a"))
     'SELECT 1 AS a'
-    >>> _query_text("with x as (select 1 a) insert into t select a from x")
+    >>> _query_text(SqlText("with x as (select 1 a) insert into t select a from x"))
     'with x as (select 1 a) select a from x'
-    >>> _query_text("from s insert overwrite table t select a where a > 1")
+    >>> _query_text(SqlText("from s insert overwrite table t select a where a > 1"))
     'from s select a where a > 1'
     """
-    tokens = SPARK.tokenize(sql)
+    sql, tokens = text.sql, text.tokens or []
     start = _insert_position(tokens)
     index = start + 1
     while index < len(tokens):

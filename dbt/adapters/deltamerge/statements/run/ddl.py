@@ -82,14 +82,14 @@ def create_table(
         return None
     bound = binding.binding(spark, schema, identifier)
     if bound is not None and not statement.replace:
-        existing = load_snapshot(bound[0])
+        existing = load_snapshot(bound.location)
         if statement.if_not_exists and existing is not None:
             return WriteResult(None, "CREATE TABLE", {}, existing)
         raise TableStatementError(f"CREATE TABLE {name}: the table already exists (use CREATE OR REPLACE)")
     location = place_table(
         identifier,
         explicit=statement.location,
-        bound=bound[0] if bound else None,
+        bound=bound.table_path if bound else None,
         schema_folder=schema_folder,
     )
     current = load_snapshot(location)
@@ -147,9 +147,9 @@ def _like(spark: SparkSession, parts: tuple[str, ...], name: str) -> _Definition
     bound = binding.binding(spark, schema, parts[-1])
     if bound is None:
         return None
-    snapshot = load_snapshot(bound[0])
+    snapshot = load_snapshot(bound.location)
     if snapshot is None:
-        raise TableStatementError(f"CREATE TABLE {name} LIKE {source}: {bound[0]} has no Delta table")
+        raise TableStatementError(f"CREATE TABLE {name} LIKE {source}: {bound.location} has no Delta table")
     return _Definition(
         schema=_commented(snapshot.schema),
         partition_by=tuple(snapshot.metadata.partition_columns),

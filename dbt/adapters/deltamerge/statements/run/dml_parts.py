@@ -23,6 +23,7 @@ from dbt.adapters.deltamerge.delta import (
     CommitOptions,
     ReadSet,
     Snapshot,
+    TableLocation,
     WriteResult,
     WrittenFile,
     commit_files,
@@ -77,9 +78,9 @@ def columns(snapshot: Snapshot) -> list[Column]:
     return [F.col(quote_identifier(f.name)) for f in snapshot.schema.fields]
 
 
-def layout(snapshot: Snapshot) -> tuple[str, list[str], dict[str, str], T.StructType]:
+def layout(snapshot: Snapshot) -> tuple[TableLocation, list[str], dict[str, str], T.StructType]:
     return (
-        snapshot.table_path,
+        snapshot.location,
         snapshot.partition_columns,
         dict(snapshot.metadata.configuration),
         snapshot.schema,

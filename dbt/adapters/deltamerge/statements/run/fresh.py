@@ -21,8 +21,9 @@ from pyspark.sql import SparkSession
 
 from dbt.adapters.deltamerge import binding
 from dbt.adapters.deltamerge.common.sql import quote_identifier, string_literal
-from dbt.adapters.deltamerge.delta import DeltaError, latest_version, load_snapshot
+from dbt.adapters.deltamerge.delta import DeltaError, TableLocation, latest_version, load_snapshot
 from dbt.adapters.deltamerge.statements.parse.reads import Name, read_names
+from dbt.adapters.deltamerge.statements.parse.text import SqlText
 
 # Views nested deeper than this are not followed further (a view over itself is an error of Spark's).
 MAX_VIEW_DEPTH = 16
@@ -44,7 +45,7 @@ class Bound:
 
     schema: str
     identifier: str
-    table_path: str
+    table: TableLocation
     version: int | None
 
 
@@ -105,16 +106,16 @@ class CatalogReads:
                 elif isinstance(known, Bound):
                     self._known[name] = _fresh(spark, known)
 
-    def refresh_sql(self, spark: SparkSession, sql: str) -> None:
-        """``refresh`` for the names ``sql`` reads (none for a statement that reads no table)."""
-        names = read_names(sql)
+    def refresh_sql(self, spark: SparkSession, text: SqlText) -> None:
+        """``refresh`` for the names ``text`` reads (none for a statement that reads no table)."""
+        names = read_names(text)
         if names:
             self.refresh(spark, names)
 
-    def bound(self, schema: str, identifier: str, table_path: str, version: int | None) -> None:
-        """Record that this process bound ``schema.identifier`` to ``version`` of ``table_path``."""
+    def bound(self, schema: str, identifier: str, table: TableLocation, version: int | None) -> None:
+        """Record that this process bound ``schema.identifier`` to ``version`` of ``table``."""
         with self._lock:
-            self._known[(schema.lower(), identifier.lower())] = Bound(schema, identifier, table_path, version)
+            self._known[(schema.lower(), identifier.lower())] = Bound(schema, identifier, table, version)
 
     def forget_definitions(self) -> None:
         """Forget views, other tables and schemas' folders (a statement may have defined them anew)."""
@@ -151,7 +152,7 @@ class CatalogReads:
         if ours is not None and ours.delta_entry:
             known = Other()  # Delta's own entry: Delta reads the latest version at each query
         elif ours is not None:
-            known = Bound(str(row[0]) or schema, str(row[1]), ours.table_path, ours.version)
+            known = Bound(str(row[0]) or schema, str(row[1]), ours.location, ours.version)
         elif "\nType: VIEW\n" in f"\n{information}":
             known = View(view_reads(information))
         else:
@@ -173,32 +174,33 @@ def view_reads(information: str) -> frozenset[Name]:
         return frozenset()
     namespace = _VIEW_NAMESPACE.search(information)
     schema = namespace.group(1).strip().strip("`").lower() if namespace else ""
-    return frozenset((s or schema, i) for s, i in read_names(text.group(1)))
+    return frozenset((s or schema, i) for s, i in read_names(SqlText(text.group(1))))
 
 
 def _fresh(spark: SparkSession, bound: Bound) -> Bound:
     """``bound`` after binding its table's latest version, if that is not the version bound."""
-    latest = latest_version(bound.table_path)
+    latest = latest_version(bound.table)
     if latest == bound.version and latest >= 0:
         return bound
     entry = binding.binding(spark, bound.schema, bound.identifier)  # another process may have bound it
     if entry is None:
         return bound  # dropped meanwhile: Spark says so when it plans
     name = f"{bound.schema}.{bound.identifier}"
-    latest = latest_version(entry.table_path)
+    table = entry.location
+    latest = latest_version(table)
     if latest < 0:
         raise StaleTableError(
-            f"{name} reads the Delta table at {entry.table_path}, which has no Delta log any more "
+            f"{name} reads the Delta table at {table}, which has no Delta log any more "
             f"(the catalog entry still reads version {entry.version}): refusing to read an old version "
             "as the latest. Register the table again (convert_to_delta with relation_name) or drop "
             f"{name}."
         )
     if entry.version == latest or entry.delta_entry:  # (Delta's entry reads the latest itself)
-        return Bound(bound.schema, bound.identifier, entry.table_path, latest)
-    snapshot = load_snapshot(entry.table_path)
+        return Bound(bound.schema, bound.identifier, table, latest)
+    snapshot = load_snapshot(table)
     if snapshot is None:
-        raise StaleTableError(f"{name} reads {entry.table_path}, where no Delta table is any more")
+        raise StaleTableError(f"{name} reads {table}, where no Delta table is any more")
     binding.bind(
         spark, schema=bound.schema, identifier=bound.identifier, snapshot=snapshot, current=entry.properties
     )
-    return Bound(bound.schema, bound.identifier, entry.table_path, snapshot.version)
+    return Bound(bound.schema, bound.identifier, table, snapshot.version)

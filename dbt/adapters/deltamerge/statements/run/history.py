@@ -11,7 +11,6 @@ there: one VACUUM removed is refused naming the version, never read with rows mi
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Sequence
 from datetime import datetime, timezone
 from typing import Any
@@ -26,14 +25,13 @@ from dbt.adapters.deltamerge.delta import (
     CommitOptions,
     DeltaError,
     Snapshot,
+    TableLocation,
     WriteResult,
     commit_files,
     load_snapshot,
     local_path,
-    log_dir,
     log_state,
     read_commit,
-    storage,
 )
 from dbt.adapters.deltamerge.statements.parse.history import AsOf
 
@@ -42,38 +40,39 @@ class TimeTravelError(DeltaError):
     """A version or timestamp the table cannot be read at."""
 
 
-def commit_times(table_path: str) -> list[tuple[int, int]]:
+def commit_times(table: TableLocation) -> list[tuple[int, int]]:
     """``(version, timestamp in ms)`` of every commit the log holds, oldest first."""
-    names = storage.list_names(log_dir(table_path))
+    store = table.store
+    names = store.list_names(table.log_folder)
     versions = sorted(int(n[:20]) for n in names if len(n) == 25 and n.endswith(".json") and n[:20].isdigit())
     times: list[tuple[int, int]] = []
     for version in versions:
-        path = os.path.join(log_dir(table_path), f"{version:020d}.json")
-        with storage.open_input(path) as handle:
+        path = table.commit_file(version)
+        with store.open_input(path) as handle:
             first = json.loads(handle.readline() or b"{}")
         stamp = (first.get("commitInfo") or {}).get("inCommitTimestamp")
-        millis = int(stamp) if stamp is not None else int(storage.size_and_mtime(path)[1] * 1000)
+        millis = int(stamp) if stamp is not None else int(store.size_and_mtime(path)[1] * 1000)
         if times and millis <= times[-1][1]:
             millis = times[-1][1] + 1  # Delta's monotonic commit timestamps
         times.append((version, millis))
     return times
 
 
-def earliest_version(table_path: str, times: Sequence[tuple[int, int]]) -> int:
+def earliest_version(table: TableLocation, times: Sequence[tuple[int, int]]) -> int:
     """The oldest version the log can rebuild: 0 with its commit, else the oldest checkpoint's."""
     if times and times[0][0] == 0:
         return 0
-    names = storage.list_names(log_dir(table_path))
+    names = table.store.list_names(table.log_folder)
     checkpoints = [int(n[:20]) for n in names if ".checkpoint" in n and n[:20].isdigit()]
     return min(checkpoints, default=times[0][0] if times else 0)
 
 
-def resolve_version(spark: SparkSession, table_path: str, to: AsOf, name: str) -> int:
+def resolve_version(spark: SparkSession, table: TableLocation, to: AsOf, name: str) -> int:
     """The version ``to`` names, refused in Delta's words when the log does not hold it."""
-    times = commit_times(table_path)
+    times = commit_times(table)
     if not times:
-        raise TimeTravelError(f"{name} has no Delta log at {table_path}")
-    earliest, latest = earliest_version(table_path, times), times[-1][0]
+        raise TimeTravelError(f"{name} has no Delta log at {table}")
+    earliest, latest = earliest_version(table, times), times[-1][0]
     if to.version is not None:
         if not earliest <= to.version <= latest:
             raise TimeTravelError(
@@ -106,12 +105,12 @@ def _shown(millis: int) -> str:
     return datetime.fromtimestamp(millis / 1000, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3] + "Z"
 
 
-def snapshot_at(table_path: str, version: int, name: str) -> Snapshot:
+def snapshot_at(table: TableLocation, version: int, name: str) -> Snapshot:
     """The table at ``version``, refused when VACUUM removed a file it reads."""
-    snapshot = load_snapshot(table_path, version)
+    snapshot = load_snapshot(table, version)
     if snapshot is None:
-        raise TimeTravelError(f"{name} has no Delta table at {table_path}")
-    missing = [f.path for f in snapshot.files if not storage.exists(local_path(table_path, f.path))]
+        raise TimeTravelError(f"{name} has no Delta table at {table}")
+    missing = [f.path for f in snapshot.files if not table.store.exists(local_path(table.path, f.path))]
     if missing:
         raise TimeTravelError(
             f"Version {version} of {name} cannot be read: {len(missing)} of its data files were removed "
@@ -148,13 +147,13 @@ HISTORY_SCHEMA = T.StructType.fromJson(
 )  # fmt: skip
 
 
-def history_frame(spark: SparkSession, table_path: str, limit: int | None) -> DataFrame:
+def history_frame(spark: SparkSession, table: TableLocation, limit: int | None) -> DataFrame:
     """``DESCRIBE HISTORY``: one row per commit the log holds, newest first (Delta's columns)."""
     rows: list[tuple[Any, ...]] = []
-    for version, millis in reversed(commit_times(table_path)):
+    for version, millis in reversed(commit_times(table)):
         if limit is not None and len(rows) >= limit:
             break
-        actions = read_commit(table_path, version)
+        actions = read_commit(table, version)
         info: dict[str, Any] = next((a["commitInfo"] for a in actions if "commitInfo" in a), {})
         rows.append(
             (
@@ -190,7 +189,7 @@ DETAIL_SCHEMA = (
 
 def detail_frame(spark: SparkSession, snapshot: Snapshot, name: str) -> DataFrame:
     """``DESCRIBE DETAIL``: the table's one row (Delta's columns)."""
-    times = commit_times(snapshot.table_path)
+    times = commit_times(snapshot.location)
     created = snapshot.metadata.created_time
     protocol = snapshot.protocol
     features = sorted({*(protocol.reader_features or ()), *(protocol.writer_features or ())})
@@ -199,7 +198,7 @@ def detail_frame(spark: SparkSession, snapshot: Snapshot, name: str) -> DataFram
         snapshot.metadata.id,
         f"spark_catalog.{name}",
         snapshot.metadata.description,
-        "file:" + snapshot.table_path,
+        snapshot.table_path if snapshot.location.store.object_store else "file:" + snapshot.table_path,
         datetime.fromtimestamp(created / 1000, tz=timezone.utc) if created else None,
         datetime.fromtimestamp(times[-1][1] / 1000, tz=timezone.utc) if times else None,
         list(snapshot.partition_columns),
@@ -223,7 +222,7 @@ def restore(current: Snapshot, target: Snapshot, to: AsOf) -> WriteResult:
     now = {_logical(f) for f in current.files}
     removed = [f for f in current.files if _logical(f) not in keep]
     restored = [f for f in target.files if _logical(f) not in now]
-    logged = log_state(target.table_path, target.version).adds if restored else {}
+    logged = log_state(target.location, target.version).adds if restored else {}
     readded = [{"add": {**logged[unquote(f.path)], "dataChange": True}} for f in restored]
     leading: list[dict[str, object]] = []
     if target.metadata != current.metadata:

@@ -13,6 +13,7 @@ statement goes to Spark unchanged.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from functools import partial
@@ -21,10 +22,12 @@ from typing import Any
 from pyspark.sql import SparkSession
 
 from dbt.adapters.deltamerge import binding
+from dbt.adapters.deltamerge.common.config_values import SpecError
 from dbt.adapters.deltamerge.common.errors import EngineError
 from dbt.adapters.deltamerge.delta import (
     Snapshot,
     TableChange,
+    TableLocation,
     WriteResult,
     after_commit,
     auto_compact,
@@ -60,6 +63,7 @@ from dbt.adapters.deltamerge.statements.parse.maintenance import (
 from dbt.adapters.deltamerge.statements.parse.statement import (
     InsertStatement,
     RefusedStatement,
+    SqlText,
     Statement,
     StatementParseError,
     parse_write_statement,
@@ -90,9 +94,10 @@ SchemaFolder = Callable[[str], str]
 
 
 def run_on_delta(
-    spark: SparkSession, sql: str, schema_folder: SchemaFolder | None = None
+    spark: SparkSession, text: SqlText, schema_folder: SchemaFolder | None = None
 ) -> StatementResult | None:
-    """Run ``sql`` through the engine if it writes a Delta table; ``schema_folder`` tells where a
+    """Run ``text`` through the engine if it writes a Delta table (parsed from the text's one lex
+    and parse, shared with the cursor's other questions); ``schema_folder`` tells where a
     schema's new tables go (asked only when a table is placed: a dbt invocation's catalog reads,
     which ask the catalog once per schema; without it, the catalog is asked each time).
 
@@ -102,7 +107,8 @@ def run_on_delta(
     Raises:
         StatementError: the statement cannot be run on a Delta table; nothing was written.
     """
-    parsed = _parse(sql)
+    sql = text.sql
+    parsed = _parse(text)
     if parsed is None or not parsed.parts:
         return None
     if isinstance(parsed, MergeStatement) and len(parsed.parts) == 1:
@@ -196,11 +202,11 @@ RUNNERS: dict[type, Runner] = {
 }
 
 
-def _parse(sql: str) -> Statement | None:
+def _parse(text: SqlText) -> Statement | None:
     try:
-        return parse_write_statement(sql)
+        return parse_write_statement(text)
     except StatementParseError as error:
-        raise StatementError(f"{error}; the statement was not run: {sql.strip()}") from error
+        raise StatementError(f"{error}; the statement was not run: {text.sql.strip()}") from error
 
 
 def _schema_of(spark: SparkSession, parts: tuple[str, ...]) -> str | None:
@@ -213,24 +219,24 @@ def _bound_snapshot(
     spark: SparkSession, schema: str, identifier: str, schema_folder: Callable[[], str]
 ) -> Snapshot | None:
     bound = binding.binding(spark, schema, identifier)
-    path = (
-        bound.table_path if bound is not None else interrupted_table(spark, schema, identifier, schema_folder)
+    location = (
+        bound.location if bound is not None else interrupted_table(spark, schema, identifier, schema_folder)
     )
-    if path is None:
+    if location is None:
         return None
     # The statement's query (a snapshot's staging view, say) may read the table: it must see
     # versions committed since the binding (a run killed after its commit, another writer).
     version = bound.version if bound is not None else None
-    binding.refresh(spark, schema=schema, identifier=identifier, table_path=path, version=version)
-    snapshot = load_snapshot(path)
+    binding.refresh(spark, schema=schema, identifier=identifier, table=location, version=version)
+    snapshot = load_snapshot(location)
     if snapshot is None:
-        raise StatementError(f"{schema}.{identifier} is bound to {path}, which has no Delta table")
+        raise StatementError(f"{schema}.{identifier} is bound to {location}, which has no Delta table")
     return snapshot
 
 
 def interrupted_table(
     spark: SparkSession, schema: str, identifier: str, schema_folder: Callable[[], str]
-) -> str | None:
+) -> TableLocation | None:
     """The Delta table at the managed location of a name whose catalog entry a killed run was
     replacing (a table the user dropped stays dropped): statements and snapshots bind it again.
     ``schema_folder``: the schema's folder (asked only when the schema exists)."""
@@ -238,16 +244,45 @@ def interrupted_table(
         return None  # a table of another kind (a view, a parquet table): Spark's
     if not spark.catalog.databaseExists(schema):
         return None
-    path = place_table(identifier, explicit=None, bound=None, schema_folder=schema_folder).path
-    return path if binding.interrupted_binding(path, schema, identifier) else None
+    location = place_table(identifier, explicit=None, bound=None, schema_folder=schema_folder)
+    return location if binding.interrupted_binding(location, schema, identifier) else None
 
 
 def _merge(spark: SparkSession, statement: MergeStatement, snapshot: Snapshot, name: str) -> WriteResult:
-    spec = MergeSpec.from_config(f"MERGE INTO {name}", statement.config)
+    spec = merge_spec(statement, name)
     source = spark.sql(statement.source_query)
     what = f"MERGE INTO {name}"
     evolved = evolved_by_merge(spec, snapshot, source.schema, what=what) if spec.schema_evolution else None
     return merge_into(spark, source, snapshot, spec, change=TableChange(schema=evolved))
+
+
+def merge_spec(statement: MergeStatement, name: str) -> MergeSpec:
+    """The clause set of a SQL ``MERGE INTO name``; what is wrong with it said as the statement's
+    error (its clauses, not a model's config keys), before anything is read or written."""
+    try:
+        return MergeSpec.from_config(f"MERGE INTO {name}", statement.config)
+    except SpecError as error:
+        said = " ".join(_said_of_sql(p) for p in error.problems)
+        raise StatementError(f"MERGE INTO {name}: {said} Nothing was written.") from error
+
+
+def _said_of_sql(problem: str) -> str:
+    """A clause-set problem in the words of the statement (``when_matched[1]: ...`` is the second
+    ``WHEN MATCHED`` clause).
+
+    >>> _said_of_sql("when_not_matched_by_source[0]: action must be 'update' or 'delete'")
+    "the 1st WHEN NOT MATCHED BY SOURCE clause: action must be 'update' or 'delete'."
+    >>> _said_of_sql("source_alias and target_alias must differ (both are 'x')")
+    "the source's and the target's aliases must differ (both are 'x')."
+    """
+    found = re.match(r"^when_(not_matched_by_source|not_matched|matched)\[(\d+)\]: (.*)$", problem, re.S)
+    if found is not None:
+        kind, index, rest = found.groups()
+        ordinal = int(index) + 1
+        suffix = {1: "st", 2: "nd", 3: "rd"}.get(ordinal if ordinal < 20 else ordinal % 10, "th")
+        problem = f"the {ordinal}{suffix} WHEN {kind.replace('_', ' ').upper()} clause: {rest}"
+    problem = problem.replace("source_alias and target_alias", "the source's and the target's aliases")
+    return problem if problem.endswith(".") else f"{problem}."
 
 
 def _done(spark: SparkSession, schema: str, identifier: str, result: WriteResult) -> StatementResult:

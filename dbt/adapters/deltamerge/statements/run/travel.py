@@ -25,6 +25,7 @@ from dbt.adapters.deltamerge.statements.parse.history import (
     parse_history_statement,
     travel_references,
 )
+from dbt.adapters.deltamerge.statements.parse.text import SqlText
 from dbt.adapters.deltamerge.statements.run.history import (
     detail_frame,
     history_frame,
@@ -52,15 +53,16 @@ def run_history(spark: SparkSession, sql: str) -> tuple[str, DataFrame] | None:
     entry = binding.binding(spark, schema, identifier)
     if entry is None:
         raise NotADeltaName(f"{name} is not a Delta table (no catalog entry of dbt-deltamerge names it)")
+    table = entry.location
     if isinstance(parsed, DescribeHistory):
-        return name, history_frame(spark, entry.table_path, parsed.limit)
-    current = load_snapshot(entry.table_path)
+        return name, history_frame(spark, table, parsed.limit)
+    current = load_snapshot(table)
     if current is None:
-        raise NotADeltaName(f"{name} is bound to {entry.table_path}, where no Delta table is")
+        raise NotADeltaName(f"{name} is bound to {table}, where no Delta table is")
     if isinstance(parsed, DescribeDetail):
         return name, detail_frame(spark, current, name)
-    version = resolve_version(spark, entry.table_path, parsed.to, name)
-    result = restore(current, snapshot_at(entry.table_path, version, name), parsed.to)
+    version = resolve_version(spark, table, parsed.to, name)
+    result = restore(current, snapshot_at(table, version, name), parsed.to)
     with after_commit(f"binding the restored version as {name} in the catalog"):
         binding.bind(spark, schema=schema, identifier=identifier, snapshot=result.snapshot)
     metrics = result.metrics
@@ -76,17 +78,17 @@ def run_history(spark: SparkSession, sql: str) -> tuple[str, DataFrame] | None:
     return name, spark.createDataFrame([tuple(row.values())], columns)
 
 
-def with_versions(spark: SparkSession, sql: str) -> str:
-    """``sql`` with each ``name VERSION|TIMESTAMP AS OF x`` of a Delta-bound name replaced by that
+def with_versions(spark: SparkSession, text: SqlText) -> str:
+    """``text`` with each ``name VERSION|TIMESTAMP AS OF x`` of a Delta-bound name replaced by that
     version's catalog entry (other names' clauses are left to Spark)."""
-    references = travel_references(sql)
+    sql, references = text.sql, travel_references(text)
     for reference in reversed(references):  # from the end: earlier offsets stay right
         schema, identifier = _split(spark, reference.parts)
         entry = binding.binding(spark, schema, identifier)
         if entry is None or entry.delta_entry:
             continue  # (Delta's own entry: Delta reads the version itself)
         name = f"{schema}.{identifier}"
-        version = resolve_version(spark, entry.table_path, reference.to, name)
+        version = resolve_version(spark, entry.location, reference.to, name)
         travel = _bound_version(spark, schema, identifier, entry, version)
         sql = sql[: reference.start] + travel + sql[reference.end :]
     return sql
@@ -97,11 +99,11 @@ def _bound_version(
 ) -> str:
     """The catalog entry of ``version`` (bound now unless it already reads it), quoted."""
     name = f"{schema}.{identifier}"
-    snapshot = snapshot_at(entry.table_path, version, name)  # refused if VACUUM removed its files
+    snapshot = snapshot_at(entry.location, version, name)  # refused if VACUUM removed its files
     travel = f"{identifier}{TRAVEL_MARK}{version}"
     found = binding.binding(spark, schema, travel)
     if found is None or found.version != version or found.table_path != entry.table_path:
-        live_root = entry.properties.get(binding.ROOT_PROPERTY) or binding.bindings_root(entry.table_path)
+        live_root = entry.properties.get(binding.ROOT_PROPERTY) or binding.bindings_root(entry.location)
         root = os.path.join(live_root, binding.TRAVEL_DIR, f"v{version}")
         current = {binding.LOCATION_PROPERTY: entry.table_path, binding.ROOT_PROPERTY: root}
         binding.bind(spark, schema=schema, identifier=travel, snapshot=snapshot, current=current)
