@@ -73,7 +73,7 @@ from dbt.adapters.deltamerge.statements.run.alter import add_constraint, alter_c
 from dbt.adapters.deltamerge.statements.run.ddl import add_columns, create_table, drop_columns, rename_column
 from dbt.adapters.deltamerge.statements.run.insert import insert_into
 from dbt.adapters.deltamerge.statements.run.maintenance import optimize_table, reorg_purge, set_properties
-from dbt.adapters.deltamerge.statements.run.views import ViewError, temp_view_table
+from dbt.adapters.deltamerge.statements.run.views import ViewError, resolve_as_delta, temp_view_plan
 
 
 class StatementError(EngineError):
@@ -136,22 +136,26 @@ def run_on_delta(
 
 
 def _through_temp_view(spark: SparkSession, parsed: MergeStatement, sql: str) -> MergeStatement:
-    """A MERGE into a temp view that is its Delta table unchanged merges into the table (as Delta)."""
+    """A MERGE into a temp view that is its Delta table unchanged merges into the table (as Delta);
+    where Delta fails the MERGE with its own error, that error (``views``)."""
     name = parsed.parts[0]
     try:
-        table = temp_view_table(spark, name)
-        shown = None if table is None else spark.table(".".join(f"`{p}`" for p in table)).columns
-        if table is not None and sorted(c.lower() for c in spark.table(f"`{name}`").columns) != sorted(
-            c.lower() for c in shown or ()
-        ):
-            raise ViewError(f"it shows only some columns of {'.'.join(table)}")
+        found = temp_view_plan(spark, name)
+        if found is None:
+            return parsed  # no temp view: the catalog's name
+        table, problem = found
+        if table is not None:
+            resolve_as_delta(spark, parsed, name, table)
+        if problem is not None:
+            raise ViewError(problem)
+        assert table is not None
     except ViewError as error:
         raise StatementError(
             f"MERGE INTO the temp view {name} is not run: {error}. A MERGE writes through a temp view "
             f"only when the view is its Delta table unchanged (SELECT * FROM the table), as in Delta. "
             f"The statement was not run: {sql.strip()}"
         ) from error
-    return parsed if table is None else replace(parsed, parts=table)
+    return replace(parsed, parts=table)
 
 
 def _definition_change(

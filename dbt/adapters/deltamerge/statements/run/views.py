@@ -8,13 +8,20 @@ through unchanged (Spark's own ``cast(x as <its type>) AS x``), aliases and view
 view that filters is Delta's ``DELTA_UNEXPECTED_PARTIAL_SCAN``; one that computes or renames
 columns is refused too, naming what it does (Delta writes through a renaming projection, which
 swaps the columns written: a rule kept for its history, not followed here), before anything is read.
+Where Delta fails such a MERGE with its own error, that error is said: a view showing columns its
+table lacks (``DELTA_SCHEMA_CHANGE_SINCE_ANALYSIS``), a nested field assigned through a view
+(``DELTA_MERGE_UNEXPECTED_ASSIGNMENT_KEY``), and, for a view showing some of the columns, Spark's
+``UNRESOLVED_COLUMN`` for a column the statement names that the view does not show.
 """
 
 from __future__ import annotations
 
 import re
 
+from pyspark.errors import AnalysisException
 from pyspark.sql import SparkSession
+
+from dbt.adapters.deltamerge.statements.parse.dml import MergeStatement
 
 # A projected item that passes a column through: `x#1`, `x#1 AS x#2`, `cast(x#1 as t) AS x#2`.
 _PASSED = re.compile(
@@ -38,17 +45,36 @@ def underlying_table(plan: str) -> tuple[str, ...]:
     ...             +- Relation spark_catalog.s.tab[key#2] parquet''')
     ('s', 'tab')
     """
-    filtered = False
+    table, problem = view_plan(plan)
+    if problem is not None:
+        raise ViewError(problem)
+    assert table is not None
+    return table
+
+
+def view_plan(plan: str) -> tuple[tuple[str, ...] | None, str | None]:
+    """The catalog table a temp view's analyzed plan reads (None: none) and why the view is not that
+    table unchanged (None: it is). A filter is Delta's ``DELTA_UNEXPECTED_PARTIAL_SCAN``.
+
+    >>> view_plan('''key: int, 1: int
+    ... Project [key#13, 1#14]
+    ... +- SubqueryAlias v
+    ...    +- Project [key#2, 1 AS 1#14]
+    ...       +- SubqueryAlias spark_catalog.s.tab
+    ...          +- Relation spark_catalog.s.tab[key#2] parquet''')
+    (('s', 'tab'), 'it computes or renames a column (1 AS 1#14)')
+    """
+    filtered, problem = False, None
     for line in plan.strip().splitlines()[1:]:
         node = line.strip().lstrip(":+-| ").strip()
         if node.startswith("SubqueryAlias spark_catalog."):
             table = tuple(node.split(" ", 1)[1].split(".")[1:])
             if filtered:
-                raise ViewError(
+                problem = (
                     "[DELTA_UNEXPECTED_PARTIAL_SCAN] Expect a full scan of Delta sources, but found a "
                     f"partial scan. path:{'.'.join(table)} (the view filters the table's rows)"
                 )
-            return table
+            return table, problem
         if node.startswith(("SubqueryAlias ", "View (")):
             continue
         if node.startswith("Filter "):
@@ -58,10 +84,41 @@ def underlying_table(plan: str) -> tuple[str, ...]:
             for item in _items(node[len("Project [") : -1]):
                 found = _PASSED.match(item)
                 if found is None or (found["dst"] and found["dst"].lower() != found["src"].lower()):
-                    raise ViewError(f"it computes or renames a column ({item})")
+                    problem = problem or f"it computes or renames a column ({item})"
             continue
-        raise ViewError(f"its plan has a {node.split(' ', 1)[0]} ({node})")
-    raise ViewError("it reads no table of the catalog")
+        return None, problem or f"its plan has a {node.split(' ', 1)[0]} ({node})"
+    return None, problem or "it reads no table of the catalog"
+
+
+def schema_change_since_analysis(extra: list[str]) -> str:
+    """Delta's error for a MERGE into a view showing columns its table does not have (Delta's
+    analyzer takes the view's columns as the table's, and the commit finds them missing).
+
+    >>> print(schema_change_since_analysis(["1"]).splitlines()[-1])
+    Latest schema is missing field(s): 1
+    """
+    return (
+        "[DELTA_SCHEMA_CHANGE_SINCE_ANALYSIS] The schema of your Delta table has changed in an "
+        "incompatible way since your DataFrame or DeltaTable object was created. Please redefine your "
+        "DataFrame or DeltaTable object.\nChanges:\nLatest schema is missing field(s): " + ", ".join(extra)
+    )
+
+
+def nested_assignment(keys: list[str], target_alias: str) -> str | None:
+    """The first assignment key that names a field inside a column (``value.a.x``), the target's
+    alias aside: Delta refuses it through a temp view (``DELTA_MERGE_UNEXPECTED_ASSIGNMENT_KEY``:
+    Spark resolves a view's key to a field access, which Delta's merge does not take).
+
+    >>> nested_assignment(["t.k", "`t`.v", "value.a.x"], "t"), nested_assignment(["t.k", "w"], "t")
+    ('value.a.x', None)
+    """
+    for key in keys:
+        parts = [p.strip("`") for p in re.findall(r"`[^`]*`|[^.]+", key)]
+        if parts and parts[0].lower() == target_alias.lower():
+            parts = parts[1:]
+        if len(parts) > 1:
+            return key
+    return None
 
 
 def _items(text: str) -> list[str]:
@@ -75,15 +132,49 @@ def _items(text: str) -> list[str]:
     return [*items, text[start:].strip()]
 
 
-def temp_view_table(spark: SparkSession, name: str) -> tuple[str, ...] | None:
-    """The (schema, table) temp view ``name`` stands for, or None when ``name`` is no temp view.
-
-    Raises:
-        ViewError: the view is not the table itself (said why).
-    """
+def temp_view_plan(spark: SparkSession, name: str) -> tuple[tuple[str, ...] | None, str | None] | None:
+    """``view_plan`` of temp view ``name``; None when ``name`` is no temp view."""
     if not spark.catalog.tableExists(name) or not spark.catalog.getTable(name).isTemporary:
         return None
     explained = str(spark.sql(f"EXPLAIN EXTENDED SELECT * FROM `{name}`").collect()[0][0])
     analyzed = explained.split("== Analyzed Logical Plan ==", 1)[-1]
     analyzed = analyzed.split("== Optimized Logical Plan ==", 1)[0]
-    return underlying_table(analyzed)
+    return view_plan(analyzed)
+
+
+def resolve_as_delta(spark: SparkSession, parsed: MergeStatement, view: str, table: tuple[str, ...]) -> None:
+    """Delta's errors for a MERGE into a view that does not show its table's columns: more columns
+    (the table lacks them at the commit), a nested field assigned through a view, fewer columns (a
+    column the statement names that the view does not show is unresolved: Spark's own error, from
+    resolving the statement's target-side expressions against the view).
+
+    Raises:
+        ViewError: Delta's error, or why the view is not its table (fewer columns, all resolved).
+    """
+    config = parsed.config
+    shown = spark.table(f"`{view}`").columns
+    columns = {c.lower() for c in spark.table(".".join(f"`{p}`" for p in table)).columns}
+    extra = [c for c in shown if c.lower() not in columns]
+    if extra and columns <= {c.lower() for c in shown}:
+        raise ViewError(schema_change_since_analysis(extra))
+    matched = [c for c in config.get("when_matched") or [] if isinstance(c.get("set"), dict)]
+    keys = [k for c in matched for k in c["set"]]
+    nested = nested_assignment(keys, config["target_alias"])
+    if nested is not None:
+        raise ViewError(
+            "[DELTA_MERGE_UNEXPECTED_ASSIGNMENT_KEY] Unexpected assignment key: class "
+            f"org.apache.spark.sql.catalyst.expressions.GetStructField - {nested} (a field inside a "
+            "column assigned through a temp view)"
+        )
+    if len(shown) < len(columns):
+        target, source = config["target_alias"], config["source_alias"]
+        named = [config["merge_condition"], *[c["condition"] for c in matched if c.get("condition")]]
+        named += [k if k.lower().startswith(f"{target.lower()}.") else f"`{target}`.{k}" for k in keys]
+        named += [v for c in matched for v in c["set"].values()]
+        select = ", ".join(f"({e})" for e in named)
+        both = f"`{view}` AS `{target}` CROSS JOIN ({parsed.source_query}) AS `{source}`"
+        try:
+            spark.sql(f"SELECT {select} FROM {both}").schema  # noqa: B018 (analysis raises what is unresolved)
+        except AnalysisException as error:
+            raise ViewError(str(error).strip().split("\n", 1)[0]) from error
+        raise ViewError(f"it shows only some columns of {'.'.join(table)}")
