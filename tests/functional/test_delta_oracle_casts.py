@@ -42,7 +42,7 @@ VALUES = {
     "b": ["s.flag", "s.num", "s.txt"],
     "dt": ["s.day", "cast(s.day as timestamp)", "s.num"],
     "ts": ["s.day", "s.big", "s.num"],
-    "s": ["s.num", "s.big", "cast(s.day as date)", "s.flag = 'true'"],
+    "s": ["s.num", "s.big", "cast(s.day as date)", "s.flag = 'true'", "s.pair", "s.strs"],
     "arr": ["s.strs", "array(s.num, 2.5)", "array(s.txt)"],
     "st": ["s.pair", "named_struct('a', s.txt, 'b', s.day)", "named_struct('a', s.num, 'b', s.num)"],
 }

@@ -60,9 +60,11 @@ def test_arrays_and_maps_of_structs_are_converted_element_by_element():
     assert mapped.startswith("transform_values(s.m, (_merge_k0, _merge_v0) -> IF(")
 
 
-def test_a_struct_into_an_atomic_column_is_refused():
+def test_a_struct_into_an_atomic_column_is_refused_but_into_a_string_is_its_text():
     with pytest.raises(AssignmentError, match="DELTA_UPDATE_SCHEMA_MISMATCH_EXPRESSION"):
-        by_name("s.v", AB, T.StringType(), missing_allowed=False)
+        by_name("s.v", AB, T.IntegerType(), missing_allowed=False)
+    # Delta casts any value into a string column (Spark's text of a struct: "{1, x}").
+    assert "try_cast((s.v) AS string)" in by_name("s.v", AB, T.StringType(), missing_allowed=False)
 
 
 def test_field_assignments_rebuild_the_column_around_the_others():

@@ -1,8 +1,8 @@
 """Where a Delta table lives: one value from the name a model or statement gives to the commit.
 
 ``TableLocation`` is the table's handle: its root (a local path or an object-store URI), its store
-(``stores.py``: the storage calls there, chosen once when the location is made, refusing by name a
-scheme where no commit is safe) and the options its store needs to reach it (an object store's
+(``stores.py``: the storage calls there, chosen once, on first use, refusing by name a scheme where
+no commit is safe) and the options its store needs to reach it (an object store's
 endpoint, region or credentials provider; none on a local disk). The log's and the commit path's
 functions take the location and call its store. Options never print: a location shows its path only
 (they may carry secrets).
@@ -21,6 +21,7 @@ import os
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from types import MappingProxyType
 
 from dbt.adapters.deltamerge.common.store_options import is_object_uri
@@ -41,10 +42,6 @@ class TableLocation:
     options: Mapping[str, str] = field(
         default_factory=lambda: MappingProxyType({}), repr=False, compare=False
     )
-    store: Store = field(init=False, repr=False, compare=False)
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "store", store_for(self.path))
 
     @classmethod
     def of(cls, uri: str, options: Mapping[str, str] | None = None) -> TableLocation:
@@ -53,6 +50,13 @@ class TableLocation:
 
     def __str__(self) -> str:
         return self.path
+
+    @cached_property
+    def store(self) -> Store:
+        """The store the table is on (``stores.py``), chosen once, when first asked (a location only
+        named, a catalog entry Delta's own reader serves, asks nothing of it). A scheme where no
+        commit is safe was refused when the location was made (``table_path_of``)."""
+        return store_for(self.path)
 
     @property
     def name(self) -> str:

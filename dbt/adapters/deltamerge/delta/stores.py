@@ -6,7 +6,7 @@ a hard link (which fails when the name exists) and staged data files are renamed
 (``object_storage``): a commit is one conditional create, data files are never moved (Spark writes
 them where they stay), there are no folders (a key prefix), renames or hard links. ``store_for``
 chooses a path's store once, refusing by name a scheme where no commit is safe; a table's
-``TableLocation.store`` is its store, chosen when the location is made. ``storage`` keeps the
+``TableLocation.store`` is its store, chosen once, on first use. ``storage`` keeps the
 functions over a path for what is no table (a binding root, a lock file), each the store's method.
 A failure names the path and says so.
 """

@@ -66,6 +66,8 @@ def by_name(
         return f"transform_values({sql}, ({key}, {value}) -> {inner})"
     if type(source) is not type(target) and _has_struct(target):  # no cast makes a struct of it
         raise AssignmentError(_cast_mismatch(sql, source, target))
+    if isinstance(target, T.StringType):  # Delta casts any value to a string, a struct as "{1, x}"
+        return assigned_cast(sql, source, target)
     if _has_struct(source) or _has_struct(target):
         raise AssignmentError(_mismatch(source, target))
     if source != target and not can_write(source, target):

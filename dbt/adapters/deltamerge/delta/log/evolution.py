@@ -186,7 +186,8 @@ def can_store_assign(source: T.DataType, target: T.DataType) -> bool:
     Delta's rule (``UpdateExpressionsSupport.cast`` under Spark's default ``storeAssignmentPolicy``
     ANSI) is Spark's ANSI cast: numbers among themselves and to and from booleans, a string to a
     number, boolean, date, timestamp or binary, dates and timestamps among themselves, numbers to
-    timestamps and back, anything atomic to a string; recursively inside arrays, maps and structs.
+    timestamps and back, anything but binary to a string (a struct, array or map as Spark writes it,
+    ``{1, x}``, ``[1, 2]``); recursively inside arrays, maps and structs.
     A value that does not convert (``'a'`` into an int, an overflow) fails the write at run time
     (``store_assigned``), never a silent null. A date never becomes a number (Spark refuses it).
 
@@ -194,6 +195,8 @@ def can_store_assign(source: T.DataType, target: T.DataType) -> bool:
     (True, True)
     >>> can_store_assign(T.StringType(), T.IntegerType()), can_store_assign(T.DateType(), T.IntegerType())
     (True, False)
+    >>> can_store_assign(T.StructType([T.StructField("a", T.IntegerType())]), T.StringType())
+    True
     """
     if can_write(source, target):
         return True
@@ -208,8 +211,8 @@ def can_store_assign(source: T.DataType, target: T.DataType) -> bool:
         return True
     if isinstance(source, T.TimestampType) and isinstance(target, T.NumericType):
         return True
-    if isinstance(target, T.StringType):
-        return isinstance(source, T.AtomicType) and not isinstance(source, T.BinaryType)
+    if isinstance(target, T.StringType):  # Spark's text of the value: a struct is "{1, x}"
+        return not isinstance(source, T.BinaryType)
     if isinstance(source, T.ArrayType) and isinstance(target, T.ArrayType):
         return can_store_assign(source.elementType, target.elementType)
     if isinstance(source, T.MapType) and isinstance(target, T.MapType):
