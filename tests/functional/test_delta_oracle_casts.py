@@ -17,6 +17,7 @@ import os
 import random
 
 import pytest
+from deltalake import DeltaTable
 
 from dbt.adapters.deltamerge.delta import TableLocation, WriteRequest, load_snapshot, write_dataframe
 from dbt.adapters.deltamerge.merge import MergeSpec, merge_into
@@ -123,3 +124,27 @@ def _rows(delta, path: str) -> tuple[str, list[str]]:
     schema = delta.query(f"SELECT * FROM delta.`{path}` LIMIT 0")[0]
     rows = delta.sql(f"SELECT to_json(struct(*)) AS row FROM delta.`{path}`")  # years past 9999 too
     return schema, sorted(r["row"] for r in rows)
+
+
+def test_a_struct_or_an_array_into_a_string_column_is_its_text_as_in_delta(spark, delta_spark, tmp_path):
+    """Delta casts any value assigned to a string column with Spark's cast: a struct is ``{1, x}``,
+    an array ``[]`` (it was refused here, ``DELTA_UPDATE_SCHEMA_MISMATCH_EXPRESSION``)."""
+    ours, theirs, source = str(tmp_path / "ours"), str(tmp_path / "theirs"), str(tmp_path / "source")
+    write_dataframe(
+        spark, spark.sql("select 1 as k, 'a' as s"), WriteRequest(TableLocation.of(ours), "create_or_replace")
+    )
+    copy_folder(ours, theirs)
+    spark.sql(
+        "select 1 as k, named_struct('a', 1, 'b', 'x') as p, array(1, 2) as arr union all "
+        "select 2, named_struct('a', 2, 'b', cast(null as string)), cast(array() as array<int>)"
+    ).coalesce(1).write.parquet(source)
+    merge = (
+        "MERGE INTO {} t USING (SELECT * FROM parquet.`" + source + "`) s ON t.k = s.k "
+        "WHEN MATCHED THEN UPDATE SET s = s.p WHEN NOT MATCHED THEN INSERT (k, s) VALUES (s.k, s.arr)"
+    )
+    delta_spark.sql(merge.format(f"delta.`{theirs}`"))
+    statement = parse_write_statement(SqlText(merge.format("target")))
+    spec = MergeSpec.from_config("MERGE INTO target", statement.config)
+    merge_into(spark, spark.sql(statement.source_query), load_snapshot(TableLocation.of(ours)), spec)
+    assert _rows(delta_spark, ours) == _rows(delta_spark, theirs)
+    assert sorted(r["s"] for r in DeltaTable(ours).to_pyarrow_table().to_pylist()) == ["[]", "{1, x}"]
