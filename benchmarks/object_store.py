@@ -104,11 +104,11 @@ class Phase:
         from deltalake import DeltaTable, WriterProperties
 
         from benchmarks.workloads import ON, SOURCE, TARGET
-        from dbt.adapters.deltamerge.delta import storage
+        from dbt.adapters.deltamerge.delta import TableLocation
 
         arrow = pq.read_table(source)
         started = time.monotonic()
-        merger = DeltaTable(table, storage_options=storage.table_options(table)).merge(
+        merger = DeltaTable(table, storage_options=TableLocation.of(table).deltalake_options()).merge(
             arrow, predicate=ON, source_alias=SOURCE, target_alias=TARGET, streamed_exec=False,
             writer_properties=WriterProperties(compression="SNAPPY"),
         )  # fmt: skip
@@ -141,7 +141,7 @@ def _phase_requests(args: argparse.Namespace) -> dict[str, Any]:
     from deltalake import write_deltalake
 
     from benchmarks.workloads import workloads
-    from dbt.adapters.deltamerge.delta import TableLocation, WriteRequest, storage, write_dataframe
+    from dbt.adapters.deltamerge.delta import TableLocation, WriteRequest, write_dataframe
     from tests.s3faults import FaultProxy
 
     proxy = FaultProxy(args.endpoint)
@@ -170,12 +170,14 @@ def _phase_requests(args: argparse.Namespace) -> dict[str, Any]:
         one_row = phase.spark.range(1).selectExpr("id * 2 as id")
         ours_table, their_table = f"{phase.lake}/append_ours", f"{phase.lake}/append_theirs"
         write_dataframe(phase.spark, one_row, WriteRequest(TableLocation.of(ours_table), "create_or_replace"))
-        write_deltalake(their_table, one_row.toArrow(), storage_options=storage.table_options(their_table))
+        write_deltalake(
+            their_table, one_row.toArrow(), storage_options=TableLocation.of(their_table).deltalake_options()
+        )
         arrow = one_row.toArrow()
         ours_append = functools.partial(
             write_dataframe, phase.spark, one_row, WriteRequest(TableLocation.of(ours_table), "append")
         )
-        options = storage.table_options(their_table)
+        options = TableLocation.of(their_table).deltalake_options()
         their_append = functools.partial(
             write_deltalake, their_table, arrow, mode="append", storage_options=options
         )

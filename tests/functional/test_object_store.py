@@ -47,7 +47,7 @@ def _table(s3_server: Any, name: str) -> str:
 
 
 def _delta(path: str, version: int | None = None) -> DeltaTable:
-    return DeltaTable(path, version=version, storage_options=storage.table_options(path))
+    return DeltaTable(path, version=version, storage_options=TableLocation.of(path).deltalake_options())
 
 
 def _live(path: str) -> list[dict[str, Any]]:
@@ -148,7 +148,7 @@ def test_delta_rs_and_the_engine_commit_to_one_s3_table_at_once(spark, s3_server
     """A table delta-rs created on S3 (its own conditional-put commits), merged into by the engine,
     then appended to by both at once: every commit lands, each version has one writer."""
     path = _table(s3_server, "shared")
-    options = storage.table_options(path)
+    options = TableLocation.of(path).deltalake_options()
     write_deltalake(
         path, pa.table({"id": pa.array([1, 2], pa.int64()), "v": ["a", "b"]}), storage_options=options
     )

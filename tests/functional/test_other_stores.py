@@ -91,7 +91,7 @@ def _create(table: str) -> None:
 
 
 def _delta_rs(store: dict[str, Any], table: str) -> DeltaTable:
-    return DeltaTable(table, storage_options=storage.table_options(table))
+    return DeltaTable(table, storage_options=TableLocation.of(table).deltalake_options())
 
 
 def test_conditional_create_has_exactly_one_winner_per_version(store):

@@ -22,7 +22,6 @@ from dbt.adapters.deltamerge.delta import (
     TableLocation,
     WriteRequest,
     object_storage,
-    storage,
     write_dataframe,
 )
 from tests.backend import SLOW
@@ -61,7 +60,7 @@ def _append(spark: Any, path: str, start: int, mode: str = "append") -> int | No
 
 
 def _ids(path: str) -> list[int]:
-    table = DeltaTable(path, storage_options=storage.table_options(path))
+    table = DeltaTable(path, storage_options=TableLocation.of(path).deltalake_options())
     return sorted(table.to_pyarrow_table().column("id").to_pylist())
 
 
@@ -93,7 +92,7 @@ def test_a_commit_whose_answer_was_lost_is_recognised_as_its_own_not_committed_a
     through_proxy.rules({"method": "PUT", "path": COMMIT, "status": 500, "times": 1, "after_forward": True})
     assert _append(spark, path, 10) == 1
     assert _commit_puts(through_proxy, 1) == 2 and _commit_puts(through_proxy, 2) == 0
-    table = DeltaTable(path, storage_options=storage.table_options(path))
+    table = DeltaTable(path, storage_options=TableLocation.of(path).deltalake_options())
     assert table.version() == 1
     assert _ids(path) == [*range(5), *range(10, 15)]
     assert problems(path) == []
@@ -112,7 +111,7 @@ def test_access_denied_on_the_commit_fails_at_once_naming_the_bucket_and_commits
     assert f"bucket {bucket!r}" in message and "cannot write" in message, message
     assert "000000000001.json" in message, message
     assert _commit_puts(through_proxy, 1) == 1  # a refusal is not retried
-    assert DeltaTable(path, storage_options=storage.table_options(path)).version() == 0
+    assert DeltaTable(path, storage_options=TableLocation.of(path).deltalake_options()).version() == 0
     assert _ids(path) == list(range(5))
 
 
@@ -160,13 +159,15 @@ def test_an_append_makes_no_more_log_requests_than_delta_rs_and_reads_each_foote
     frame = spark.range(0, 5, numPartitions=2).selectExpr("id", "cast(id as string) as s")
     write_dataframe(spark, frame, WriteRequest(TableLocation.of(ours), "create_or_replace"))
     arrow = frame.toArrow()
-    write_deltalake(theirs, arrow, storage_options=storage.table_options(theirs))
+    write_deltalake(theirs, arrow, storage_options=TableLocation.of(theirs).deltalake_options())
 
     through_proxy.reset()
     assert write_dataframe(spark, frame, WriteRequest(TableLocation.of(ours), "append")).version == 1
     our_log, our_data = _log_and_data(through_proxy)
     through_proxy.reset()
-    write_deltalake(theirs, arrow, mode="append", storage_options=storage.table_options(theirs))
+    write_deltalake(
+        theirs, arrow, mode="append", storage_options=TableLocation.of(theirs).deltalake_options()
+    )
     their_log, _ = _log_and_data(through_proxy)
 
     assert our_log.get("PUT") == 1, our_log

@@ -54,7 +54,8 @@ class DeltaCursor(Cursor):
         if travel_references(text):  # VERSION / TIMESTAMP AS OF: those versions' entries
             with named_errors("Time travel"):
                 sql = with_versions(self.spark, text)
-            text = SqlText(sql)
+            if sql != text.sql:  # a version's entry replaced a reference: another text
+                text = SqlText(sql)
         if not parameters and may_write_table(sql):
             from dbt.adapters.deltamerge.statements.run.statement import (
                 run_on_delta,  # the parsers, on first use

@@ -20,9 +20,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from dbt.adapters.deltamerge.delta.errors import StorageError
-from dbt.adapters.deltamerge.delta.stores import naming, on_object_store, store_for, table_options
+from dbt.adapters.deltamerge.delta.stores import naming, on_object_store, store_for
 
-__all__ = ["CrossDeviceLink", "StorageError", "on_object_store", "table_options"]
+__all__ = ["CrossDeviceLink", "StorageError", "on_object_store"]
 
 
 def read_bytes(path: str) -> bytes:

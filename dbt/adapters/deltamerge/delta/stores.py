@@ -18,7 +18,7 @@ import os
 import shutil
 import tempfile
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import BinaryIO
 
@@ -285,10 +285,3 @@ def store_for(path: str) -> Store:
     """
     return OBJECT if on_object_store(path) else LOCAL
 
-
-def table_options(path: str, given: Mapping[str, str] | None = None) -> dict[str, str] | None:
-    """deltalake's ``storage_options`` for the table at ``path``: ``given`` (a location's own), else
-    its store's (the bucket's options; None on a local disk)."""
-    if given:
-        return dict(given)
-    return store_for(path).deltalake_options(path)
