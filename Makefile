@@ -70,6 +70,10 @@ unit: install
 lint: install
 	$(VENV)/bin/ruff check dbt tests examples benchmarks tools
 	$(VENV)/bin/mypy dbt/adapters/deltamerge
+	@# Tests and benchmarks name only what the package has (a tier run only in CI called a removed function).
+	@if $(VENV)/bin/mypy tests benchmarks --check-untyped-defs --follow-imports=silent --ignore-missing-imports 2>&1 \
+		| grep -E 'Module ("[^"]*" )?has no attribute|\[name-defined\]|Module .* does not explicitly export'; then \
+		echo "lint: tests or benchmarks name something the package does not have"; exit 1; fi
 	@# The layout's rules (docs/architecture.md, "Modules"): root size, no import cycle, layers, sizes, maps.
 	$(PY) tools/lint_layout.py
 	@# The package must run on Spark Connect sessions too: no JVM handles, no RDDs.

@@ -22,7 +22,7 @@ import pyarrow as pa
 import pytest
 from deltalake import DeltaTable, QueryBuilder
 
-from dbt.adapters.deltamerge.delta import storage
+from dbt.adapters.deltamerge.delta import TableLocation
 from tests.s3server import start_s3_server
 
 pytestmark = pytest.mark.s3
@@ -112,8 +112,11 @@ def test_a_model_on_a_second_account_reached_with_its_bucket_options(s3_server, 
     ]
     assert rows == expected
     main_path = f"s3a://{main}/analytics"
-    assert _rows(f"{main_path}/orders", storage.table_options(f"{main_path}/orders"))[1] == expected
-    both = _rows(f"{main_path}/both", storage.table_options(f"{main_path}/both"))[1]
+    assert (
+        _rows(f"{main_path}/orders", TableLocation.of(f"{main_path}/orders").deltalake_options())[1]
+        == expected
+    )
+    both = _rows(f"{main_path}/both", TableLocation.of(f"{main_path}/both").deltalake_options())[1]
     assert [(r["id"], r["ours"], r["theirs"]) for r in both] == [
         (r["id"], r["status"], r["status"]) for r in rows
     ]
