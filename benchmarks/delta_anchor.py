@@ -74,7 +74,8 @@ class Anchor:
     def base(self, mode: str, *, small_files: bool = False) -> str:
         """The base table of ``mode`` (written once, by ours): ``files`` files, or 20x as many small ones."""
         from benchmarks import data
-        from dbt.adapters.deltamerge.delta import TableLocation, WriteRequest, write_dataframe
+        from dbt.adapters.deltamerge.delta import TableLocation
+        from dbt.adapters.deltamerge.delta.data import WriteRequest, write_dataframe
 
         files = self.files * 20 if small_files else self.files
         path = os.path.join(self.workdir, "tables", f"{mode.replace(' ', '_')}_{files}")

@@ -62,7 +62,8 @@ def _save(args: argparse.Namespace, results: dict[str, Any]) -> None:
 
 def _base_table(spark: Any, args: argparse.Namespace) -> str:
     from benchmarks import data
-    from dbt.adapters.deltamerge.delta import TableLocation, WriteRequest, write_dataframe
+    from dbt.adapters.deltamerge.delta import TableLocation
+    from dbt.adapters.deltamerge.delta.data import WriteRequest, write_dataframe
 
     path = os.path.join(args.out, "tables", f"rows{args.rows}_files{args.files}")
     if not os.path.exists(path):
@@ -100,7 +101,9 @@ def _source(spark: Any, rows: int, run: int) -> Any:
 
 
 def _run(spark: Any, table: str, rows: int, run: int) -> dict[str, Any]:
-    from dbt.adapters.deltamerge.delta import TableChange, TableLocation, auto_compact, load_snapshot
+    from dbt.adapters.deltamerge.delta import TableLocation, load_snapshot
+    from dbt.adapters.deltamerge.delta.commands import auto_compact
+    from dbt.adapters.deltamerge.delta.log import TableChange
     from dbt.adapters.deltamerge.merge import MergeSpec, merge_into
 
     spec = MergeSpec.from_config("hourly", {"unique_key": "id"})

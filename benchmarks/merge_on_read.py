@@ -70,7 +70,8 @@ def main() -> None:
 
 def _base_table(spark: Any, out: str, rows: int, files: int) -> str:
     from benchmarks import data
-    from dbt.adapters.deltamerge.delta import TableLocation, WriteRequest, write_dataframe
+    from dbt.adapters.deltamerge.delta import TableLocation
+    from dbt.adapters.deltamerge.delta.data import WriteRequest, write_dataframe
 
     path = os.path.join(out, "tables", f"files{files}")
     if not os.path.exists(path):
@@ -182,7 +183,8 @@ def _scan_cost(spark: Any, args: argparse.Namespace, base: str, files: int) -> d
     from pyspark.sql import functions as F
 
     from benchmarks import data
-    from dbt.adapters.deltamerge.delta import TableLocation, load_snapshot, read_files
+    from dbt.adapters.deltamerge.delta import TableLocation, load_snapshot
+    from dbt.adapters.deltamerge.delta.data import read_files
     from dbt.adapters.deltamerge.merge import MergeSpec, merge_into
     from dbt.adapters.deltamerge.statements.parse.maintenance import ReorgStatement
     from dbt.adapters.deltamerge.statements.run.maintenance import reorg_purge

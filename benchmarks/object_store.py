@@ -73,7 +73,8 @@ class Phase:
 
     def base(self, where: str, files: int) -> str:
         from benchmarks import data
-        from dbt.adapters.deltamerge.delta import TableLocation, WriteRequest, storage, write_dataframe
+        from dbt.adapters.deltamerge.delta import TableLocation, storage
+        from dbt.adapters.deltamerge.delta.data import WriteRequest, write_dataframe
 
         path = f"{where}/base_{self.rows}_{files}"
         if storage.exists(f"{path}/_delta_log/{0:020d}.json"):
@@ -141,7 +142,8 @@ def _phase_requests(args: argparse.Namespace) -> dict[str, Any]:
     from deltalake import write_deltalake
 
     from benchmarks.workloads import workloads
-    from dbt.adapters.deltamerge.delta import TableLocation, WriteRequest, write_dataframe
+    from dbt.adapters.deltamerge.delta import TableLocation
+    from dbt.adapters.deltamerge.delta.data import WriteRequest, write_dataframe
     from tests.s3faults import FaultProxy
 
     proxy = FaultProxy(args.endpoint)

@@ -74,7 +74,8 @@ def main() -> None:
 
 def _base_table(spark: Any, args: argparse.Namespace, target_mb: int) -> str:
     from benchmarks import data
-    from dbt.adapters.deltamerge.delta import TableLocation, WriteRequest, write_dataframe
+    from dbt.adapters.deltamerge.delta import TableLocation
+    from dbt.adapters.deltamerge.delta.data import WriteRequest, write_dataframe
 
     path = os.path.join(args.out, "tables", f"files{args.files}_target{target_mb}")
     if not os.path.exists(path):
@@ -96,7 +97,8 @@ def _run(spark: Any, contestant: str, kind: str, table: str, target_mb: int) -> 
             check=True,
         )
         return float(json.loads(done.stdout.strip().splitlines()[-1])["seconds"])
-    from dbt.adapters.deltamerge.delta import OptimizeOptions, TableLocation, load_snapshot, optimize
+    from dbt.adapters.deltamerge.delta import TableLocation, load_snapshot
+    from dbt.adapters.deltamerge.delta.commands import OptimizeOptions, optimize
 
     started = time.monotonic()
     snapshot = load_snapshot(TableLocation.of(table))

@@ -21,13 +21,8 @@ from pyspark.sql import functions as F
 
 from benchmarks import data
 from benchmarks.workloads import SOURCE, TARGET, workloads
-from dbt.adapters.deltamerge.delta import (
-    TableLocation,
-    WriteRequest,
-    load_snapshot,
-    read_files,
-    write_dataframe,
-)
+from dbt.adapters.deltamerge.delta import TableLocation, load_snapshot
+from dbt.adapters.deltamerge.delta.data import WriteRequest, read_files, write_dataframe
 from dbt.adapters.deltamerge.merge import MergeSpec, merge_into
 from dbt.adapters.deltamerge.spark.connect import connect_session
 from dbt.adapters.deltamerge.spark.embedded import start_session

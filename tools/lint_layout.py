@@ -31,6 +31,11 @@
    adapter response, is output text), a union of a path and a location (``TableLocation | str``),
    and ``on_object_store(`` outside ``delta/stores.py`` (the store is chosen once) at most
    ``RATCHETS`` says.
+10. The Delta layer has a face per room (``delta.log``, ``delta.txn``, ``delta.data``,
+   ``delta.commands``) beside its top face (``delta``: a table's location, its latest version, the
+   errors, the ``storage`` module); a folder of the package uses only the faces ``DELTA_FACES``
+   gives it: data skipping reads a version's files and nothing else, the catalog binding, a merge
+   and CDC apply run no command, the statements' parsers touch no table.
 
 Run ``python tools/lint_layout.py``: it prints each broken rule with the place and exits 1.
 """
@@ -70,6 +75,24 @@ DELTA_ROOMS = ["", "log", "txn", "data", "commands"]
 NO_SPARK_ROOMS = {"", "log", "txn"}
 # Folders whose callers import the folder's face (its __init__) only.
 FACES = {"delta", "binding", "merge"}
+# The Delta layer's room faces (rule 10), beside its top face, ``delta``.
+ROOM_FACES = {"log", "txn", "data", "commands"}
+ALL_FACES = {"delta", *ROOM_FACES}
+# Which of the Delta layer's faces each folder (or root module) may import (rule 10).
+DELTA_FACES: dict[str, set[str]] = {
+    "skipping": {"delta"},
+    "binding": {"delta", "log", "txn", "data"},
+    "merge": {"delta", "log", "txn", "data"},
+    "cdc": {"delta", "log", "txn", "data"},
+    "statements.parse": set(),
+    "statements.run": ALL_FACES,
+    "model": ALL_FACES,
+    "impl": {"delta", "log", "txn"},
+    "operations": {"delta", "commands"},
+    "connections": {"delta"},
+    "docs_catalog": {"delta"},
+    "errors": {"delta"},
+}
 # Module-level objects allowed (rule 8), by module, each with why it is not state to move.
 MODULE_STATE: dict[str, dict[str, str]] = {
     "spark/process.py": {"PROCESS": "the process's state, the one place for it"},
@@ -246,6 +269,7 @@ def problems() -> list[str]:
     found.extend(_delta_rooms(known))
     found.extend(_statement_rooms(known))
     found.extend(_faces(known))
+    found.extend(_delta_faces(known))
     found.extend(_module_state(known))
     found.extend(_ratchets(known))
     return found
@@ -392,9 +416,34 @@ def _faces(known: dict[str, Path]) -> list[str]:
                 continue
             for face in FACES:
                 inner = f"{PREFIX}.{face}."
+                if face == "delta" and node.module.removeprefix(inner) in ROOM_FACES:
+                    continue  # a room's face (rule 10)
                 if node.module.startswith(inner) and unit_of(module) != face:
                     rel = path.relative_to(ROOT)
                     found.append(f"rule 7: {rel}:{node.lineno} imports {node.module}: import {PREFIX}.{face}")
+    return found
+
+
+def _delta_faces(known: dict[str, Path]) -> list[str]:
+    """Rule 10: each folder imports only the Delta faces ``DELTA_FACES`` gives it."""
+    found = []
+    for module, path in known.items():
+        if unit_of(module) == "delta":
+            continue
+        where = ".".join(module.split(".")[:2]) if module.startswith("statements.") else unit_of(module)
+        allowed = DELTA_FACES.get(where, set())
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, ast.ImportFrom) or not node.module or node.level:
+                continue
+            if node.module == f"{PREFIX}.delta":
+                faces = {a.name if a.name in ROOM_FACES else "delta" for a in node.names}
+            elif node.module.startswith(f"{PREFIX}.delta."):
+                faces = {node.module.split(".")[4]}
+            else:
+                continue
+            for face in sorted(faces - allowed):
+                rel = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
+                found.append(f"rule 10: {rel}:{node.lineno} ({where}) imports the Delta face {face!r}")
     return found
 
 

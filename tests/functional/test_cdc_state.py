@@ -16,7 +16,8 @@ from deltalake import DeltaTable
 from dbt.adapters.deltamerge.cdc import state as st
 from dbt.adapters.deltamerge.cdc.apply import apply_changes
 from dbt.adapters.deltamerge.cdc.spec import CdcSpec
-from dbt.adapters.deltamerge.delta import TableLocation, WriteRequest, load_snapshot
+from dbt.adapters.deltamerge.delta import TableLocation, load_snapshot
+from dbt.adapters.deltamerge.delta.data import WriteRequest
 from tests.cdc_reference import Scd1
 
 SPEC = CdcSpec.from_config(

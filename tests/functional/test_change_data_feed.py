@@ -112,7 +112,8 @@ class TestMergeChangeFeed:
 
 
 def _changes(spark, path: str, version: int) -> str:
-    from dbt.adapters.deltamerge.delta import TableLocation, read_changes
+    from dbt.adapters.deltamerge.delta import TableLocation
+    from dbt.adapters.deltamerge.delta.commands import read_changes
 
     view = f"changes_{version}"
     read_changes(spark, TableLocation.of(path), version).createOrReplaceTempView(view)
@@ -203,7 +204,9 @@ class TestFeedOnLaterAndDownstream:
 
 
 def test_appends_and_replace_where_on_a_feed_table(spark, tmp_path):
-    from dbt.adapters.deltamerge.delta import TableLocation, WriteRequest, read_changes, write_dataframe
+    from dbt.adapters.deltamerge.delta import TableLocation
+    from dbt.adapters.deltamerge.delta.commands import read_changes
+    from dbt.adapters.deltamerge.delta.data import WriteRequest, write_dataframe
 
     path = str(tmp_path / "t")
     feed_on = {"delta.enableChangeDataFeed": "true"}
@@ -230,13 +233,9 @@ def test_appends_and_replace_where_on_a_feed_table(spark, tmp_path):
 
 
 def test_partitioned_merge_change_files_follow_the_partition_layout(spark, tmp_path):
-    from dbt.adapters.deltamerge.delta import (
-        TableLocation,
-        WriteRequest,
-        load_snapshot,
-        read_changes,
-        write_dataframe,
-    )
+    from dbt.adapters.deltamerge.delta import TableLocation, load_snapshot
+    from dbt.adapters.deltamerge.delta.commands import read_changes
+    from dbt.adapters.deltamerge.delta.data import WriteRequest, write_dataframe
     from dbt.adapters.deltamerge.merge import MergeSpec, merge_into
 
     path = str(tmp_path / "p")
@@ -273,7 +272,9 @@ def test_partitioned_merge_change_files_follow_the_partition_layout(spark, tmp_p
 
 
 def test_a_full_overwrite_on_a_feed_table_reads_as_deletes_and_inserts(spark, tmp_path):
-    from dbt.adapters.deltamerge.delta import TableLocation, WriteRequest, read_changes, write_dataframe
+    from dbt.adapters.deltamerge.delta import TableLocation
+    from dbt.adapters.deltamerge.delta.commands import read_changes
+    from dbt.adapters.deltamerge.delta.data import WriteRequest, write_dataframe
 
     path = str(tmp_path / "o")
     feed_on = {"delta.enableChangeDataFeed": "true"}

@@ -10,13 +10,8 @@ import os
 import pyarrow as pa
 from deltalake import DeltaTable, write_deltalake
 
-from dbt.adapters.deltamerge.delta import (
-    CommitInfo,
-    ConcurrentModification,
-    TableLocation,
-    commit,
-    latest_version,
-)
+from dbt.adapters.deltamerge.delta import ConcurrentModification, TableLocation
+from dbt.adapters.deltamerge.delta.txn import CommitInfo, commit, latest_version
 
 WORKERS, COMMITS = 4, 15
 

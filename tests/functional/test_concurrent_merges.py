@@ -20,7 +20,8 @@ import tempfile
 import pytest
 from deltalake import DeltaTable
 
-from dbt.adapters.deltamerge.delta import TableLocation, WriteRequest, write_dataframe
+from dbt.adapters.deltamerge.delta import TableLocation
+from dbt.adapters.deltamerge.delta.data import WriteRequest, write_dataframe
 from tests.backend import ON_CONNECT
 from tests.validator import problems
 

@@ -22,13 +22,8 @@ import pytest
 from deltalake import DeltaTable, Field, QueryBuilder, Schema, write_deltalake
 from pyspark.sql import types as T
 
-from dbt.adapters.deltamerge.delta import (
-    TableLocation,
-    WriteRequest,
-    load_snapshot,
-    read_files,
-    write_dataframe,
-)
+from dbt.adapters.deltamerge.delta import TableLocation, load_snapshot
+from dbt.adapters.deltamerge.delta.data import WriteRequest, read_files, write_dataframe
 from dbt.adapters.deltamerge.merge import MergeSpec, merge_into
 from dbt.adapters.deltamerge.statements.run.dml import delete_rows, update_rows
 from tests.validator import problems

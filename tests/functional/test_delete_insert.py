@@ -28,7 +28,8 @@ import pytest
 from dbt.tests.util import run_dbt
 from deltalake import DeltaTable
 
-from dbt.adapters.deltamerge.delta import TableLocation, WriteRequest, load_snapshot, write_dataframe
+from dbt.adapters.deltamerge.delta import TableLocation, load_snapshot
+from dbt.adapters.deltamerge.delta.data import WriteRequest, write_dataframe
 from dbt.adapters.deltamerge.statements.run import dml
 from tests.functional.helpers import live_rows, table_path
 from tests.functional.test_dml_differential import enable_deletion_vectors

@@ -19,7 +19,8 @@ import random
 import pytest
 from deltalake import DeltaTable
 
-from dbt.adapters.deltamerge.delta import TableLocation, WriteRequest, load_snapshot, write_dataframe
+from dbt.adapters.deltamerge.delta import TableLocation, load_snapshot
+from dbt.adapters.deltamerge.delta.data import WriteRequest, write_dataframe
 from dbt.adapters.deltamerge.merge import MergeSpec, merge_into
 from dbt.adapters.deltamerge.statements.parse.statement import parse_write_statement
 from dbt.adapters.deltamerge.statements.parse.text import SqlText

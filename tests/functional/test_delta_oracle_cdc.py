@@ -31,7 +31,8 @@ import pytest
 
 from dbt.adapters.deltamerge.cdc.apply import apply_changes
 from dbt.adapters.deltamerge.cdc.spec import CdcSpec
-from dbt.adapters.deltamerge.delta import TableLocation, WriteRequest, load_snapshot
+from dbt.adapters.deltamerge.delta import TableLocation, load_snapshot
+from dbt.adapters.deltamerge.delta.data import WriteRequest
 from tests.cdc_reference import Scd1, Scd2
 from tests.files import copy_folder
 from tests.functional.test_delta_oracle_merge import (

@@ -19,7 +19,8 @@ import random
 
 import pytest
 
-from dbt.adapters.deltamerge.delta import TableLocation, WriteRequest, load_snapshot, write_dataframe
+from dbt.adapters.deltamerge.delta import TableLocation, load_snapshot
+from dbt.adapters.deltamerge.delta.data import WriteRequest, write_dataframe
 from dbt.adapters.deltamerge.statements.parse.dml import DeleteStatement, UpdateStatement
 from dbt.adapters.deltamerge.statements.parse.statement import parse_write_statement
 from dbt.adapters.deltamerge.statements.parse.text import SqlText

@@ -11,13 +11,9 @@ import re
 
 import pytest
 
-from dbt.adapters.deltamerge.delta import (
-    TableChange,
-    TableLocation,
-    WriteRequest,
-    load_snapshot,
-    write_dataframe,
-)
+from dbt.adapters.deltamerge.delta import TableLocation, load_snapshot
+from dbt.adapters.deltamerge.delta.data import WriteRequest, write_dataframe
+from dbt.adapters.deltamerge.delta.log import TableChange
 from dbt.adapters.deltamerge.merge import MergeSpec, evolved_by_merge, merge_into
 from dbt.adapters.deltamerge.statements.parse.statement import parse_write_statement
 from dbt.adapters.deltamerge.statements.parse.text import SqlText

@@ -29,13 +29,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from dbt.adapters.deltamerge.delta import (
-    TableChange,
-    TableLocation,
-    WriteRequest,
-    load_snapshot,
-    write_dataframe,
-)
+from dbt.adapters.deltamerge.delta import TableLocation, load_snapshot
+from dbt.adapters.deltamerge.delta.data import WriteRequest, write_dataframe
+from dbt.adapters.deltamerge.delta.log import TableChange
 from dbt.adapters.deltamerge.merge import MergeSpec, dry_run_merge, evolved_by_merge, merge_into
 from dbt.adapters.deltamerge.statements.parse.statement import parse_write_statement
 from dbt.adapters.deltamerge.statements.parse.text import SqlText

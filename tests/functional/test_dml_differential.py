@@ -20,7 +20,8 @@ import pyarrow as pa
 import pytest
 from deltalake import DeltaTable
 
-from dbt.adapters.deltamerge.delta import TableLocation, WriteRequest, load_snapshot, write_dataframe
+from dbt.adapters.deltamerge.delta import TableLocation, load_snapshot
+from dbt.adapters.deltamerge.delta.data import WriteRequest, write_dataframe
 from dbt.adapters.deltamerge.statements.parse.maintenance import SetPropertiesStatement
 from dbt.adapters.deltamerge.statements.run import dml
 from dbt.adapters.deltamerge.statements.run.maintenance import set_properties

@@ -19,13 +19,8 @@ import pyarrow as pa
 import pytest
 from deltalake import DeltaTable, QueryBuilder, write_deltalake
 
-from dbt.adapters.deltamerge.delta import (
-    TableLocation,
-    WriteRequest,
-    load_snapshot,
-    read_files,
-    write_dataframe,
-)
+from dbt.adapters.deltamerge.delta import TableLocation, load_snapshot
+from dbt.adapters.deltamerge.delta.data import WriteRequest, read_files, write_dataframe
 from dbt.adapters.deltamerge.statements.parse.ddl import ColumnDefinition
 from dbt.adapters.deltamerge.statements.run.ddl import add_columns
 from dbt.adapters.deltamerge.statements.run.dml import delete_rows, update_rows

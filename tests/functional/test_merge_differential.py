@@ -22,14 +22,10 @@ import pyarrow as pa
 import pytest
 from deltalake import DeltaTable, write_deltalake
 
-from dbt.adapters.deltamerge.delta import (
-    TableChange,
-    TableLocation,
-    WriteRequest,
-    load_snapshot,
-    read_changes,
-    write_dataframe,
-)
+from dbt.adapters.deltamerge.delta import TableLocation, load_snapshot
+from dbt.adapters.deltamerge.delta.commands import read_changes
+from dbt.adapters.deltamerge.delta.data import WriteRequest, write_dataframe
+from dbt.adapters.deltamerge.delta.log import TableChange
 from dbt.adapters.deltamerge.merge import MergeSpec, dry_run_merge, merge_into
 from tests.functional.helpers import live_rows, log_actions
 

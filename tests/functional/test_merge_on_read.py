@@ -16,15 +16,10 @@ import pytest
 from dbt.tests.util import run_dbt, run_dbt_and_capture, write_file
 from deltalake import DeltaTable
 
-from dbt.adapters.deltamerge.delta import (
-    ConcurrentDeleteDelete,
-    ConcurrentDeleteRead,
-    TableChange,
-    TableLocation,
-    WriteRequest,
-    load_snapshot,
-    write_dataframe,
-)
+from dbt.adapters.deltamerge.delta import TableLocation, load_snapshot
+from dbt.adapters.deltamerge.delta.data import WriteRequest, write_dataframe
+from dbt.adapters.deltamerge.delta.log import TableChange
+from dbt.adapters.deltamerge.delta.txn import ConcurrentDeleteDelete, ConcurrentDeleteRead
 from dbt.adapters.deltamerge.statements.run.dml import delete_rows, update_rows
 from tests.functional.helpers import live_rows, log_actions, table_path
 from tests.validator import problems
@@ -370,7 +365,8 @@ def test_duckdb_reads_the_rows_our_vectors_leave(spark, tmp_path):
 def test_files_of_one_size_are_read_by_their_own_vectors(spark, tmp_path):
     """Two files of the same size with different rows marked: each scan names a file by its size,
     so files sharing one go to scans of their own; every row read is the one delta-rs reads."""
-    from dbt.adapters.deltamerge.delta import read_files, size_and_mtime
+    from dbt.adapters.deltamerge.delta import storage
+    from dbt.adapters.deltamerge.delta.data import read_files
 
     path = str(tmp_path / "t")
     properties = {"delta.enableDeletionVectors": "true"}
@@ -378,7 +374,7 @@ def test_files_of_one_size_are_read_by_their_own_vectors(spark, tmp_path):
         frame = spark.createDataFrame([(v,) for v in values], "v string").coalesce(1)
         write_dataframe(spark, frame, WriteRequest(TableLocation.of(path), mode, properties=properties))
     files = load_snapshot(TableLocation.of(path)).files  # type: ignore[union-attr]
-    sizes = {size_and_mtime(f"{path}/{f.path}")[0] for f in files}
+    sizes = {storage.size_and_mtime(f"{path}/{f.path}")[0] for f in files}
     assert len(files) == 2 and len(sizes) == 1  # the premise: one size
     delete_rows(spark, load_snapshot(TableLocation.of(path)), "v = 'a'")  # type: ignore[arg-type]
     update_rows(spark, load_snapshot(TableLocation.of(path)), [("v", "'z'")], "v = 'c'")  # type: ignore[arg-type]

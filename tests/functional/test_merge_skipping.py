@@ -122,7 +122,8 @@ class TestSkippingInDbt:
 
 
 def test_not_matched_by_source_with_matches_reads_both_kinds_of_files(spark, tmp_path):
-    from dbt.adapters.deltamerge.delta import TableLocation, WriteRequest, load_snapshot, write_dataframe
+    from dbt.adapters.deltamerge.delta import TableLocation, load_snapshot
+    from dbt.adapters.deltamerge.delta.data import WriteRequest, write_dataframe
     from dbt.adapters.deltamerge.merge import MergeSpec, merge_into
 
     path = str(tmp_path / "t")
@@ -147,7 +148,8 @@ def test_not_matched_by_source_with_matches_reads_both_kinds_of_files(spark, tmp
 
 @pytest.mark.parametrize("kind", ["timestamp", "timestamp_ntz"])
 def test_timestamp_keys_skip_files_by_range(spark, tmp_path, kind):
-    from dbt.adapters.deltamerge.delta import TableLocation, WriteRequest, load_snapshot, write_dataframe
+    from dbt.adapters.deltamerge.delta import TableLocation, load_snapshot
+    from dbt.adapters.deltamerge.delta.data import WriteRequest, write_dataframe
     from dbt.adapters.deltamerge.merge import MergeSpec, merge_into
 
     path = str(tmp_path / kind)
@@ -173,7 +175,8 @@ def test_insert_only_reads_no_target_file_when_none_can_match(spark, tmp_path, f
     """Keys past the table's are appended with no target file read; no stray files either way."""
     import os
 
-    from dbt.adapters.deltamerge.delta import TableLocation, WriteRequest, load_snapshot, write_dataframe
+    from dbt.adapters.deltamerge.delta import TableLocation, load_snapshot
+    from dbt.adapters.deltamerge.delta.data import WriteRequest, write_dataframe
     from dbt.adapters.deltamerge.merge import MergeSpec, merge_into
 
     path = str(tmp_path / "t")
@@ -202,7 +205,8 @@ def test_insert_only_reads_no_target_file_when_none_can_match(spark, tmp_path, f
 
 def test_insert_only_into_a_table_without_files_counts_its_source(spark, tmp_path):
     """Into a table with no files the inserts are written in the pass that profiles the source."""
-    from dbt.adapters.deltamerge.delta import TableLocation, WriteRequest, load_snapshot, write_dataframe
+    from dbt.adapters.deltamerge.delta import TableLocation, load_snapshot
+    from dbt.adapters.deltamerge.delta.data import WriteRequest, write_dataframe
     from dbt.adapters.deltamerge.merge import MergeSpec, merge_into
 
     path = str(tmp_path / "t")
@@ -229,7 +233,8 @@ def test_not_matched_by_source_only_checks_multiple_matches_by_source_keys(spark
 
     A key several source rows have breaks the rule only where it matches a target row.
     """
-    from dbt.adapters.deltamerge.delta import TableLocation, WriteRequest, load_snapshot, write_dataframe
+    from dbt.adapters.deltamerge.delta import TableLocation, load_snapshot
+    from dbt.adapters.deltamerge.delta.data import WriteRequest, write_dataframe
     from dbt.adapters.deltamerge.merge import MULTIPLE_MATCHES, MergeSpec, MultipleMatchesError, merge_into
 
     path = str(tmp_path / "t")

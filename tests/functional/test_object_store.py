@@ -27,12 +27,11 @@ from dbt.adapters.deltamerge.delta import (
     ConcurrentModification,
     StorageError,
     TableLocation,
-    WriteRequest,
     load_snapshot,
     object_storage,
     storage,
-    write_dataframe,
 )
+from dbt.adapters.deltamerge.delta.data import WriteRequest, write_dataframe
 from dbt.adapters.deltamerge.merge import MergeSpec, merge_into
 from dbt.adapters.deltamerge.statements.run.dml import delete_rows
 from tests.backend import SLOW

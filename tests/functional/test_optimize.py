@@ -20,15 +20,10 @@ from dbt.tests.util import run_dbt, run_dbt_and_capture
 from deltalake import DeltaTable, write_deltalake
 from deltalake.exceptions import TableNotFoundError
 
-from dbt.adapters.deltamerge.delta import (
-    ConcurrentDeleteRead,
-    OptimizeOptions,
-    TableLocation,
-    WriteRequest,
-    load_snapshot,
-    optimize,
-    write_dataframe,
-)
+from dbt.adapters.deltamerge.delta import TableLocation, load_snapshot
+from dbt.adapters.deltamerge.delta.commands import OptimizeOptions, optimize
+from dbt.adapters.deltamerge.delta.data import WriteRequest, write_dataframe
+from dbt.adapters.deltamerge.delta.txn import ConcurrentDeleteRead
 from dbt.adapters.deltamerge.statements.run.dml import delete_rows
 from tests.functional.helpers import live_rows, log_actions, rows, table_path
 from tests.validator import problems
@@ -265,7 +260,8 @@ def test_optimize_drops_deleted_rows_and_keeps_row_ids(spark, tmp_path, mapped):
 
 
 def _row_ids(spark, path: str) -> dict[int, int]:
-    from dbt.adapters.deltamerge.delta import STABLE_ROW_ID, read_files
+    from dbt.adapters.deltamerge.delta.data import read_files
+    from dbt.adapters.deltamerge.delta.log import STABLE_ROW_ID
 
     snapshot = load_snapshot(TableLocation.of(path))
     assert snapshot is not None

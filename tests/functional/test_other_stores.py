@@ -24,14 +24,8 @@ import pytest
 from deltalake import DeltaTable
 
 from dbt.adapters.deltamerge.common.store_options import effective_options
-from dbt.adapters.deltamerge.delta import (
-    CommitInfo,
-    TableLocation,
-    commit,
-    load_snapshot,
-    object_storage,
-    storage,
-)
+from dbt.adapters.deltamerge.delta import TableLocation, load_snapshot, object_storage, storage
+from dbt.adapters.deltamerge.delta.txn import CommitInfo, commit
 from tests import emulators
 from tests.functional.helpers import race_conditional_creates
 from tests.validator import problems

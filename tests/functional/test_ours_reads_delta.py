@@ -25,7 +25,8 @@ import uuid
 
 import pytest
 
-from dbt.adapters.deltamerge.delta import TableLocation, UnsupportedTableFeature, load_snapshot, read_files
+from dbt.adapters.deltamerge.delta import TableLocation, UnsupportedTableFeature, load_snapshot
+from dbt.adapters.deltamerge.delta.data import read_files
 from dbt.adapters.deltamerge.statements.parse.text import SqlText
 from dbt.adapters.deltamerge.statements.run.statement import run_on_delta
 from tests.backend import SLOW

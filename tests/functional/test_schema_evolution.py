@@ -191,7 +191,8 @@ class TestOnSchemaChange:
 def test_a_partition_column_cannot_change_type():
     from pyspark.sql import types as T
 
-    from dbt.adapters.deltamerge.delta import DeltaSchemaError, evolved_schema
+    from dbt.adapters.deltamerge.delta import DeltaSchemaError
+    from dbt.adapters.deltamerge.delta.log import evolved_schema
 
     table = T.StructType([T.StructField("id", T.IntegerType()), T.StructField("day", T.IntegerType())])
     result = T.StructType([T.StructField("id", T.IntegerType()), T.StructField("day", T.StringType())])

@@ -17,13 +17,8 @@ import pytest
 from deltalake import DeltaTable
 
 from dbt.adapters.deltamerge.common.store_options import effective_options
-from dbt.adapters.deltamerge.delta import (
-    StorageError,
-    TableLocation,
-    WriteRequest,
-    object_storage,
-    write_dataframe,
-)
+from dbt.adapters.deltamerge.delta import StorageError, TableLocation, object_storage
+from dbt.adapters.deltamerge.delta.data import WriteRequest, write_dataframe
 from tests.backend import SLOW
 from tests.s3faults import FaultProxy
 from tests.validator import problems

@@ -31,15 +31,10 @@ from pyspark.sql.types import VariantVal
 import dbt.adapters.deltamerge.binding.links as binding_links
 from dbt.adapters.deltamerge import binding
 from dbt.adapters.deltamerge.binding import registered_root
-from dbt.adapters.deltamerge.delta import (
-    TableLocation,
-    UnsupportedTableFeature,
-    load_snapshot,
-    read_changes,
-    read_files,
-    vacuum,
-    vector_file,
-)
+from dbt.adapters.deltamerge.delta import TableLocation, UnsupportedTableFeature, load_snapshot
+from dbt.adapters.deltamerge.delta.commands import read_changes, vacuum
+from dbt.adapters.deltamerge.delta.data import read_files
+from dbt.adapters.deltamerge.delta.log import vector_file
 from tests import files
 from tests.backend import ON_S3, SLOW
 from tests.functional.helpers import live_rows, table_path
@@ -556,7 +551,8 @@ def _v2_checkpoint_table(root: Path) -> str:
 
 @pytest.mark.parametrize("name", ["table-with-dv-small", "table_with_liquid_clustering", "v2_checkpoints"])
 def test_checkpoints_after_our_writes_keep_vectors_row_ids_and_domains(spark, tmp_path, name):
-    from dbt.adapters.deltamerge.delta import log_state, maybe_checkpoint
+    from dbt.adapters.deltamerge.delta.log import log_state
+    from dbt.adapters.deltamerge.delta.txn import maybe_checkpoint
     from dbt.adapters.deltamerge.statements.run.dml import delete_rows, update_rows
 
     path = _v2_checkpoint_table(tmp_path) if name == "v2_checkpoints" else _copy(name, tmp_path)
@@ -787,7 +783,7 @@ def test_an_inline_vector_whose_padding_exceeds_2_32_reads_as_delta_decodes_it(p
     """Registration read the block with Python's bytes and failed ``int too big to convert``."""
     from pyroaring import BitMap64
 
-    from dbt.adapters.deltamerge.delta import serialize, z85_encode
+    from dbt.adapters.deltamerge.delta.log import serialize, z85_encode
 
     data = serialize(BitMap64([0, 1, 2]))
     vector = {"storageType": "i", "sizeInBytes": len(data), "cardinality": 3}

@@ -154,7 +154,8 @@ class TestRestoreAndTheChangeFeed:
     def test_the_feed_of_a_restore_is_its_files_rows_as_delta_writes_it(self, project, spark):
         """Delta's RESTORE writes no change files: its removed files' rows read as deletes, its
         re-added files' rows as inserts."""
-        from dbt.adapters.deltamerge.delta import TableLocation, read_changes
+        from dbt.adapters.deltamerge.delta import TableLocation
+        from dbt.adapters.deltamerge.delta.commands import read_changes
 
         for round in range(2):  # v0: ids 0, 1 (round 0); v1: id 1 updated, id 2 new (round 1)
             run_dbt(["run", "--select", "fed", "--vars", json.dumps({"round": round})])

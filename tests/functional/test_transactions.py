@@ -17,22 +17,19 @@ from dbt.tests.util import run_dbt
 from deltalake import DeltaTable
 
 import dbt.adapters.deltamerge.delta.txn.commit as commit_module
-from dbt.adapters.deltamerge.delta import (
-    DEFAULT_TXN_RETENTION,
-    TXN_RETENTION_PROPERTY,
+from dbt.adapters.deltamerge.delta import TableLocation, load_snapshot
+from dbt.adapters.deltamerge.delta.data import WriteRequest, write_dataframe
+from dbt.adapters.deltamerge.delta.log import DEFAULT_TXN_RETENTION, TXN_RETENTION_PROPERTY
+from dbt.adapters.deltamerge.delta.txn import (
     CommitActions,
     CommitInfo,
     CommitOptions,
     ConcurrentTransaction,
     ReadSet,
-    TableLocation,
-    WriteRequest,
     check_winner,
     commit,
     commit_files,
     latest_version,
-    load_snapshot,
-    write_dataframe,
 )
 from tests.functional.helpers import log_actions, table_path
 

@@ -1,8 +1,8 @@
 """What importing the adapter loads: no command, no statement runner, no CDC apply until used.
 
 dbt imports the adapter for every command, also those that write nothing (``dbt parse``, ``ls``,
-``compile``, ``docs``); the Delta commands (``delta/commands``, reached through the ``delta``
-face's ``__getattr__``), the statements' runners (``statements/run``, from the cursor's first
+``compile``, ``docs``); the Delta commands (``delta/commands``, whose face only a writing
+path imports), the statements' runners (``statements/run``, from the cursor's first
 writing statement) and the operations load when first used.
 """
 
@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import types
 
 PREFIX = "dbt.adapters.deltamerge."
 # Modules of these rooms a plain import loads (the read path: each model's SQL is bound to the
@@ -42,14 +43,12 @@ def test_importing_the_adapter_loads_no_command_runner_or_operation():
     assert len(loaded) <= LOADED_AT_MOST, len(loaded)
 
 
-def test_a_command_of_the_face_loads_on_first_use():
-    from dbt.adapters.deltamerge import delta
+def test_the_commands_face_names_each_command_not_its_module():
+    """``optimize``, ``vacuum``, ``redefine``: modules and functions both; the face's are the functions."""
+    from dbt.adapters.deltamerge.delta import commands
+    from dbt.adapters.deltamerge.delta.commands.optimize import optimize
+    from dbt.adapters.deltamerge.delta.commands.redefine import redefine
     from dbt.adapters.deltamerge.delta.commands.vacuum import vacuum
 
-    assert delta.vacuum is vacuum and "vacuum" in delta.__all__
-    try:
-        delta.no_such_command  # noqa: B018 - the attribute access is the test
-    except AttributeError as error:
-        assert "no_such_command" in str(error)
-    else:
-        raise AssertionError("an unknown name must be an AttributeError")
+    assert (commands.optimize, commands.vacuum, commands.redefine) == (optimize, vacuum, redefine)
+    assert not [name for name in commands.__all__ if isinstance(getattr(commands, name), types.ModuleType)]

@@ -52,3 +52,22 @@ def test_a_room_is_read_from_the_module_s_place_in_delta():
 
 def test_callers_import_the_faces():
     assert {"delta", "binding", "merge"} <= lint_layout.FACES
+
+
+def test_each_folder_uses_only_the_delta_faces_it_is_given(tmp_path):
+    skipping, parser, model = (tmp_path / f"{name}.py" for name in ("skipping", "parser", "model"))
+    skipping.write_text(
+        "from dbt.adapters.deltamerge.delta import AddFile, storage\n"
+        "from dbt.adapters.deltamerge.delta.txn import commit\n"
+        "from dbt.adapters.deltamerge.delta import data\n"
+    )
+    parser.write_text("from dbt.adapters.deltamerge.delta import TableLocation\n")
+    model.write_text("from dbt.adapters.deltamerge.delta.commands import optimize\n")
+    known = {"skipping.files": skipping, "statements.parse.ddl": parser, "model.write": model}
+    found = [problem.split(": ", 1)[1] for problem in lint_layout._delta_faces(known)]
+    assert found == [
+        f"{skipping}:2 (skipping) imports the Delta face 'txn'",
+        f"{skipping}:3 (skipping) imports the Delta face 'data'",
+        f"{parser}:1 (statements.parse) imports the Delta face 'delta'",
+    ]
+    assert lint_layout.DELTA_FACES["skipping"] == {"delta"}

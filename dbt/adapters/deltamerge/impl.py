@@ -26,7 +26,9 @@ from pyspark.sql import SparkSession
 from dbt.adapters.deltamerge import binding
 from dbt.adapters.deltamerge.common.config_values import dry_run_var
 from dbt.adapters.deltamerge.connections import DeltaMergeConnectionManager, session_of
-from dbt.adapters.deltamerge.delta import DEFAULT_RETENTION_HOURS, WriteResult, load_snapshot
+from dbt.adapters.deltamerge.delta import load_snapshot
+from dbt.adapters.deltamerge.delta.log import DEFAULT_RETENTION_HOURS
+from dbt.adapters.deltamerge.delta.txn import WriteResult
 from dbt.adapters.deltamerge.errors import model_errors, named_errors
 from dbt.adapters.deltamerge.invocation import current
 from dbt.adapters.deltamerge.merge import DryRun

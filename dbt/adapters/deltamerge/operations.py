@@ -29,20 +29,22 @@ from dbt.adapters.deltamerge import binding
 from dbt.adapters.deltamerge.common.config_values import SpecError, names, number, operation_flag, text
 from dbt.adapters.deltamerge.common.sql import quote_identifier, string_literal
 from dbt.adapters.deltamerge.delta import (
+    Snapshot,
+    TableLocation,
+    load_snapshot,
+    parse_partition_folder,
+    table_path_of,
+)
+from dbt.adapters.deltamerge.delta.commands import (
     ALREADY_DELTA,
     ConvertError,
     ConvertResult,
-    Snapshot,
-    TableLocation,
     convert_to_delta,
-    load_snapshot,
     optimize,
-    parse_partition_folder,
     parse_partition_schema,
     plan_bins,
     read_changes,
     set_descriptions,
-    table_path_of,
     vacuum,
 )
 from dbt.adapters.deltamerge.errors import ModelWriteError

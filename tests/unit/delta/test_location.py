@@ -14,7 +14,11 @@ def test_the_store_is_chosen_once_and_the_log_paths_are_the_locations():
     assert isinstance(local.store, LocalStore) and local.store is local.store
     assert isinstance(remote.store, ObjectStore) and remote.deltalake_options() is not None
     assert local.commit_file(12) == "/w/s.db/t/_delta_log/00000000000000000012.json"
-    assert (remote.path, remote.name, remote.log_folder) == ("s3a://lake/wh/t", "t", "s3a://lake/wh/t/_delta_log")
+    assert (remote.path, remote.name, remote.log_folder) == (
+        "s3a://lake/wh/t",
+        "t",
+        "s3a://lake/wh/t/_delta_log",
+    )
     assert local.inner("_cdc_state").path == "/w/s.db/t/_cdc_state"
 
 

@@ -19,15 +19,8 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from dbt.adapters.deltamerge.common.sql import quote_identifier
-from dbt.adapters.deltamerge.delta import (
-    FILE_URI,
-    AddFile,
-    Snapshot,
-    local_path,
-    read_files,
-    storage,
-    table_path_of,
-)
+from dbt.adapters.deltamerge.delta import AddFile, Snapshot, local_path, storage, table_path_of
+from dbt.adapters.deltamerge.delta.data import FILE_URI, read_files
 
 # Inside a binding root: copies of live rows Spark's parquet reader could not read from the data file itself.
 COPIES_DIR = "live"

@@ -50,11 +50,10 @@ from dbt.adapters.deltamerge.delta import (
     Snapshot,
     TableLocation,
     crash_point,
-    mapping_mode,
-    schema_from_json,
     storage,
     table_path_of,
 )
+from dbt.adapters.deltamerge.delta.log import mapping_mode, schema_from_json
 from dbt.adapters.deltamerge.spark.metastore import recover_partitions
 from dbt.adapters.deltamerge.spark.view_text import make_room
 
@@ -176,7 +175,8 @@ def refresh(
 ) -> bool:
     """Re-bind when other writers committed after ``version``; True if it was (new properties).
     A Delta entry (``version`` None where the session has Delta's catalog) reads the latest itself."""
-    from dbt.adapters.deltamerge.delta import latest_version, load_snapshot
+    from dbt.adapters.deltamerge.delta import load_snapshot
+    from dbt.adapters.deltamerge.delta.txn import latest_version
 
     if version is None and delta_catalog(spark):
         return False

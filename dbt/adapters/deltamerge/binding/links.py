@@ -17,10 +17,10 @@ from dbt.adapters.deltamerge.delta import (
     Snapshot,
     TableLocation,
     local_path,
-    mapping_mode,
     partition_folder,
     storage,
 )
+from dbt.adapters.deltamerge.delta.log import mapping_mode
 
 # Versions whose link folders stay, so a query planned just before a rebind still reads.
 KEEP_BINDINGS = 2

@@ -27,7 +27,8 @@ from pyspark.sql import types as T
 
 from dbt.adapters.deltamerge.binding.record import view_record
 from dbt.adapters.deltamerge.common.sql import quote_identifier, string_literal
-from dbt.adapters.deltamerge.delta import block_masks, storage
+from dbt.adapters.deltamerge.delta import storage
+from dbt.adapters.deltamerge.delta.data import block_masks
 
 MASKS_DIR = "_masks"
 FILES_SUFFIX = "__deltamerge_files"

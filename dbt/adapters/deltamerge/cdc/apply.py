@@ -29,19 +29,10 @@ from dbt.adapters.deltamerge.cdc.scd1 import OP, RESET, Folded, fold
 from dbt.adapters.deltamerge.cdc.scd2 import apply_scd2
 from dbt.adapters.deltamerge.cdc.spec import CdcSpec
 from dbt.adapters.deltamerge.common.sql import qualified, quote_identifier
-from dbt.adapters.deltamerge.delta import (
-    NO_CHANGE,
-    AddFile,
-    Snapshot,
-    TableChange,
-    WriteRequest,
-    WriteResult,
-    after_commit,
-    committed_version_of,
-    crash_point,
-    read_files,
-    write_dataframe,
-)
+from dbt.adapters.deltamerge.delta import AddFile, Snapshot, after_commit, crash_point
+from dbt.adapters.deltamerge.delta.data import WriteRequest, read_files, write_dataframe
+from dbt.adapters.deltamerge.delta.log import NO_CHANGE, TableChange
+from dbt.adapters.deltamerge.delta.txn import WriteResult, committed_version_of
 from dbt.adapters.deltamerge.merge import DEFAULT_SOURCE_ALIAS as S
 from dbt.adapters.deltamerge.merge import DEFAULT_TARGET_ALIAS as T_
 from dbt.adapters.deltamerge.merge import (

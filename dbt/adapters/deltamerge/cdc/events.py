@@ -20,7 +20,8 @@ from pyspark.sql import functions as F
 from dbt.adapters.deltamerge.cdc.spec import CdcSpec
 from dbt.adapters.deltamerge.common.config_values import SpecError
 from dbt.adapters.deltamerge.common.sql import quote_identifier
-from dbt.adapters.deltamerge.delta import AddFile, Snapshot, WriteRequest
+from dbt.adapters.deltamerge.delta import AddFile, Snapshot
+from dbt.adapters.deltamerge.delta.data import WriteRequest
 from dbt.adapters.deltamerge.merge import checkpoint_with_aggregates
 from dbt.adapters.deltamerge.skipping.files import (
     files_in_key_ranges,

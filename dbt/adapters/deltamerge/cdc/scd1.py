@@ -35,7 +35,7 @@ from dbt.adapters.deltamerge.cdc.events import (
 )
 from dbt.adapters.deltamerge.cdc.spec import CdcSpec
 from dbt.adapters.deltamerge.common.sql import quote_identifier
-from dbt.adapters.deltamerge.delta import cdc_event_metrics
+from dbt.adapters.deltamerge.delta.txn import cdc_event_metrics
 from dbt.adapters.deltamerge.merge import checkpoint_with_aggregates, fits_in_broadcast
 
 OP, RESET = "__cdc_op", "__cdc_reset"

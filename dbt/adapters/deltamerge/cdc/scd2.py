@@ -35,16 +35,10 @@ from dbt.adapters.deltamerge.cdc.events import (
 from dbt.adapters.deltamerge.cdc.scd1 import OP
 from dbt.adapters.deltamerge.cdc.spec import END_AT, START_AT, CdcSpec
 from dbt.adapters.deltamerge.common.sql import qualified, quote_identifier
-from dbt.adapters.deltamerge.delta import (
-    NO_CHANGE,
-    Snapshot,
-    TableChange,
-    WriteRequest,
-    WriteResult,
-    cdc_event_metrics,
-    read_files,
-    write_dataframe,
-)
+from dbt.adapters.deltamerge.delta import Snapshot
+from dbt.adapters.deltamerge.delta.data import WriteRequest, read_files, write_dataframe
+from dbt.adapters.deltamerge.delta.log import NO_CHANGE, TableChange
+from dbt.adapters.deltamerge.delta.txn import WriteResult, cdc_event_metrics
 from dbt.adapters.deltamerge.merge import DEFAULT_SOURCE_ALIAS as S
 from dbt.adapters.deltamerge.merge import (
     Assignment,

@@ -30,23 +30,20 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from dbt.adapters.deltamerge.common.sql import quote_identifier
-from dbt.adapters.deltamerge.delta import (
-    AddFile,
-    CommitInfo,
-    DeltaError,
-    PendingCommit,
-    ReadSet,
-    Snapshot,
-    TableLocation,
+from dbt.adapters.deltamerge.delta import AddFile, DeltaError, Snapshot, TableLocation, load_snapshot, storage
+from dbt.adapters.deltamerge.delta.data import (
     WriteRequest,
     align_to_schema,
-    commit,
-    committed_version_of,
-    load_snapshot,
     read_files,
-    storage,
     write_dataframe,
     write_files,
+)
+from dbt.adapters.deltamerge.delta.txn import (
+    CommitInfo,
+    PendingCommit,
+    ReadSet,
+    commit,
+    committed_version_of,
     write_metrics,
 )
 from dbt.adapters.deltamerge.skipping.stats import comparable

@@ -284,4 +284,3 @@ def store_for(path: str) -> Store:
     (True, False)
     """
     return OBJECT if on_object_store(path) else LOCAL
-

@@ -12,23 +12,23 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from dbt.adapters.deltamerge.delta import (
+from dbt.adapters.deltamerge.delta import Snapshot, local_path, storage
+from dbt.adapters.deltamerge.delta.data import VectorUpdate
+from dbt.adapters.deltamerge.delta.log import (
+    definition_actions,
+    materialized_columns,
+    with_transaction_retention,
+)
+from dbt.adapters.deltamerge.delta.txn import (
     CommitActions,
     CommitInfo,
     CommitOptions,
     ReadSet,
-    Snapshot,
-    VectorUpdate,
     WriteResult,
     commit_files,
-    definition_actions,
-    local_path,
-    materialized_columns,
     merge_file_metrics,
     merge_metrics,
-    storage,
     timing_metrics,
-    with_transaction_retention,
 )
 from dbt.adapters.deltamerge.merge.clauses import MergeClause
 from dbt.adapters.deltamerge.merge.execute.output import Executed

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields
 
-from dbt.adapters.deltamerge.delta import merge_row_metrics
+from dbt.adapters.deltamerge.delta.txn import merge_row_metrics
 
 
 @dataclass(frozen=True)

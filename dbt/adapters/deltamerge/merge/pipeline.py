@@ -24,14 +24,9 @@ from dataclasses import dataclass
 from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 
-from dbt.adapters.deltamerge.delta import (
-    NO_CHANGE,
-    Snapshot,
-    TableChange,
-    WriteResult,
-    changed,
-    definition_actions,
-)
+from dbt.adapters.deltamerge.delta import Snapshot
+from dbt.adapters.deltamerge.delta.log import NO_CHANGE, TableChange, changed, definition_actions
+from dbt.adapters.deltamerge.delta.txn import WriteResult
 from dbt.adapters.deltamerge.merge.check import check_expressions
 from dbt.adapters.deltamerge.merge.commit import commit_merge, executed_metrics
 from dbt.adapters.deltamerge.merge.dry_run import DryRun, describe

@@ -21,7 +21,9 @@ from pyspark.sql import types as T
 from sqlglot.dialects.spark import Spark
 from sqlglot.tokens import TokenType
 
-from dbt.adapters.deltamerge.delta import AddFile, Snapshot, change_data_feed_enabled, writes_deletion_vectors
+from dbt.adapters.deltamerge.delta import AddFile, Snapshot
+from dbt.adapters.deltamerge.delta.data import writes_deletion_vectors
+from dbt.adapters.deltamerge.delta.log import change_data_feed_enabled
 from dbt.adapters.deltamerge.merge.pruning import FilePruning, skips_by_key_range
 from dbt.adapters.deltamerge.merge.resolve import ResolvedMerge
 from dbt.adapters.deltamerge.merge.source import fits_in_broadcast

@@ -22,7 +22,8 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from dbt.adapters.deltamerge.common.sql import quote_identifier
-from dbt.adapters.deltamerge.delta import AddFile, Snapshot, generated_columns, referenced_columns
+from dbt.adapters.deltamerge.delta import AddFile, Snapshot
+from dbt.adapters.deltamerge.delta.data import generated_columns, referenced_columns
 from dbt.adapters.deltamerge.merge.spec import MergeSpec
 from dbt.adapters.deltamerge.skipping.files import (
     KEPT_BY_SOURCE,

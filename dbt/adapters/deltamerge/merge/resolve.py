@@ -21,16 +21,13 @@ from pyspark.sql import types as T
 
 from dbt.adapters.deltamerge.common.config_values import SpecError
 from dbt.adapters.deltamerge.common.sql import conjunction, qualified, quote_identifier
-from dbt.adapters.deltamerge.delta import (
+from dbt.adapters.deltamerge.delta import Snapshot
+from dbt.adapters.deltamerge.delta.data import computed_columns, default_value, generated_columns, substituted
+from dbt.adapters.deltamerge.delta.log import (
     Identity,
-    Snapshot,
-    computed_columns,
-    default_value,
     evolved_schema,
     explicit_values_refused,
-    generated_columns,
     identity_value_column,
-    substituted,
 )
 from dbt.adapters.deltamerge.merge.clauses import ClauseKind, MergeClause
 from dbt.adapters.deltamerge.merge.refusals import clause_type

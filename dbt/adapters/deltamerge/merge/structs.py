@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from pyspark.sql import types as T
 
 from dbt.adapters.deltamerge.common.sql import quote_identifier, string_literal, type_sql
-from dbt.adapters.deltamerge.delta import can_write
+from dbt.adapters.deltamerge.delta.log import can_write
 
 
 class AssignmentError(ValueError):

@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, Literal
 
 from pyspark.sql import types as T
 
-from dbt.adapters.deltamerge.delta import Redefinition, Snapshot, TableChange, redefined
+from dbt.adapters.deltamerge.delta import Snapshot
+from dbt.adapters.deltamerge.delta.log import Redefinition, TableChange, redefined
 from dbt.adapters.deltamerge.model.schema_change import planned_schema
 from dbt.adapters.deltamerge.model.spec import ModelSpec
 

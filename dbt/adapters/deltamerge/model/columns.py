@@ -17,8 +17,9 @@ from pyspark.sql import DataFrame
 from pyspark.sql import types as T
 
 from dbt.adapters.deltamerge.common.config_values import SpecError
-from dbt.adapters.deltamerge.delta import CURRENT_DEFAULT, GENERATION_EXPRESSION, find_field
-from dbt.adapters.deltamerge.delta import metadata as identity_metadata
+from dbt.adapters.deltamerge.delta.data import CURRENT_DEFAULT, GENERATION_EXPRESSION
+from dbt.adapters.deltamerge.delta.log import find_field
+from dbt.adapters.deltamerge.delta.log import metadata as identity_metadata
 from dbt.adapters.deltamerge.model.keys import KEYS
 
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from dbt.adapters.contracts.connection import AdapterResponse
 
-from dbt.adapters.deltamerge.delta import WriteResult, affected_rows
+from dbt.adapters.deltamerge.delta.txn import WriteResult, affected_rows
 from dbt.adapters.deltamerge.merge import DryRun
 
 

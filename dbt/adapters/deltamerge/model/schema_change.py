@@ -14,13 +14,9 @@ from __future__ import annotations
 from dbt_common.exceptions import CompilationError
 from pyspark.sql import types as T
 
-from dbt.adapters.deltamerge.delta import (
-    Snapshot,
-    computed_columns,
-    evolved_schema,
-    find_field,
-    schema_changes,
-)
+from dbt.adapters.deltamerge.delta import Snapshot
+from dbt.adapters.deltamerge.delta.data import computed_columns
+from dbt.adapters.deltamerge.delta.log import evolved_schema, find_field, schema_changes
 from dbt.adapters.deltamerge.merge import MergeSpec, evolved_by_merge
 from dbt.adapters.deltamerge.model.spec import WriteSpec
 

@@ -18,17 +18,15 @@ from typing import Any, Literal, TypeVar
 from dbt.adapters.deltamerge.cdc.spec import CdcSpec
 from dbt.adapters.deltamerge.common.config_values import SpecError
 from dbt.adapters.deltamerge.common.sql import quote_identifier
-from dbt.adapters.deltamerge.delta import (
+from dbt.adapters.deltamerge.delta import TableLocation
+from dbt.adapters.deltamerge.delta.data import ENABLE_PROPERTY as DELETION_VECTORS_PROPERTY
+from dbt.adapters.deltamerge.delta.data import OPTIMIZE_WRITE, WriteMode, WriteRequest
+from dbt.adapters.deltamerge.delta.log import (
     AUTO_COMPACT,
     CDF_PROPERTY,
-    OPTIMIZE_WRITE,
-    TableLocation,
-    WriteMode,
-    WriteRequest,
     change_data_feed_enabled,
     value_problems,
 )
-from dbt.adapters.deltamerge.delta import ENABLE_PROPERTY as DELETION_VECTORS_PROPERTY
 from dbt.adapters.deltamerge.merge import MergeSpec
 from dbt.adapters.deltamerge.model.columns import ColumnDeclarations
 from dbt.adapters.deltamerge.model.keys import (

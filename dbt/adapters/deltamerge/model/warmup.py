@@ -20,7 +20,7 @@ from typing import Literal
 from pyspark.sql import SparkSession
 
 from dbt.adapters.deltamerge import binding
-from dbt.adapters.deltamerge.delta import WriteResult
+from dbt.adapters.deltamerge.delta.txn import WriteResult
 from dbt.adapters.deltamerge.model.spec import ModelSpec
 from dbt.adapters.deltamerge.model.write import CatalogEntry, ModelRun, locate, write_model
 from dbt.adapters.deltamerge.spark import warmup

@@ -22,16 +22,15 @@ from dbt.adapters.deltamerge.common.config_values import SpecError
 from dbt.adapters.deltamerge.common.sql import quote_identifier
 from dbt.adapters.deltamerge.delta import (
     Snapshot,
-    TableChange,
     TableLocation,
-    WriteRequest,
-    WriteResult,
     after_commit,
     has_delta_log,
     load_snapshot,
     place_table,
-    write_dataframe,
 )
+from dbt.adapters.deltamerge.delta.data import WriteRequest, write_dataframe
+from dbt.adapters.deltamerge.delta.log import TableChange
+from dbt.adapters.deltamerge.delta.txn import WriteResult
 from dbt.adapters.deltamerge.errors import ModelWriteError
 from dbt.adapters.deltamerge.merge import DryRun, check_before_creating, dry_run_merge, merge_into
 from dbt.adapters.deltamerge.model.change import Write, table_change
@@ -115,7 +114,7 @@ def write_model(
         return dry_run_merge(spark, df, current, spec.merge, change=change)
     name = f"{table.schema}.{table.identifier}"
     if current is not None:
-        from dbt.adapters.deltamerge.delta import commit_before  # a command: loaded by a write
+        from dbt.adapters.deltamerge.delta.commands import commit_before  # a command: loaded by a write
 
         current = commit_before(spark, current, change, name)  # a contract's constraints, rows checked
     if write == "cdc_apply":
@@ -178,14 +177,18 @@ def _maintained(spark: SparkSession, result: WriteResult, spec: ModelSpec, chang
     the model's ``auto_optimize``), the model's clustering columns (``cluster_by`` changed on an
     existing table), then the model's OPTIMIZE (``optimize_after_run``, ``zorder``, ``cluster_by``:
     a clustered table's OPTIMIZE clusters the files not clustered yet)."""
-    from dbt.adapters.deltamerge.delta import auto_compact, auto_compact_enabled, commit_after  # commands
+    from dbt.adapters.deltamerge.delta.commands import (  # commands
+        auto_compact,
+        auto_compact_enabled,
+        commit_after,
+    )
 
     compacted = auto_compact(spark, result, enabled=auto_compact_enabled(spec.write.tblproperties))
     latest = compacted if compacted is not None and compacted.version is not None else result
     reclustered = commit_after(latest.snapshot, change, spec.model)  # the config's new clustering columns
     latest = reclustered if reclustered is not None and reclustered.version is not None else latest
     if spec.write.optimize_after_run or spec.write.zorder or change.cluster_by:
-        from dbt.adapters.deltamerge.delta import OptimizeOptions, optimize
+        from dbt.adapters.deltamerge.delta.commands import OptimizeOptions, optimize
 
         snapshot = latest.snapshot
         options = OptimizeOptions.for_table(

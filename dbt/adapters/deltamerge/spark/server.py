@@ -289,10 +289,6 @@ def stop_orphan(warehouse: str) -> int | None:
     return pid
 
 
-
-
-
-
 def status(warehouse: str) -> ServerState | None:
     """The running server of ``warehouse``, or None (a stale state file is ignored)."""
     state = recorded(warehouse)
@@ -316,18 +312,6 @@ def _is_supervisor(pid: int) -> bool:
     if pid <= 0 or not processes.alive(pid):
         return False
     return os.path.basename(daemon.__file__) in processes.command_line(pid)
-
-
-
-
-
-
-
-
-
-
-
-
 
 
 def log_tail(log: str, lines: int = 15) -> str:

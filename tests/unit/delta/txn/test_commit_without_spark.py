@@ -28,9 +28,9 @@ CHILD = textwrap.dedent(
     SparkSession.builder.getOrCreate = refuse
     SparkSession.builder.create = refuse
 
-    from dbt.adapters.deltamerge.delta import (
-        CommitActions, CommitInfo, CommitOptions, ReadSet, TableLocation, WrittenFile, commit_files,
-        load_snapshot,
+    from dbt.adapters.deltamerge.delta import TableLocation, load_snapshot
+    from dbt.adapters.deltamerge.delta.txn import (
+        CommitActions, CommitInfo, CommitOptions, ReadSet, WrittenFile, commit_files,
     )
     from dbt.adapters.deltamerge.delta.log.stats import file_stats, stats_to_json
 

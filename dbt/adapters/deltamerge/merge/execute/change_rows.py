@@ -17,7 +17,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from dbt.adapters.deltamerge.delta import CHANGE_TYPE, aligned_columns
+from dbt.adapters.deltamerge.delta.data import CHANGE_TYPE, aligned_columns
 from dbt.adapters.deltamerge.merge.execute.frames import ACTION, DROP
 
 _OLD = "__old_value_"

@@ -13,7 +13,8 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from dbt.adapters.deltamerge.common.sql import qualified
-from dbt.adapters.deltamerge.delta import ROW_INDEX, AddFile, VectorUpdate, collect_positions, mark_deleted
+from dbt.adapters.deltamerge.delta import AddFile
+from dbt.adapters.deltamerge.delta.data import ROW_INDEX, VectorUpdate, collect_positions, mark_deleted
 from dbt.adapters.deltamerge.merge.execute.actions import action_expression, counted_actions
 from dbt.adapters.deltamerge.merge.execute.frames import (
     ACTION,

@@ -17,7 +17,8 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from dbt.adapters.deltamerge.common.sql import conjunction, qualified
-from dbt.adapters.deltamerge.delta import AddFile, Snapshot, read_files
+from dbt.adapters.deltamerge.delta import AddFile, Snapshot
+from dbt.adapters.deltamerge.delta.data import read_files
 from dbt.adapters.deltamerge.merge.plan import MergePlan
 from dbt.adapters.deltamerge.merge.resolve import ResolvedMerge
 from dbt.adapters.deltamerge.merge.spec import MergeSpec

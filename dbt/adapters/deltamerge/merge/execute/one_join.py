@@ -36,7 +36,8 @@ from sqlglot.dialects.spark import Spark
 from sqlglot.tokens import TokenType
 
 from dbt.adapters.deltamerge.common.sql import quote_identifier
-from dbt.adapters.deltamerge.delta import AddFile, VectorUpdate
+from dbt.adapters.deltamerge.delta import AddFile
+from dbt.adapters.deltamerge.delta.data import VectorUpdate
 from dbt.adapters.deltamerge.merge.execute.actions import action_expression
 from dbt.adapters.deltamerge.merge.execute.classic import positions_and_output
 from dbt.adapters.deltamerge.merge.execute.frames import (

@@ -16,23 +16,24 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from dbt.adapters.deltamerge.common.sql import qualified, quote_identifier
-from dbt.adapters.deltamerge.delta import (
+from dbt.adapters.deltamerge.delta import AddFile
+from dbt.adapters.deltamerge.delta.data import (
     ROW_INDEX,
-    STABLE_ROW_COMMIT_VERSION,
-    STABLE_ROW_ID,
-    AddFile,
-    ChangeFile,
     Constraints,
     VectorUpdate,
-    WrittenFile,
     aligned_columns,
     enforced,
-    identity_columns,
-    identity_value_column,
     with_identity_values,
     write_files,
     write_files_and_changes,
 )
+from dbt.adapters.deltamerge.delta.log import (
+    STABLE_ROW_COMMIT_VERSION,
+    STABLE_ROW_ID,
+    identity_columns,
+    identity_value_column,
+)
+from dbt.adapters.deltamerge.delta.txn import ChangeFile, WrittenFile
 from dbt.adapters.deltamerge.merge.counts import MergeCounts
 from dbt.adapters.deltamerge.merge.execute.actions import counted_actions, output_expressions
 from dbt.adapters.deltamerge.merge.execute.change_rows import output_with_changes

@@ -14,16 +14,12 @@ from pyspark.sql import SparkSession
 from pyspark.sql import types as T
 
 from dbt.adapters.deltamerge.common.errors import EngineError
-from dbt.adapters.deltamerge.delta import (
-    CONSTRAINT_PREFIX,
-    CURRENT_DEFAULT,
-    GENERATION_EXPRESSION,
-    Snapshot,
-    WriteResult,
-    find_field,
-    redefine,
-)
-from dbt.adapters.deltamerge.delta import metadata as identity_metadata
+from dbt.adapters.deltamerge.delta import Snapshot
+from dbt.adapters.deltamerge.delta.commands import redefine
+from dbt.adapters.deltamerge.delta.data import CONSTRAINT_PREFIX, CURRENT_DEFAULT, GENERATION_EXPRESSION
+from dbt.adapters.deltamerge.delta.log import find_field
+from dbt.adapters.deltamerge.delta.log import metadata as identity_metadata
+from dbt.adapters.deltamerge.delta.txn import WriteResult
 from dbt.adapters.deltamerge.statements.parse.ddl import ColumnDefinition
 
 

@@ -23,24 +23,22 @@ from pyspark.sql import types as T
 from dbt.adapters.deltamerge import binding
 from dbt.adapters.deltamerge.common.errors import EngineError
 from dbt.adapters.deltamerge.common.sql import quote_identifier
-from dbt.adapters.deltamerge.delta import (
-    CommitActions,
-    CommitInfo,
-    CommitOptions,
-    Snapshot,
-    WriteRequest,
-    WriteResult,
-    commit_files,
+from dbt.adapters.deltamerge.delta import Snapshot, load_snapshot, place_table
+from dbt.adapters.deltamerge.delta.data import WriteRequest, read_files, write_dataframe
+from dbt.adapters.deltamerge.delta.log import (
     definition_actions,
     find_field,
     identity_columns,
-    load_snapshot,
     mapping_mode,
-    place_table,
-    read_files,
     schema_to_json,
     with_schema,
-    write_dataframe,
+)
+from dbt.adapters.deltamerge.delta.txn import (
+    CommitActions,
+    CommitInfo,
+    CommitOptions,
+    WriteResult,
+    commit_files,
 )
 from dbt.adapters.deltamerge.statements.parse.ddl import ColumnDefinition, CreateTableStatement
 from dbt.adapters.deltamerge.statements.run.alter import column_metadata, constraint_properties

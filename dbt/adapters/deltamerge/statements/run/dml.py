@@ -21,28 +21,18 @@ from pyspark.sql import Column, SparkSession
 from pyspark.sql import functions as F
 
 from dbt.adapters.deltamerge.common.sql import quote_identifier
-from dbt.adapters.deltamerge.delta import (
+from dbt.adapters.deltamerge.delta import AddFile, DeltaError, Snapshot, local_path, table_path_of
+from dbt.adapters.deltamerge.delta.data import (
     CHANGE_TYPE,
-    AddFile,
-    ChangeFile,
-    DeltaError,
-    Identity,
-    ReadSet,
-    Snapshot,
-    WriteResult,
-    WrittenFile,
-    change_data_feed_enabled,
-    dml_metrics,
-    find_field,
-    local_path,
     read_files,
     regenerated,
     store_assigned,
-    table_path_of,
     write_files,
     write_files_and_changes,
     writes_deletion_vectors,
 )
+from dbt.adapters.deltamerge.delta.log import Identity, change_data_feed_enabled, find_field
+from dbt.adapters.deltamerge.delta.txn import ChangeFile, ReadSet, WriteResult, WrittenFile, dml_metrics
 from dbt.adapters.deltamerge.statements.run.dml_parts import (
     aliased,
     columns,

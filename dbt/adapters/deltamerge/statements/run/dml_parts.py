@@ -12,23 +12,23 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from dbt.adapters.deltamerge.common.sql import quote_identifier
-from dbt.adapters.deltamerge.delta import (
+from dbt.adapters.deltamerge.delta import AddFile, Snapshot, TableLocation
+from dbt.adapters.deltamerge.delta.log import (
     STABLE_COLUMNS,
     STABLE_ROW_COMMIT_VERSION,
     STABLE_ROW_ID,
-    AddFile,
+    materialized_columns,
+)
+from dbt.adapters.deltamerge.delta.txn import (
     ChangeFile,
     CommitActions,
     CommitInfo,
     CommitOptions,
     ReadSet,
-    Snapshot,
-    TableLocation,
     WriteResult,
     WrittenFile,
     commit_files,
     execution_time,
-    materialized_columns,
 )
 from dbt.adapters.deltamerge.skipping.files import partition_types
 from dbt.adapters.deltamerge.skipping.predicates import may_satisfy, target_predicate

@@ -16,17 +16,12 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from dbt.adapters.deltamerge.common.sql import quote_identifier
-from dbt.adapters.deltamerge.delta import (
+from dbt.adapters.deltamerge.delta import Snapshot
+from dbt.adapters.deltamerge.delta.data import (
     CHANGE_TYPE,
     FILE_URI,
     ROW_INDEX,
-    ChangeFile,
-    Snapshot,
-    WriteResult,
-    WrittenFile,
-    change_data_feed_enabled,
     collect_positions,
-    dml_metrics,
     mark_deleted,
     read_files,
     regenerated,
@@ -34,6 +29,8 @@ from dbt.adapters.deltamerge.delta import (
     write_files,
     write_files_and_changes,
 )
+from dbt.adapters.deltamerge.delta.log import change_data_feed_enabled
+from dbt.adapters.deltamerge.delta.txn import ChangeFile, WriteResult, WrittenFile, dml_metrics
 from dbt.adapters.deltamerge.statements.run.dml_parts import (
     aliased,
     columns,

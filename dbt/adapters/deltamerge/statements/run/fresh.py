@@ -21,7 +21,8 @@ from pyspark.sql import SparkSession
 
 from dbt.adapters.deltamerge import binding
 from dbt.adapters.deltamerge.common.sql import quote_identifier, string_literal
-from dbt.adapters.deltamerge.delta import DeltaError, TableLocation, latest_version, load_snapshot
+from dbt.adapters.deltamerge.delta import DeltaError, TableLocation, load_snapshot
+from dbt.adapters.deltamerge.delta.txn import latest_version
 from dbt.adapters.deltamerge.statements.parse.reads import Name, read_names
 from dbt.adapters.deltamerge.statements.parse.text import SqlText
 

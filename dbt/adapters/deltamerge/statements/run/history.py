@@ -19,18 +19,14 @@ from urllib.parse import unquote
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
 
-from dbt.adapters.deltamerge.delta import (
+from dbt.adapters.deltamerge.delta import DeltaError, Snapshot, TableLocation, load_snapshot, local_path
+from dbt.adapters.deltamerge.delta.log import log_state
+from dbt.adapters.deltamerge.delta.txn import (
     CommitActions,
     CommitInfo,
     CommitOptions,
-    DeltaError,
-    Snapshot,
-    TableLocation,
     WriteResult,
     commit_files,
-    load_snapshot,
-    local_path,
-    log_state,
     read_commit,
 )
 from dbt.adapters.deltamerge.statements.parse.history import AsOf

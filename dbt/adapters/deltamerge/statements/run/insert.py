@@ -13,14 +13,9 @@ from pyspark.sql import functions as F
 
 from dbt.adapters.deltamerge.common.errors import EngineError
 from dbt.adapters.deltamerge.common.sql import quote_identifier
-from dbt.adapters.deltamerge.delta import (
-    Snapshot,
-    WriteRequest,
-    WriteResult,
-    computed_columns,
-    store_assigned,
-    write_dataframe,
-)
+from dbt.adapters.deltamerge.delta import Snapshot
+from dbt.adapters.deltamerge.delta.data import WriteRequest, computed_columns, store_assigned, write_dataframe
+from dbt.adapters.deltamerge.delta.txn import WriteResult
 from dbt.adapters.deltamerge.statements.parse.statement import InsertStatement
 
 

@@ -20,26 +20,24 @@ from dataclasses import replace
 from pyspark.sql import SparkSession
 
 from dbt.adapters.deltamerge.common.errors import EngineError
-from dbt.adapters.deltamerge.delta import (
-    AddFile,
+from dbt.adapters.deltamerge.delta import AddFile, Snapshot, UnsupportedTableFeature
+from dbt.adapters.deltamerge.delta.commands import (
+    OptimizeOptions,
+    ZOrderError,
+    optimize,
+    redefine,
+    zorder_problems,
+)
+from dbt.adapters.deltamerge.delta.data import read_files, write_files
+from dbt.adapters.deltamerge.delta.log import check_writable, configuration_problems
+from dbt.adapters.deltamerge.delta.txn import (
     CommitActions,
     CommitInfo,
     CommitOptions,
-    OptimizeOptions,
-    Snapshot,
-    UnsupportedTableFeature,
     WriteResult,
-    ZOrderError,
-    check_writable,
     commit_files,
-    configuration_problems,
     execution_time,
-    optimize,
     optimize_metrics,
-    read_files,
-    redefine,
-    write_files,
-    zorder_problems,
 )
 from dbt.adapters.deltamerge.statements.parse.maintenance import (
     OptimizeStatement,

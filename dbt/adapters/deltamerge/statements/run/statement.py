@@ -24,18 +24,10 @@ from pyspark.sql import SparkSession
 from dbt.adapters.deltamerge import binding
 from dbt.adapters.deltamerge.common.config_values import SpecError
 from dbt.adapters.deltamerge.common.errors import EngineError
-from dbt.adapters.deltamerge.delta import (
-    Snapshot,
-    TableChange,
-    TableLocation,
-    WriteResult,
-    after_commit,
-    auto_compact,
-    load_snapshot,
-    place_table,
-    recluster,
-    rows_affected,
-)
+from dbt.adapters.deltamerge.delta import Snapshot, TableLocation, after_commit, load_snapshot, place_table
+from dbt.adapters.deltamerge.delta.commands import auto_compact, recluster
+from dbt.adapters.deltamerge.delta.log import TableChange
+from dbt.adapters.deltamerge.delta.txn import WriteResult, rows_affected
 from dbt.adapters.deltamerge.merge import MergeSpec, evolved_by_merge, merge_into
 from dbt.adapters.deltamerge.statements.parse.alter import (
     AddConstraintStatement,
