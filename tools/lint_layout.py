@@ -35,7 +35,9 @@
    ``delta.commands``) beside its top face (``delta``: a table's location, its latest version, the
    errors, the ``storage`` module); a folder of the package uses only the faces ``DELTA_FACES``
    gives it: data skipping reads a version's files and nothing else, the catalog binding, a merge
-   and CDC apply run no command, the statements' parsers touch no table.
+   and CDC apply run no command, the statements' parsers touch no table. Only the catalog binding
+   (``STORAGE_USERS``) calls ``delta/storage.py``, the path functions for folders that are no
+   table's: a table's storage calls are its location's store's.
 
 Run ``python tools/lint_layout.py``: it prints each broken rule with the place and exits 1.
 """
@@ -78,6 +80,8 @@ FACES = {"delta", "binding", "merge"}
 # The Delta layer's room faces (rule 10), beside its top face, ``delta``.
 ROOM_FACES = {"log", "txn", "data", "commands"}
 ALL_FACES = {"delta", *ROOM_FACES}
+# Who may call ``delta/storage.py`` (rule 10): its folders under the warehouse are no table's.
+STORAGE_USERS = {"binding", "delta.storage", "delta.stores"}
 # Which of the Delta layer's faces each folder (or root module) may import (rule 10).
 DELTA_FACES: dict[str, set[str]] = {
     "skipping": {"delta"},
@@ -428,6 +432,16 @@ def _delta_faces(known: dict[str, Path]) -> list[str]:
     """Rule 10: each folder imports only the Delta faces ``DELTA_FACES`` gives it."""
     found = []
     for module, path in known.items():
+        for imported, line in imports_of(path, known):
+            if (
+                imported == "delta.storage"
+                and unit_of(module) not in STORAGE_USERS
+                and module not in STORAGE_USERS
+            ):
+                rel = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
+                found.append(
+                    f"rule 10: {rel}:{line} ({module}) calls delta/storage.py: use its table's location.store"
+                )
         if unit_of(module) == "delta":
             continue
         where = ".".join(module.split(".")[:2]) if module.startswith("statements.") else unit_of(module)

@@ -64,8 +64,10 @@ def test_each_folder_uses_only_the_delta_faces_it_is_given(tmp_path):
     parser.write_text("from dbt.adapters.deltamerge.delta import TableLocation\n")
     model.write_text("from dbt.adapters.deltamerge.delta.commands import optimize\n")
     known = {"skipping.files": skipping, "statements.parse.ddl": parser, "model.write": model}
+    known["delta.storage"] = lint_layout.PACKAGE / "delta" / "storage.py"  # what skipping names
     found = [problem.split(": ", 1)[1] for problem in lint_layout._delta_faces(known)]
     assert found == [
+        f"{skipping}:1 (skipping.files) calls delta/storage.py: use its table's location.store",
         f"{skipping}:2 (skipping) imports the Delta face 'txn'",
         f"{skipping}:3 (skipping) imports the Delta face 'data'",
         f"{parser}:1 (statements.parse) imports the Delta face 'delta'",

@@ -30,7 +30,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from dbt.adapters.deltamerge.common.sql import quote_identifier
-from dbt.adapters.deltamerge.delta import AddFile, DeltaError, Snapshot, TableLocation, load_snapshot, storage
+from dbt.adapters.deltamerge.delta import AddFile, DeltaError, Snapshot, TableLocation, load_snapshot
 from dbt.adapters.deltamerge.delta.data import (
     WriteRequest,
     align_to_schema,
@@ -222,23 +222,25 @@ def write_record(state: TableLocation, pending: PendingCommit, txn: tuple[str, i
 
 def complete(record: Record, *, table_committed: bool) -> None:
     """Commit the recorded state change (with the run's ``txn`` if the table committed); drop the record."""
-    if not storage.exists(record.path):
+    store = record.pending.table.store
+    if not store.exists(record.path):
         raise DeltaError(
             f"CDC state of the table at {os.path.dirname(os.path.dirname(record.path))}: this run's state "
             "record was dropped as stale by another run before the state could commit. Re-run the model "
             "with --full-refresh to rebuild the table and its state from the events."
         )
     _commit_state(record.pending, record.txn if table_committed else None)
-    storage.delete_file(record.path, missing_ok=True)
+    store.delete_file(record.path, missing_ok=True)
 
 
 def abandon(record: Record | None) -> None:
     """The table did not commit: drop the record and the state files it names."""
     if record is None:
         return
+    store = record.pending.table.store
     for path in record.pending.written_paths():
-        storage.delete_file(path, missing_ok=True)
-    storage.delete_file(record.path, missing_ok=True)
+        store.delete_file(path, missing_ok=True)
+    store.delete_file(record.path, missing_ok=True)
 
 
 def recover(table: TableLocation) -> int:
@@ -257,10 +259,10 @@ def recover(table: TableLocation) -> int:
                 if gone:
                     abandon(Record(path, pending, txn))
                 elif gone is None:
-                    storage.delete_file(path, missing_ok=True)
+                    table.store.delete_file(path, missing_ok=True)
                 continue
         _commit_state(pending, txn)
-        storage.delete_file(path, missing_ok=True)
+        table.store.delete_file(path, missing_ok=True)
         completed += 1
     return completed
 

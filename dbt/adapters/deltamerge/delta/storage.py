@@ -1,10 +1,10 @@
-"""Every storage call of the Delta layer and the catalog binding over a path, in one place.
+"""Storage calls over a path that is no table's: the catalog binding's folders under the warehouse.
 
 A path is a local one or an object-store URI; each call is the method of the path's store
-(``stores.py``: ``LocalStore``, ``ObjectStore``), chosen by ``store_for``. A table's location
-carries its store (``TableLocation.store``): code holding one calls the store itself. Hard links
-(the local catalog binding) and locks are here: local disks only, and a lock file of this machine.
-A failure names the path and says so.
+(``stores.py``: ``LocalStore``, ``ObjectStore``), chosen by ``store_for``. A table's own calls
+(its log, its data files, its state) go through its location's store (``TableLocation.store``):
+no module of the Delta layer calls this one. Hard links (the local catalog binding) and locks are
+here: local disks only, and a lock file of this machine. A failure names the path and says so.
 """
 
 from __future__ import annotations

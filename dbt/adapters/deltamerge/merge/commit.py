@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from dbt.adapters.deltamerge.delta import Snapshot, local_path, storage
+from dbt.adapters.deltamerge.delta import Snapshot, local_path
 from dbt.adapters.deltamerge.delta.data import VectorUpdate
 from dbt.adapters.deltamerge.delta.log import (
     definition_actions,
@@ -49,7 +49,7 @@ def commit_merge(
     leading = definition_actions(read, target)
     if not out.counts.changed and not leading:
         for path in [f.path for f in out.written] + [c.path for c in out.changes]:
-            storage.delete_file(local_path(target.table_path, path), missing_ok=True)
+            target.location.store.delete_file(local_path(target.table_path, path), missing_ok=True)
         return WriteResult(None, "MERGE", dict(metrics), target)
     if txn is not None:
         # Only a merge that commits anyway gives an older table the txn retention.

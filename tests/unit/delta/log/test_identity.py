@@ -12,6 +12,7 @@ from dbt.adapters.deltamerge.delta.log.identity import (
     identity_columns,
     metadata,
 )
+from dbt.adapters.deltamerge.delta.stores import LOCAL
 
 
 @pytest.mark.parametrize(
@@ -55,6 +56,6 @@ def test_the_mark_comes_from_the_written_files_footers(tmp_path):
         path = str(tmp_path / f"part-{i}.parquet")
         pq.write_table(pa.table({"col-1": pa.array(values, pa.int64())}), path)
         paths.append(path)
-    advanced = advanced_schema(schema, paths, {"id": "col-1"})
+    advanced = advanced_schema(schema, LOCAL, paths, {"id": "col-1"})
     assert advanced is not None and advanced["id"].metadata["delta.identity.highWaterMark"] == 7
-    assert advanced_schema(schema, paths[2:], {"id": "col-1"}) is None
+    assert advanced_schema(schema, LOCAL, paths[2:], {"id": "col-1"}) is None

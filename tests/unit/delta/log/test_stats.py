@@ -11,7 +11,6 @@ import pyarrow.parquet as pq
 from pyspark.sql import types as T
 
 from dbt.adapters.deltamerge.delta.log.stats import (
-    file_stats,
     stats_from_metadata,
     stats_to_json,
     upper_bound,
@@ -35,6 +34,11 @@ def write(tmp_path, table: pa.Table, **kwargs) -> str:
     path = str(tmp_path / "f.parquet")
     pq.write_table(table, path, **kwargs)
     return path
+
+
+def file_stats(path: str, data_schema: T.StructType, num_indexed_cols: int) -> dict:
+    """The ``add.stats`` object of a parquet file, from its footer (as a write computes it)."""
+    return stats_from_metadata(pq.read_metadata(path), data_schema, num_indexed_cols)
 
 
 def sample() -> pa.Table:

@@ -18,7 +18,6 @@ from pyspark.sql import SparkSession
 from pyspark.sql import types as T
 
 from dbt.adapters.deltamerge.common.sql import quote_identifier
-from dbt.adapters.deltamerge.delta import storage
 from dbt.adapters.deltamerge.delta.commands.convert_files import (
     ParquetFile,
     file_schemas,
@@ -27,7 +26,7 @@ from dbt.adapters.deltamerge.delta.commands.convert_files import (
     merge_schemas,
     not_parquet,
 )
-from dbt.adapters.deltamerge.delta.errors import DeltaError
+from dbt.adapters.deltamerge.delta.errors import DeltaError, StorageError
 from dbt.adapters.deltamerge.delta.location import TableLocation
 from dbt.adapters.deltamerge.delta.log.protocol import TableMetadata, protocol_for
 from dbt.adapters.deltamerge.delta.log.schema import (
@@ -88,10 +87,10 @@ def convert_to_delta(
         raise ConvertError(f"CONVERT TO DELTA: {name}: no directory at {path}")
     if latest_version(table) >= 0:
         return ConvertResult(table, None, 0, ALREADY_DELTA)
-    files = list_data_files(path, [f.name for f in (partition_schema or T.StructType()).fields])
+    files = list_data_files(table, [f.name for f in (partition_schema or T.StructType()).fields])
     if not files:
         raise ConvertError(f"CONVERT TO DELTA: {name}: no parquet files under {path}; nothing to convert")
-    wrong = not_parquet(path, files)
+    wrong = not_parquet(table, files)
     if wrong is not None:
         fmt, file = wrong
         raise ConvertError(
@@ -100,12 +99,12 @@ def convert_to_delta(
         )
     partitions = partition_schema or T.StructType()
     _check_partition_values(spark, partitions, files, path)
-    data_schema = _data_schema(spark, path, files, partitions)
+    data_schema = _data_schema(spark, table, files, partitions)
     schema = to_delta_schema(T.StructType([*data_schema.fields, *partitions.fields]))
     problems = schema_problems(schema)
     if problems:
         raise ConvertError(f"CONVERT TO DELTA: {name}: " + "; ".join(problems))
-    stats = file_stats_json(spark, path, files, data_schema, DEFAULT_NUM_INDEXED_COLS) if statistics else {}
+    stats = file_stats_json(spark, table, files, data_schema, DEFAULT_NUM_INDEXED_COLS) if statistics else {}
     _write_version_zero(table, schema, partitions, files, stats, statistics)
     return ConvertResult(table, 0, len(files), f"Converted {len(files)} parquet files at {path} to Delta")
 
@@ -151,9 +150,9 @@ def _check_partition_values(
 
 
 def _data_schema(
-    spark: SparkSession, path: str, files: list[ParquetFile], partitions: T.StructType
+    spark: SparkSession, table: TableLocation, files: list[ParquetFile], partitions: T.StructType
 ) -> T.StructType:
-    merged = merge_schemas(file_schemas(spark, path, files))
+    merged = merge_schemas(file_schemas(spark, table, files))
     names = {f.name.lower() for f in partitions.fields}
     return T.StructType([f for f in merged.fields if f.name.lower() not in names])
 
@@ -205,18 +204,19 @@ def _write_version_zero(
     store.make_new_dir(staging)
     try:
         store.write_durably(os.path.join(staging, f"{0:020d}.json"), data)
-        _publish(staging, table.log_folder)
+        _publish(table, staging)
     finally:
         store.delete_tree(staging)
 
 
-def _publish(staging: str, log: str) -> None:
+def _publish(table: TableLocation, staging: str) -> None:
     """Rename the staged log into place: all of version 0 appears at once, or nothing."""
-    if storage.is_dir(log) and not storage.list_names(log):
-        storage.remove_empty_dir(log)  # an empty log folder holds no version: it is not a table yet
+    log, store = table.log_folder, table.store
+    if store.is_dir(log) and not store.list_names(log):
+        store.remove_empty_dir(log)  # an empty log folder holds no version: it is not a table yet
     try:
-        storage.rename(staging, log)
-    except storage.StorageError as exc:
+        store.rename(staging, log)
+    except StorageError as exc:
         raise ConvertError(
             f"CONVERT TO DELTA: {log} appeared while converting (another writer?); nothing was committed"
         ) from exc

@@ -16,8 +16,8 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from dbt.adapters.deltamerge.delta import storage
 from dbt.adapters.deltamerge.delta.errors import DeltaError
+from dbt.adapters.deltamerge.delta.location import TableLocation
 from dbt.adapters.deltamerge.delta.log.stats import stats_from_metadata, stats_to_json
 from dbt.adapters.deltamerge.delta.paths import unescape_partition_value
 
@@ -47,19 +47,19 @@ def is_hidden(name: str) -> bool:
     return (name.startswith("_") and "=" not in name) or name.startswith(".") or name.endswith("._COPYING_")
 
 
-def list_data_files(root: str, partition_columns: list[str]) -> list[ParquetFile]:
-    """Every data file under ``root`` with its partition values (names as in ``partition_columns``)."""
+def list_data_files(table: TableLocation, partition_columns: list[str]) -> list[ParquetFile]:
+    """Every data file under ``table`` with its partition values (names as in ``partition_columns``)."""
     canonical = {c.lower(): c for c in partition_columns}
     found: list[ParquetFile] = []
-    for folder, dirs, names in storage.walk(root):
+    for folder, dirs, names in table.store.walk(table.path):
         dirs[:] = sorted(d for d in dirs if not is_hidden(d))
-        relative_dir = os.path.relpath(folder, root)
+        relative_dir = os.path.relpath(folder, table.path)
         values = partition_values(relative_dir, canonical)
         for name in sorted(names):
             if is_hidden(name):
                 continue
             full = os.path.join(folder, name)
-            size, mtime = storage.size_and_mtime(full)
+            size, mtime = table.store.size_and_mtime(full)
             relative = os.path.normpath(os.path.join(relative_dir, name)).replace(os.sep, "/")
             found.append(ParquetFile(relative, size, int(mtime * 1000), values))
     return found
@@ -81,11 +81,11 @@ def partition_values(relative_dir: str, canonical: dict[str, str]) -> dict[str, 
     return values
 
 
-def not_parquet(root: str, files: list[ParquetFile]) -> tuple[str, str] | None:
+def not_parquet(table: TableLocation, files: list[ParquetFile]) -> tuple[str, str] | None:
     """``(format, file)`` of the first file that is not parquet (by its magic bytes)."""
     for file in files:
-        full = os.path.join(root, file.relative)
-        with storage.open_input(full) as handle:
+        full = os.path.join(table.path, file.relative)
+        with table.store.open_input(full) as handle:
             head = handle.read(4)
             if file.size >= 8:
                 handle.seek(-4, os.SEEK_END)
@@ -95,27 +95,28 @@ def not_parquet(root: str, files: list[ParquetFile]) -> tuple[str, str] | None:
     return None
 
 
-def file_schemas(spark: SparkSession, root: str, files: list[ParquetFile]) -> list[tuple[str, T.StructType]]:
+def file_schemas(
+    spark: SparkSession, table: TableLocation, files: list[ParquetFile]
+) -> list[tuple[str, T.StructType]]:
     """One ``(file, Spark schema)`` per distinct file schema, in listing order.
 
     Files are grouped by their parquet schema; Spark reads one file of each group, so
     types are exactly what Spark's parquet reader gives (INT96, unsigned, timestamps).
     """
     relatives = [f.relative for f in files]
-    pairs = _each_file(spark, relatives, partial(_schema_of, root))
+    pairs = _each_file(spark, relatives, partial(_schema_of, table))
     representatives: dict[bytes, str] = {}
     for relative, schema in pairs:
         representatives.setdefault(schema, relative)
     return [
-        (relative, spark.read.parquet(os.path.join(root, relative)).schema)
+        (relative, spark.read.parquet(os.path.join(table.path, relative)).schema)
         for relative in sorted(representatives.values(), key=relatives.index)
     ]
 
 
-def _schema_of(root: str, relative: str) -> bytes:
-    return bytes(
-        storage.parquet_schema(os.path.join(root, relative)).remove_metadata().serialize().to_pybytes()
-    )
+def _schema_of(table: TableLocation, relative: str) -> bytes:
+    schema = table.store.parquet_schema(os.path.join(table.path, relative))
+    return bytes(schema.remove_metadata().serialize().to_pybytes())
 
 
 def merge_schemas(schemas: list[tuple[str, T.StructType]]) -> T.StructType:
@@ -180,16 +181,20 @@ def merge_types(left: T.DataType, right: T.DataType) -> T.DataType | None:
 
 
 def file_stats_json(
-    spark: SparkSession, root: str, files: list[ParquetFile], data_schema: T.StructType, num_indexed: int
+    spark: SparkSession,
+    table: TableLocation,
+    files: list[ParquetFile],
+    data_schema: T.StructType,
+    num_indexed: int,
 ) -> dict[str, str]:
     """``add.stats`` JSON of every file, keyed by relative path."""
-    task = partial(_stats_of, root, data_schema, num_indexed)
+    task = partial(_stats_of, table, data_schema, num_indexed)
     pairs = _each_file(spark, [f.relative for f in files], task)
     return {relative: value.decode("utf-8") for relative, value in pairs}
 
 
-def _stats_of(root: str, schema: T.StructType, num_indexed: int, relative: str) -> bytes:
-    metadata = storage.parquet_metadata(os.path.join(root, relative))
+def _stats_of(table: TableLocation, schema: T.StructType, num_indexed: int, relative: str) -> bytes:
+    metadata = table.store.parquet_metadata(os.path.join(table.path, relative))
     return stats_to_json(stats_from_metadata(metadata, schema, num_indexed)).encode("utf-8")
 
 

@@ -20,7 +20,6 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from dbt.adapters.deltamerge.common.sql import quote_identifier
-from dbt.adapters.deltamerge.delta import storage
 from dbt.adapters.deltamerge.delta.log.mapping import field_id, mapping_mode, physical_name, physical_type
 from dbt.adapters.deltamerge.delta.log.row_ids import (
     STABLE_COLUMNS,
@@ -98,7 +97,7 @@ def _size_groups(
     paths = [local_path(snapshot.table_path, f.path) for f in files]
     if not any(f.deleted_rows for f in files):
         return [(paths, list(files), None)]  # one scan, and no file looked up
-    sizes = [storage.size_and_mtime(p)[0] for p in paths]
+    sizes = [snapshot.location.store.size_and_mtime(p)[0] for p in paths]
     marked = {size for f, size in zip(files, sizes, strict=True) if f.deleted_rows}
     seen: Counter[int] = Counter()
     scans: dict[int, tuple[list[str], list[AddFile], list[int]]] = {}
@@ -204,7 +203,7 @@ def _live(
     rows: DataFrame, paths: Sequence[str], files: Sequence[AddFile], known: Sequence[int] | None
 ) -> DataFrame:
     """``rows`` without those the files' deletion vectors delete (by file and row index);
-    ``known``: the files' sizes, if looked up already (``_size_groups``).
+    ``known``: the files' sizes (``_size_groups`` looks them up for every scan with a vector).
 
     The deleted positions go to Spark as one small Arrow table, broadcast into a join: no plan
     text that grows with the vectors. A file whose size (``_metadata.file_size``, a number per
@@ -219,8 +218,8 @@ def _live(
     if not vectors:
         return rows
     # The sizes Spark reads (``_metadata.file_size`` is the file's length, not the log's record).
-    lengths = known if known is not None else [storage.size_and_mtime(p)[0] for p in paths]
-    sizes = {table_path_of(p): size for p, size in zip(paths, lengths, strict=True)}
+    assert known is not None, "_size_groups looks up the sizes of every scan with a vector"
+    sizes = {table_path_of(p): size for p, size in zip(paths, known, strict=True)}
     shared = {size for size, n in Counter(sizes.values()).items() if n > 1}
     by_size = {
         sizes[p]: deleted

@@ -23,7 +23,6 @@ from pyroaring import BitMap64
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from dbt.adapters.deltamerge.delta import storage
 from dbt.adapters.deltamerge.delta.errors import DeltaError
 from dbt.adapters.deltamerge.delta.log import deletion_vectors
 from dbt.adapters.deltamerge.delta.log.replay import log_state
@@ -133,7 +132,7 @@ def _physical_records(snapshot: Snapshot, file: AddFile) -> int:
     stats = json.loads(str((file.logged or {}).get("stats") or "{}"))
     if "numRecords" in stats:
         return int(stats["numRecords"])
-    return storage.parquet_metadata(local_path(snapshot.table_path, file.path)).num_rows
+    return snapshot.location.store.parquet_metadata(local_path(snapshot.table_path, file.path)).num_rows
 
 
 def _readded(snapshot: Snapshot, file: AddFile, descriptor: dict[str, Any]) -> dict[str, Any]:

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from pyspark.sql import types as T
 
-from dbt.adapters.deltamerge.delta import storage
+from dbt.adapters.deltamerge.delta.stores import Store
 
 IDENTITY_START = "delta.identity.start"
 IDENTITY_STEP = "delta.identity.step"
@@ -105,9 +105,9 @@ def explicit_values_refused(schema: T.StructType, given: Iterable[str], what: st
 
 
 def advanced_schema(
-    schema: T.StructType, files: Sequence[str], stored: Mapping[str, str]
+    schema: T.StructType, store: Store, files: Sequence[str], stored: Mapping[str, str]
 ) -> T.StructType | None:
-    """``schema`` with the marks the data ``files`` (local paths) advance, or None if none moves.
+    """``schema`` with the marks the data ``files`` (full paths on ``store``) advance, or None if none moves.
 
     ``stored`` maps a column to its name in the files (its physical name with column mapping).
     """
@@ -116,7 +116,7 @@ def advanced_schema(
         return None
     marks: dict[str, int] = {}
     for identity in identities:
-        candidate = _extreme(files, stored.get(identity.column, identity.column), identity.step > 0)
+        candidate = _extreme(store, files, stored.get(identity.column, identity.column), identity.step > 0)
         advanced = identity.advanced(candidate) if candidate is not None else None
         if advanced is not None:
             marks[identity.column] = advanced
@@ -134,11 +134,11 @@ def advanced_schema(
     )
 
 
-def _extreme(files: Sequence[str], column: str, largest: bool) -> int | None:
+def _extreme(store: Store, files: Sequence[str], column: str, largest: bool) -> int | None:
     """The largest (or smallest) value of ``column`` in the files, from their footers."""
     found: list[int] = []
     for path in files:
-        meta = storage.parquet_metadata(path)
+        meta = store.parquet_metadata(path)
         names = [meta.schema.column(i).path for i in range(meta.num_columns)]
         if column not in names:
             continue

@@ -19,8 +19,6 @@ from typing import Any
 import pyarrow.parquet as pq
 from pyspark.sql import types as T
 
-from dbt.adapters.deltamerge.delta import storage
-
 STRING_PREFIX_LENGTH = 32
 DEFAULT_NUM_INDEXED_COLS = 32
 _NO_MIN_MAX = (T.BooleanType, T.BinaryType)
@@ -204,8 +202,3 @@ def stats_to_json(stats: dict[str, Any]) -> str:
         default=lambda o: f"\0dec:{o}" if isinstance(o, decimal.Decimal) else str(o),
     )
     return _DECIMAL_MARK.sub(r"\1", text)
-
-
-def file_stats(path: str, data_schema: T.StructType, num_indexed_cols: int) -> dict[str, Any]:
-    """The ``add.stats`` object for a local parquet file."""
-    return stats_from_metadata(storage.parquet_metadata(path), data_schema, num_indexed_cols)

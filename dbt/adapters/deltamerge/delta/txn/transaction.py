@@ -216,7 +216,7 @@ def _with_identity_marks(
         return leading  # no identity column (the common case): no schema parsed on the commit path
     schema = schema_from_json(schema_string)
     paths = [local_path(table.path, f.path) for f in written]
-    advanced = advanced_schema(schema, paths, physical_names(schema))
+    advanced = advanced_schema(schema, table.store, paths, physical_names(schema))
     if advanced is None:
         return leading
     if metadata is not None:
