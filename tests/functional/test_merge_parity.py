@@ -455,3 +455,37 @@ class TestMergeParity:
             (6, None, None),
             (7, None, "y"),
         ]
+
+    def test_schema_evolution_inside_map_keys_and_values(self, project):
+        """``MergeIntoNestedStructInMapEvolutionTests``: a struct in a map's keys and values evolves
+        (a new field, fewer fields, another order), matched by name; an untouched row's entries
+        read the new field as null; a struct where the table has an array is Delta's merge error."""
+        schema = project.test_schema
+        path = self._table(
+            project,
+            "mapped",
+            "select key, map(named_struct('a', a, 'b', b), named_struct('d', d, 'e', e)) as x "
+            "from values (1, 2, 3, 4, 5), (3, 6, 7, 8, 9) as v(key, a, b, d, e)",
+        )
+        project.run_sql(
+            f"merge with schema evolution into {schema}.mapped t using (select key, "
+            "map(named_struct('b', b, 'c', c, 'a', a), named_struct('f', f, 'e', e)) as x from values "
+            "(1, 10, 30, 50, 90, 110), (2, 20, 40, 60, 100, 120) as v(key, a, b, c, e, f)) s "
+            "on t.key = s.key when matched then update set * when not matched then insert *"
+        )
+        got = {r["key"]: r["x"] for r in rows(path)}
+        assert got == {
+            1: [({"a": 10, "b": 30, "c": 50}, {"d": None, "e": 90, "f": 110})],  # no entry is kept
+            2: [({"a": 20, "b": 40, "c": 60}, {"d": None, "e": 100, "f": 120})],
+            3: [({"a": 6, "b": 7, "c": None}, {"d": 8, "e": 9, "f": None})],
+        }
+        arrays = self._table(project, "arrays", "select 1 as key, map('k', array(1, 2)) as m")
+        self._refused(
+            project,
+            arrays,
+            f"merge with schema evolution into {schema}.arrays t using "
+            "(select 1 as key, map('k', named_struct('a', 2)) as m) s on t.key = s.key "
+            "when matched then update set *",
+            "[DELTA_FAILED_TO_MERGE_FIELDS] Failed to merge fields 'm' and 'm'",
+            "Failed to merge incompatible data types array<int> and struct<a:int>",
+        )

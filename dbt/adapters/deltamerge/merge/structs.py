@@ -60,10 +60,13 @@ def by_name(
         return f"transform({sql}, {var} -> {inner})"
     if isinstance(source, T.MapType) and isinstance(target, T.MapType) and _has_struct(target):
         key, value = f"_merge_k{depth}", f"_merge_v{depth}"
-        inner = by_name(
+        keys = by_name(key, source.keyType, target.keyType, missing_allowed=missing_allowed, depth=depth + 1)
+        values = by_name(
             value, source.valueType, target.valueType, missing_allowed=missing_allowed, depth=depth + 1
         )
-        return f"transform_values({sql}, ({key}, {value}) -> {inner})"
+        if keys != key:  # a struct key by name too (Delta evolves and matches map keys as values)
+            sql = f"transform_keys({sql}, ({key}, {value}) -> {keys})"
+        return sql if values == value else f"transform_values({sql}, ({key}, {value}) -> {values})"
     if type(source) is not type(target) and _has_struct(target):  # no cast makes a struct of it
         raise AssignmentError(_cast_mismatch(sql, source, target))
     if isinstance(target, T.StringType):  # Delta casts any value to a string, a struct as "{1, x}"

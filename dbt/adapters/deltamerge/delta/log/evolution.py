@@ -130,7 +130,22 @@ def _merge_type(
             ),
             True,
         )
-    if not (can_store_assign(source, target) if assign else can_write(source, target)):
+    if isinstance(target, T.MapType) and isinstance(source, T.MapType):
+        return T.MapType(
+            _merge_type(target.keyType, source.keyType, f"{path}.key", problems, what=what, assign=assign),
+            _merge_type(
+                target.valueType, source.valueType, f"{path}.value", problems, what=what, assign=assign
+            ),
+            True,
+        )
+    if assign and not can_store_assign(source, target):  # a merge's source: Delta's schema merge fails
+        field = path.split(".")[0]
+        problems.append(
+            f"{what}: [DELTA_FAILED_TO_MERGE_FIELDS] Failed to merge fields '{field}' and '{field}'. "
+            f"[DELTA_MERGE_INCOMPATIBLE_DATATYPE] Failed to merge incompatible data types "
+            f"{target.simpleString()} and {source.simpleString()} (column `{path}`)"
+        )
+    elif not assign and not can_write(source, target):
         problems.append(
             f"{what}: column `{path}` is {target.simpleString()} in the table and {source.simpleString()} "
             "in the model's result; Delta cannot cast it implicitly (cast it in the model, or --full-refresh)"
