@@ -489,3 +489,29 @@ class TestMergeParity:
             "[DELTA_FAILED_TO_MERGE_FIELDS] Failed to merge fields 'm' and 'm'",
             "Failed to merge incompatible data types array<int> and struct<a:int>",
         )
+
+    def test_an_assigned_key_resolves_against_the_table_then_the_source_under_schema_evolution(self, project):
+        """``MergeIntoSchemaEvolutionSuite``'s qualified assignments, each beside Delta on Spark:
+        the key is the table's if it names the table's column (and fields), else the source's."""
+        schema = project.test_schema
+        evolve = f"merge with schema evolution into {schema}"
+        path = self._table(project, "keyed", "select 1 as key, 2 as v")
+        project.run_sql(
+            f"{evolve}.keyed t using (select 1 as key, 5 as extra) s on t.key = s.key "
+            "when matched then update set s.extra = s.extra"  # the source's column: added
+        )
+        assert [(r["key"], r["v"], r["extra"]) for r in rows(path)] == [(1, 2, 5)]
+        self._refused(  # the table has no `extra2` yet: Delta does not read the alias away
+            project,
+            path,
+            f"{evolve}.keyed t using (select 1 as key, 6 as extra2) s on t.key = s.key "
+            "when matched then update set t.extra2 = s.extra2",
+            "[DELTA_MERGE_UNRESOLVED_EXPRESSION] Cannot resolve t.extra2 in UPDATE clause given columns",
+        )
+        path = self._table(project, "struct_t", "select 1 as key, 1 as a, named_struct('a', 2) as t")
+        project.run_sql(  # `t.b`: no column b in the table; the source's struct `t` has a field b
+            f"{evolve}.struct_t t using (select 1 as key, 3 as a, 4 as b, "
+            "named_struct('a', 5, 'b', 6) as t) s on 1 = 1 when matched then update set t.b = s.b"
+        )
+        assert [(r["key"], r["a"], r["t"]) for r in rows(path)] == [(1, 1, {"a": 2, "b": 4})]
+        assert "b" not in DeltaTable(path).schema().to_arrow().names

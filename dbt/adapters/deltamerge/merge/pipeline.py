@@ -36,6 +36,7 @@ from dbt.adapters.deltamerge.merge.execute.insert_only import insert_unmatched
 from dbt.adapters.deltamerge.merge.execute.one_join import mark_rows_in_one_join
 from dbt.adapters.deltamerge.merge.execute.output import Executed
 from dbt.adapters.deltamerge.merge.execute.touched import find_touched_files
+from dbt.adapters.deltamerge.merge.keys import keyed_spec
 from dbt.adapters.deltamerge.merge.plan import MergePlan, plan_merge
 from dbt.adapters.deltamerge.merge.pruning import prepare_pruning, profile_aggregates
 from dbt.adapters.deltamerge.merge.resolve import resolve
@@ -128,6 +129,8 @@ def prepare(
     # Schema evolution's new columns are not the target's yet when Delta resolves the user's SQL
     # (``srcVal`` is the source's, though UPDATE * adds it to the target).
     seen = snapshot.schema if spec.schema_evolution else target.schema
+    if spec.schema_evolution:  # each key as Delta resolves it: the table's, else the source's
+        spec = keyed_spec(spec, target=snapshot.schema, source=source_df.schema)
     spec = scoped_spec(spec, target=seen.names, source=source_df.schema.names)
     before = {name.lower() for name in seen.names}
     spec = evolved_spec(spec, [name for name in target.schema.names if name.lower() not in before])

@@ -30,8 +30,9 @@ from dbt.adapters.deltamerge.delta.log import (
     identity_value_column,
 )
 from dbt.adapters.deltamerge.merge.clauses import ClauseKind, MergeClause
+from dbt.adapters.deltamerge.merge.keys import resolved_key
 from dbt.adapters.deltamerge.merge.refusals import clause_type
-from dbt.adapters.deltamerge.merge.scope import ScopeError, assigned_path, column_path, columns_sql, path_sql
+from dbt.adapters.deltamerge.merge.scope import ScopeError, assigned_path, columns_sql, path_sql
 from dbt.adapters.deltamerge.merge.spec import MergeSpec
 from dbt.adapters.deltamerge.merge.structs import AssignmentError, by_name, nested_update
 
@@ -307,7 +308,7 @@ def evolved_by_merge(
     spec: MergeSpec, snapshot: Snapshot, result: T.StructType, *, what: str
 ) -> T.StructType | None:
     """The schema a merge with schema evolution leaves (Delta's ``filterSchema``), or None if unchanged."""
-    referenced = _referenced_by_merge(spec, result)
+    referenced = _referenced_by_merge(spec, snapshot.schema, result)
     schema = evolved_schema(
         snapshot.schema,
         result,
@@ -319,8 +320,10 @@ def evolved_by_merge(
     return None if schema == snapshot.schema else schema
 
 
-def _referenced_by_merge(spec: MergeSpec, result: T.StructType) -> set[str]:
-    """Source columns a ``*`` action or an assignment refers to (by target column name)."""
+def _referenced_by_merge(spec: MergeSpec, table: T.StructType, result: T.StructType) -> set[str]:
+    """Source columns a ``*`` action or an assignment refers to (by target column name); a key
+    resolved as Delta resolves it (``keys.resolved_key``; one that does not resolve adds nothing,
+    its error is the merge's own, before anything is written)."""
     names: set[str] = set()
     for clause in (*spec.matched, *spec.not_matched, *spec.not_matched_by_source):
         if clause.action == "delete":
@@ -330,7 +333,8 @@ def _referenced_by_merge(spec: MergeSpec, result: T.StructType) -> set[str]:
             names |= {f.name.lower() for f in result.fields if f.name.lower() not in excluded}
         else:
             for a in clause.assignments:
-                path = column_path(a.column)
-                at = 1 if len(path) > 1 and path[0].lower() == spec.target_alias.lower() else 0
-                names.add(a.column.lower() if len(path) == 1 else path[at].lower())
+                try:
+                    names.add(resolved_key(a.column, spec, clause, target=table, source=result)[0].lower())
+                except ScopeError:
+                    continue
     return names

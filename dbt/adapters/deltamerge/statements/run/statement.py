@@ -249,7 +249,11 @@ def _merge(spark: SparkSession, statement: MergeStatement, snapshot: Snapshot, n
     source = spark.sql(statement.source_query)
     what = f"MERGE INTO {name}"
     evolved = evolved_by_merge(spec, snapshot, source.schema, what=what) if spec.schema_evolution else None
-    return merge_into(spark, source, snapshot, spec, change=TableChange(schema=evolved))
+    try:
+        return merge_into(spark, source, snapshot, spec, change=TableChange(schema=evolved))
+    except SpecError as error:  # the clauses resolved against the table and the source: before any write
+        said = " ".join(_said_of_sql(p) for p in error.problems)
+        raise StatementError(f"MERGE INTO {name}: {said} Nothing was written.") from error
 
 
 def merge_spec(statement: MergeStatement, name: str) -> MergeSpec:
@@ -262,19 +266,28 @@ def merge_spec(statement: MergeStatement, name: str) -> MergeSpec:
         raise StatementError(f"MERGE INTO {name}: {said} Nothing was written.") from error
 
 
+# A problem of the clauses' resolution (``merge/resolve.py``): ``matched clause 1 (update): ...``.
+_RESOLVED_PROBLEM = r"^(not_matched_by_source|not_matched|matched) clause (\d+) \(\w+\): (.*)$"
+
+
 def _said_of_sql(problem: str) -> str:
     """A clause-set problem in the words of the statement (``when_matched[1]: ...`` is the second
     ``WHEN MATCHED`` clause).
 
     >>> _said_of_sql("when_not_matched_by_source[0]: action must be 'update' or 'delete'")
     "the 1st WHEN NOT MATCHED BY SOURCE clause: action must be 'update' or 'delete'."
+    >>> _said_of_sql("matched clause 2 (update): [FIELD_NOT_FOUND] No such struct field `b` in `a`.")
+    'the 2nd WHEN MATCHED clause: [FIELD_NOT_FOUND] No such struct field `b` in `a`.'
     >>> _said_of_sql("source_alias and target_alias must differ (both are 'x')")
     "the source's and the target's aliases must differ (both are 'x')."
     """
     found = re.match(r"^when_(not_matched_by_source|not_matched|matched)\[(\d+)\]: (.*)$", problem, re.S)
-    if found is not None:
-        kind, index, rest = found.groups()
-        ordinal = int(index) + 1
+    resolved = re.match(
+        r"^(not_matched_by_source|not_matched|matched) clause (\d+) \(\w+\): (.*)$", problem, re.S
+    )
+    if found is not None or resolved is not None:
+        kind, index, rest = (found or resolved).groups()  # type: ignore[union-attr]
+        ordinal = int(index) + (1 if found is not None else 0)
         suffix = {1: "st", 2: "nd", 3: "rd"}.get(ordinal if ordinal < 20 else ordinal % 10, "th")
         problem = f"the {ordinal}{suffix} WHEN {kind.replace('_', ' ').upper()} clause: {rest}"
     problem = problem.replace("source_alias and target_alias", "the source's and the target's aliases")
