@@ -9,6 +9,7 @@ checkpoints stay bounded however many runs a table sees.
 from __future__ import annotations
 
 import glob
+import importlib
 import time
 
 import pyarrow.parquet as pq
@@ -16,7 +17,6 @@ import pytest
 from dbt.tests.util import run_dbt
 from deltalake import DeltaTable
 
-import dbt.adapters.deltamerge.delta.txn.commit as commit_module
 from dbt.adapters.deltamerge.delta import TableLocation, load_snapshot
 from dbt.adapters.deltamerge.delta.data import WriteRequest, write_dataframe
 from dbt.adapters.deltamerge.delta.log import DEFAULT_TXN_RETENTION, TXN_RETENTION_PROPERTY
@@ -32,6 +32,9 @@ from dbt.adapters.deltamerge.delta.txn import (
     latest_version,
 )
 from tests.functional.helpers import log_actions, table_path
+
+# The module (the txn face's ``commit`` is the function of that name): patched for its clock.
+commit_module = importlib.import_module("dbt.adapters.deltamerge.delta.txn.commit")
 
 
 def _ids(path: str) -> list[int]:

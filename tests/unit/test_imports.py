@@ -44,12 +44,17 @@ def test_importing_the_adapter_loads_no_command_runner_or_operation():
     assert len(loaded) <= LOADED_AT_MOST, len(loaded)
 
 
-def test_the_commands_face_names_each_command_not_its_module():
-    """``optimize``, ``vacuum``, ``redefine``: modules and functions both; the face's are the functions."""
-    from dbt.adapters.deltamerge.delta import commands
-    from dbt.adapters.deltamerge.delta.commands.optimize import optimize
-    from dbt.adapters.deltamerge.delta.commands.redefine import redefine
-    from dbt.adapters.deltamerge.delta.commands.vacuum import vacuum
+def test_a_room_face_names_its_functions_not_the_modules_of_the_same_name():
+    """``optimize``, ``vacuum``, ``redefine`` (commands) and ``commit`` (txn) are modules and
+    functions both: each face's are the functions (patch a module through ``importlib``)."""
+    import importlib
+    import pkgutil
 
-    assert (commands.optimize, commands.vacuum, commands.redefine) == (optimize, vacuum, redefine)
-    assert not [name for name in commands.__all__ if isinstance(getattr(commands, name), types.ModuleType)]
+    for room in ("log", "txn", "data", "commands"):
+        face = importlib.import_module(f"dbt.adapters.deltamerge.delta.{room}")
+        shadowed = {m.name for m in pkgutil.iter_modules(face.__path__)} & set(face.__all__)
+        assert shadowed <= {"optimize", "vacuum", "redefine", "commit"}, (room, shadowed)
+        for name in shadowed:
+            module = importlib.import_module(f"{face.__name__}.{name}")
+            assert getattr(face, name) is getattr(module, name), (room, name)
+        assert not [n for n in face.__all__ if isinstance(getattr(face, n), types.ModuleType)], room
