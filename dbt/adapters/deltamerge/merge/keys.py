@@ -19,11 +19,12 @@ from dataclasses import replace
 from pyspark.sql import types as T
 
 from dbt.adapters.deltamerge.common.config_values import SpecError
-from dbt.adapters.deltamerge.common.sql import quote_identifier
+from dbt.adapters.deltamerge.delta.log import find_field
 from dbt.adapters.deltamerge.merge.clauses import Assignment, MergeClause
 from dbt.adapters.deltamerge.merge.refusals import clause_type
 from dbt.adapters.deltamerge.merge.scope import ScopeError, column_path, columns_sql, path_sql
 from dbt.adapters.deltamerge.merge.spec import MergeSpec
+from dbt.adapters.deltamerge.merge.structs import field_not_found
 
 
 class _Unresolved(Exception):
@@ -49,12 +50,9 @@ def _resolved(parts: Sequence[str], alias: str, schema: T.StructType) -> tuple[s
     for name in fields:
         if not isinstance(data_type, T.StructType):
             break  # a field of a non-struct: the assignment's own error (structs.nested_update)
-        found = next((f for f in data_type.fields if f.name.lower() == name.lower()), None)
+        found = find_field(data_type, name)
         if found is None:
-            raise ScopeError(
-                f"[FIELD_NOT_FOUND] No such struct field {quote_identifier(name)} in "
-                f"{', '.join(quote_identifier(f.name) for f in data_type.fields)}."
-            )
+            raise ScopeError(field_not_found(name, data_type))
         data_type = found.dataType
     return (column.name, *fields)
 

@@ -247,6 +247,16 @@ def _value(
     return _rebuild(stored, data_type, assigned, at, missing_allowed) if assigned else stored
 
 
+def field_not_found(name: str, struct: T.StructType) -> str:
+    """Spark's error for a field ``struct`` lacks.
+
+    >>> field_not_found("b", T.StructType([T.StructField("a", T.IntegerType())]))
+    '[FIELD_NOT_FOUND] No such struct field `b` in `a`.'
+    """
+    fields = ", ".join(quote_identifier(f.name) for f in struct.fields)
+    return f"[FIELD_NOT_FOUND] No such struct field {quote_identifier(name)} in {fields}."
+
+
 def _rebuild(
     stored: str,
     data_type: T.DataType,
@@ -263,10 +273,7 @@ def _rebuild(
     fields = {f.name.lower(): f for f in data_type.fields}
     for path, _, _ in assigned:
         if path[0].lower() not in fields:
-            raise AssignmentError(
-                f"[FIELD_NOT_FOUND] No such struct field {quote_identifier(path[0])} in "
-                f"{', '.join(quote_identifier(f.name) for f in data_type.fields)}."
-            )
+            raise AssignmentError(field_not_found(path[0], data_type))
     parts = []
     for field in data_type.fields:
         mine = [(p[1:], sql, t) for p, sql, t in assigned if p[0].lower() == field.name.lower()]
