@@ -233,11 +233,14 @@ SOURCE_V2 = (
 
 class TestModelsOnS3:
     """dbt models whose ``location_root`` is on S3: a table, a delta_merge model with deletion
-    vectors and the change feed, and a downstream model that reads it through the catalog."""
+    vectors and the change feed, and a downstream model that reads it through the catalog. The
+    bucket and folder names hold ``url``, ``URL``, ``password`` and ``token``: Spark redacts what it
+    prints of every table here (``SHOW TBLPROPERTIES``), which the binding must never need."""
 
     @pytest.fixture(scope="class")
     def lake(self, s3_server):
-        return f"s3a://{s3_server.make_bucket('lake')}/{uuid.uuid4().hex[:8]}"
+        bucket = s3_server.make_bucket("curly-urls")
+        return f"s3a://{bucket}/data_URLs/password_token-{uuid.uuid4().hex[:8]}"
 
     @pytest.fixture(scope="class")
     def models(self, lake):
@@ -269,6 +272,8 @@ class TestModelsOnS3:
             "per_day": 0,
         }
         second = run_dbt(["run", "--vars", "batch: 2"])
+        shown = dict(project.run_sql(f"show tblproperties {project.test_schema}.orders", fetch="all"))
+        assert shown["deltamerge.location"] == "*********(redacted)"  # else this would prove nothing
         merged = next(r for r in second.results if r.node.name == "orders").adapter_response
         assert merged["delta_version"] == 1
         assert (merged["numTargetRowsUpdated"], merged["numTargetRowsInserted"]) == (1, 1)
