@@ -96,6 +96,7 @@ class Anchor:
 
     def pair(self, base: str, statement: str, first: str) -> dict[str, Any]:
         """``statement`` (``{}`` for the table) on a fresh copy each: ours and Delta's, timed."""
+        from dbt.adapters.deltamerge.delta import Stores
         from dbt.adapters.deltamerge.statements.parse.text import SqlText
         from dbt.adapters.deltamerge.statements.run.statement import run_on_delta
 
@@ -112,7 +113,7 @@ class Anchor:
             sql = statement.format(name)
             started = time.monotonic()
             if who == "ours":
-                assert run_on_delta(self.spark, SqlText(sql)) is not None, sql
+                assert run_on_delta(self.spark, SqlText(sql), Stores({})) is not None, sql
             else:
                 self.spark.sql(sql).collect()
             seconds[who] = time.monotonic() - started
@@ -170,13 +171,16 @@ def _with_feed(anchor: Anchor, base: str) -> str:
     path = base + "_cdf"
     if not os.path.exists(path):
         shutil.copytree(base, path)
+        from dbt.adapters.deltamerge.delta import Stores
         from dbt.adapters.deltamerge.statements.parse.text import SqlText
         from dbt.adapters.deltamerge.statements.run.statement import run_on_delta
 
         name = f"anchor.feed_{os.path.basename(base)}"
         anchor.spark.sql(f"CREATE TABLE IF NOT EXISTS {name} USING delta LOCATION '{path}'")
         run_on_delta(
-            anchor.spark, SqlText(f"ALTER TABLE {name} SET TBLPROPERTIES (delta.enableChangeDataFeed = true)")
+            anchor.spark,
+            SqlText(f"ALTER TABLE {name} SET TBLPROPERTIES (delta.enableChangeDataFeed = true)"),
+            Stores({}),  # a local table
         )
     return path
 

@@ -58,13 +58,13 @@ class Phase:
     def __init__(self, *, endpoint: str, rows: int, root: str, bucket: str) -> None:
         os.environ.update({"AWS_ENDPOINT_URL": endpoint, "AWS_ALLOW_HTTP": "true"})
         from dbt.adapters.deltamerge.common.store_options import effective_options
-        from dbt.adapters.deltamerge.delta import object_storage
+        from dbt.adapters.deltamerge.delta import Stores
         from dbt.adapters.deltamerge.spark.committer import committer_conf, committer_jar
         from dbt.adapters.deltamerge.spark.conf import object_store_conf
         from dbt.adapters.deltamerge.spark.embedded import start_session
 
         options = effective_options(os.environ, {})
-        object_storage.configure(options)
+        self.stores = Stores(options)  # the phase's (one client per bucket, as an invocation's)
         conf = {**object_store_conf(options), **committer_conf(committer_jar(os.environ))}
         self.spark = start_session(os.path.join(root, "warehouse"), conf)
         self.rows, self.root = rows, root
@@ -77,10 +77,11 @@ class Phase:
         from dbt.adapters.deltamerge.delta.data import WriteRequest, write_dataframe
 
         path = f"{where}/base_{self.rows}_{files}"
-        if storage.exists(f"{path}/_delta_log/{0:020d}.json"):
+        if storage.exists(self.stores, f"{path}/_delta_log/{0:020d}.json"):
             return path
         frame = data.base_rows(self.spark, rows=self.rows, files=files)
-        write_dataframe(self.spark, frame, WriteRequest(TableLocation.of(path), "create_or_replace"))
+        location = TableLocation.of(path, self.stores)
+        write_dataframe(self.spark, frame, WriteRequest(location, "create_or_replace"))
         return path
 
     def source(self, workload: Any) -> str:
@@ -95,7 +96,7 @@ class Phase:
 
         frame = self.spark.read.parquet(source)
         started = time.monotonic()
-        snapshot = load_snapshot(TableLocation.of(table))
+        snapshot = load_snapshot(TableLocation.of(table, self.stores))
         assert snapshot is not None
         merge_into(self.spark, frame, snapshot, MergeSpec.from_config(workload.name, workload.config))
         return time.monotonic() - started
@@ -108,8 +109,9 @@ class Phase:
         from dbt.adapters.deltamerge.delta import TableLocation
 
         arrow = pq.read_table(source)
+        options = TableLocation.of(table, self.stores).deltalake_options()
         started = time.monotonic()
-        merger = DeltaTable(table, storage_options=TableLocation.of(table).deltalake_options()).merge(
+        merger = DeltaTable(table, storage_options=options).merge(
             arrow, predicate=ON, source_alias=SOURCE, target_alias=TARGET, streamed_exec=False,
             writer_properties=WriterProperties(compression="SNAPPY"),
         )  # fmt: skip
@@ -171,15 +173,24 @@ def _phase_requests(args: argparse.Namespace) -> dict[str, Any]:
                 results.setdefault(workload.name, {})[who] = counted(merge)
         one_row = phase.spark.range(1).selectExpr("id * 2 as id")
         ours_table, their_table = f"{phase.lake}/append_ours", f"{phase.lake}/append_theirs"
-        write_dataframe(phase.spark, one_row, WriteRequest(TableLocation.of(ours_table), "create_or_replace"))
+        write_dataframe(
+            phase.spark,
+            one_row,
+            WriteRequest(TableLocation.of(ours_table, phase.stores), "create_or_replace"),
+        )
         write_deltalake(
-            their_table, one_row.toArrow(), storage_options=TableLocation.of(their_table).deltalake_options()
+            their_table,
+            one_row.toArrow(),
+            storage_options=TableLocation.of(their_table, phase.stores).deltalake_options(),
         )
         arrow = one_row.toArrow()
         ours_append = functools.partial(
-            write_dataframe, phase.spark, one_row, WriteRequest(TableLocation.of(ours_table), "append")
+            write_dataframe,
+            phase.spark,
+            one_row,
+            WriteRequest(TableLocation.of(ours_table, phase.stores), "append"),
         )
-        options = TableLocation.of(their_table).deltalake_options()
+        options = TableLocation.of(their_table, phase.stores).deltalake_options()
         their_append = functools.partial(
             write_deltalake, their_table, arrow, mode="append", storage_options=options
         )

@@ -81,8 +81,6 @@ def s3_server(tmp_path_factory: pytest.TempPathFactory):
     """A real S3 server (S3Proxy) for this process, its options set for the dbt process's stores."""
     if not ON_S3:
         pytest.skip("needs DELTAMERGE_TEST_STORE=s3")
-    from dbt.adapters.deltamerge.common.store_options import effective_options
-    from dbt.adapters.deltamerge.delta import object_storage
     from tests.s3server import start_s3_server
 
     server = start_s3_server(str(tmp_path_factory.mktemp("s3")))
@@ -91,7 +89,6 @@ def s3_server(tmp_path_factory: pytest.TempPathFactory):
     # metastore in a folder of this run (``conf.warehouse_home``), not the user's.
     os.environ.update({**server.options(), "AWS_ALLOW_HTTP": "true"})
     os.environ["XDG_DATA_HOME"] = str(tmp_path_factory.mktemp("data"))
-    object_storage.configure(effective_options(os.environ, {}))
     yield server
     server.stop()
 

@@ -68,14 +68,15 @@ def race_conditional_creates(log: str, versions: int, writers: int) -> None:
     engine's storage layer: exactly one wins each, its content stays, nobody fails."""
     import threading
 
-    from dbt.adapters.deltamerge.delta import storage
+    from dbt.adapters.deltamerge.delta import Stores, storage
 
+    stores = Stores()  # the environment's: the test's store
     winners: dict[int, list[int]] = {}
     errors: list[Exception] = []
 
     def writer(version: int, who: int) -> None:
         try:
-            if storage.put_if_absent(f"{log}/{version:020d}.json", json.dumps({"who": who}).encode()):
+            if storage.put_if_absent(stores, f"{log}/{version:020d}.json", json.dumps({"who": who}).encode()):
                 winners.setdefault(version, []).append(who)
         except Exception as error:
             errors.append(error)
@@ -90,5 +91,5 @@ def race_conditional_creates(log: str, versions: int, writers: int) -> None:
     assert sorted(winners) == list(range(versions))
     assert all(len(won) == 1 for won in winners.values()), winners
     for version, (who,) in winners.items():
-        assert json.loads(storage.read_bytes(f"{log}/{version:020d}.json")) == {"who": who}
-    assert storage.list_names(log)[:2] == [f"{0:020d}.json", f"{1:020d}.json"]
+        assert json.loads(storage.read_bytes(stores, f"{log}/{version:020d}.json")) == {"who": who}
+    assert storage.list_names(stores, log)[:2] == [f"{0:020d}.json", f"{1:020d}.json"]

@@ -200,6 +200,7 @@ class TestConvertErrors:
 
     def test_a_crash_before_the_log_is_published_leaves_no_log(self, project, spark, monkeypatch):
         import dbt.adapters.deltamerge.delta.commands.convert as engine
+        from dbt.adapters.deltamerge.delta import TableLocation
 
         path = os.path.join(str(project.project_root), "crash")
         spark.range(5).write.parquet(path)
@@ -209,10 +210,10 @@ class TestConvertErrors:
 
         monkeypatch.setattr(engine.os, "rename", crash)
         with pytest.raises(KeyboardInterrupt):
-            engine.convert_to_delta(spark, path)
+            engine.convert_to_delta(spark, TableLocation.of(path))
         monkeypatch.undo()
         assert not os.path.exists(os.path.join(path, "_delta_log"))
-        engine.convert_to_delta(spark, path)  # the next attempt converts normally
+        engine.convert_to_delta(spark, TableLocation.of(path))  # the next attempt converts normally
         assert DeltaTable(path).to_pyarrow_table().num_rows == 5
 
 

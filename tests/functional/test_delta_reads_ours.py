@@ -26,7 +26,7 @@ import pyarrow as pa
 import pytest
 from deltalake import DeltaTable, QueryBuilder
 
-from dbt.adapters.deltamerge.delta import TableLocation, load_snapshot
+from dbt.adapters.deltamerge.delta import Stores, TableLocation, load_snapshot
 from dbt.adapters.deltamerge.delta.commands import vacuum
 from dbt.adapters.deltamerge.statements.parse.text import SqlText
 from dbt.adapters.deltamerge.statements.run.statement import run_on_delta
@@ -59,7 +59,7 @@ EXTRA_VALUES = {"timestamp_ntz": "timestamp_ntz'2024-05-06 07:08:09'", "variant"
 
 
 def _run(spark, sql: str) -> int | None:
-    ran = run_on_delta(spark, SqlText(sql))
+    ran = run_on_delta(spark, SqlText(sql), Stores())
     assert ran is not None, sql
     return ran.result.version
 

@@ -16,7 +16,7 @@ import pytest
 from dbt.tests.util import run_dbt, run_dbt_and_capture, write_file
 from deltalake import DeltaTable
 
-from dbt.adapters.deltamerge.delta import TableLocation, load_snapshot
+from dbt.adapters.deltamerge.delta import Stores, TableLocation, load_snapshot
 from dbt.adapters.deltamerge.delta.data import WriteRequest, write_dataframe
 from dbt.adapters.deltamerge.delta.log import TableChange
 from dbt.adapters.deltamerge.delta.txn import ConcurrentDeleteDelete, ConcurrentDeleteRead
@@ -374,7 +374,7 @@ def test_files_of_one_size_are_read_by_their_own_vectors(spark, tmp_path):
         frame = spark.createDataFrame([(v,) for v in values], "v string").coalesce(1)
         write_dataframe(spark, frame, WriteRequest(TableLocation.of(path), mode, properties=properties))
     files = load_snapshot(TableLocation.of(path)).files  # type: ignore[union-attr]
-    sizes = {storage.size_and_mtime(f"{path}/{f.path}")[0] for f in files}
+    sizes = {storage.size_and_mtime(Stores(), f"{path}/{f.path}")[0] for f in files}
     assert len(files) == 2 and len(sizes) == 1  # the premise: one size
     delete_rows(spark, load_snapshot(TableLocation.of(path)), "v = 'a'")  # type: ignore[arg-type]
     update_rows(spark, load_snapshot(TableLocation.of(path)), [("v", "'z'")], "v = 'c'")  # type: ignore[arg-type]

@@ -26,9 +26,9 @@ from deltalake import DeltaTable, QueryBuilder, write_deltalake
 from dbt.adapters.deltamerge.delta import (
     ConcurrentModification,
     StorageError,
+    Stores,
     TableLocation,
     load_snapshot,
-    object_storage,
     storage,
 )
 from dbt.adapters.deltamerge.delta.data import WriteRequest, write_dataframe
@@ -198,15 +198,11 @@ def test_wrong_credentials_fail_naming_the_bucket_and_the_operation_not_the_secr
     from dbt.adapters.deltamerge.common.store_options import effective_options
 
     path = _table(s3_server, "locked")
-    right = dict(object_storage.STORES.options)
-    object_storage.configure(effective_options(right, {"AWS_SECRET_ACCESS_KEY": "not-the-secret"}))
-    try:
-        with pytest.raises(StorageError) as raised:
-            load_snapshot(TableLocation.of(path))
-        with pytest.raises(StorageError) as written:
-            storage.put_if_absent(f"{path}/_delta_log/{0:020d}.json", b"{}")
-    finally:
-        object_storage.configure(right)
+    wrong = Stores(effective_options(os.environ, {"AWS_SECRET_ACCESS_KEY": "not-the-secret"}))
+    with pytest.raises(StorageError) as raised:
+        load_snapshot(TableLocation.of(path, wrong))
+    with pytest.raises(StorageError) as written:
+        storage.put_if_absent(wrong, f"{path}/_delta_log/{0:020d}.json", b"{}")
     bucket = path.split("/")[2]
     for error in (raised.value, written.value):
         assert bucket in str(error) and "not-the-secret" not in str(error)
@@ -216,9 +212,9 @@ def test_wrong_credentials_fail_naming_the_bucket_and_the_operation_not_the_secr
 
 def test_a_missing_bucket_names_the_bucket_and_the_operation(s3_server):
     with pytest.raises(StorageError) as raised:
-        storage.put_if_absent("s3a://no-such-bucket/t/_delta_log/00000000000000000000.json", b"{}")
+        storage.put_if_absent(Stores(), "s3a://no-such-bucket/t/_delta_log/00000000000000000000.json", b"{}")
     assert "no-such-bucket" in str(raised.value) and "write" in str(raised.value)
-    assert object_storage.STORES.options["AWS_SECRET_ACCESS_KEY"] not in str(raised.value)
+    assert os.environ["AWS_SECRET_ACCESS_KEY"] not in str(raised.value)
 
 
 SOURCE_V1 = (
@@ -315,7 +311,7 @@ class TestModelsOnS3:
         texts = [Path(project.project_root, "target", "run_results.json").read_text()]
         logs = Path("logs", project.test_schema.split("_")[0])  # dbt-tests-adapter's log folder
         texts += [p.read_text() for p in [*Path(project.project_root).rglob("*.log"), *logs.glob("*.log")]]
-        texts += [storage.read_bytes(f"{orders}/_delta_log/{v:020d}.json").decode() for v in (0, 1)]
+        texts += [storage.read_bytes(Stores(), f"{orders}/_delta_log/{v:020d}.json").decode() for v in (0, 1)]
         assert texts[0] and all(secret not in text for text in texts)
         keys = _keys(s3_server, orders)
         prefix = orders.split("/", 3)[3]
@@ -326,7 +322,7 @@ class TestModelsOnS3:
         from dbt.tests.util import run_dbt, run_dbt_and_capture
 
         orders = f"{lake}/orders"
-        if not storage.is_dir(orders):
+        if not storage.is_dir(Stores(), orders):
             run_dbt(["run"])
             run_dbt(["run", "--vars", "batch: 2"])
         before = sorted((r["id"], r["status"]) for r in _live(orders))
@@ -476,7 +472,7 @@ def test_an_aws_profile_alone_reaches_the_store_from_dbt_and_spark(s3_server, tm
     unknown = run({"start": 0, "count": 5, "status": "x"}, "no-such-profile")
     assert unknown.returncode != 0, unknown.stdout[-3000:]
     assert "the AWS profile 'no-such-profile'" in unknown.stdout, unknown.stdout[-3000:]
-    assert not storage.exists(f"{lake}/orders/_delta_log")
+    assert not storage.exists(Stores(), f"{lake}/orders/_delta_log")
     for batch in ({"start": 0, "count": 5, "status": "one"}, {"start": 3, "count": 5, "status": "two"}):
         done = run(batch, "lake")
         assert done.returncode == 0, done.stdout[-3000:]

@@ -23,8 +23,7 @@ import pyarrow.parquet as pq
 import pytest
 from deltalake import DeltaTable
 
-from dbt.adapters.deltamerge.common.store_options import effective_options
-from dbt.adapters.deltamerge.delta import TableLocation, load_snapshot, object_storage, storage
+from dbt.adapters.deltamerge.delta import Stores, TableLocation, load_snapshot, storage
 from dbt.adapters.deltamerge.delta.txn import CommitInfo, commit
 from tests import emulators
 from tests.functional.helpers import race_conditional_creates
@@ -37,17 +36,16 @@ SCHEMA = {"type": "struct", "fields": [{"name": "id", "type": "long", "nullable"
 
 @pytest.fixture(scope="module")
 def store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
-    """A running Azurite, a container, and this process's stores configured for it."""
+    """A running Azurite, a container, and this process's environment reaching it (the locations
+    the tests make reach object stores as the environment says: ``Stores()``)."""
     emulator = emulators.start_azurite(str(tmp_path_factory.mktemp("azure")))
     bucket = emulators.create_container(emulator, f"lake{uuid.uuid4().hex[:8]}")
     root = f"az://{bucket}"
     saved = dict(os.environ)
     os.environ.update({**emulator.options, **emulator.environment})
-    object_storage.configure(effective_options(os.environ, {}))
     yield {"root": root, "emulator": emulator}
     os.environ.clear()
     os.environ.update(saved)
-    object_storage.configure(effective_options(os.environ, {}))
     emulator.stop()
 
 
@@ -56,7 +54,7 @@ def _data_file(table: str, ids: list[int]) -> dict[str, Any]:
     buffer = io.BytesIO()
     pq.write_table(pa.table({"id": pa.array(ids, pa.int64())}), buffer)
     name = f"part-{uuid.uuid4().hex}.parquet"
-    assert storage.put_if_absent(f"{table}/{name}", buffer.getvalue())
+    assert storage.put_if_absent(Stores(), f"{table}/{name}", buffer.getvalue())
     stats = {
         "numRecords": len(ids),
         "minValues": {"id": min(ids)},

@@ -25,7 +25,7 @@ import uuid
 
 import pytest
 
-from dbt.adapters.deltamerge.delta import TableLocation, UnsupportedTableFeature, load_snapshot
+from dbt.adapters.deltamerge.delta import Stores, TableLocation, UnsupportedTableFeature, load_snapshot
 from dbt.adapters.deltamerge.delta.data import read_files
 from dbt.adapters.deltamerge.statements.parse.text import SqlText
 from dbt.adapters.deltamerge.statements.run.statement import run_on_delta
@@ -56,7 +56,7 @@ RUN = sorted(FEATURES) if os.environ.get("DELTAMERGE_ORACLE_FEATURES") == "all" 
 
 
 def _run(spark, sql: str) -> int | None:
-    ran = run_on_delta(spark, SqlText(sql))
+    ran = run_on_delta(spark, SqlText(sql), Stores())
     assert ran is not None, sql
     return ran.result.version
 

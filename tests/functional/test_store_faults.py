@@ -7,7 +7,6 @@ the server directly. Each rule makes the proxy answer chosen requests with S3's 
 
 from __future__ import annotations
 
-import os
 import re
 import uuid
 from collections.abc import Iterator
@@ -16,8 +15,7 @@ from typing import Any
 import pytest
 from deltalake import DeltaTable
 
-from dbt.adapters.deltamerge.common.store_options import effective_options
-from dbt.adapters.deltamerge.delta import StorageError, TableLocation, object_storage
+from dbt.adapters.deltamerge.delta import StorageError, TableLocation
 from dbt.adapters.deltamerge.delta.data import WriteRequest, write_dataframe
 from tests.backend import SLOW
 from tests.s3faults import FaultProxy
@@ -36,13 +34,13 @@ def proxy(s3_server: Any) -> Iterator[FaultProxy]:
 
 
 @pytest.fixture
-def through_proxy(proxy: FaultProxy) -> Iterator[FaultProxy]:
-    """The engine's store client pointed at the proxy for one test (Spark's S3A is not)."""
+def through_proxy(proxy: FaultProxy, monkeypatch: pytest.MonkeyPatch) -> Iterator[FaultProxy]:
+    """The engine's stores pointed at the proxy for one test (Spark's S3A is not): the locations
+    the test makes reach object stores as the environment says (``Stores()``)."""
     proxy.reset()
-    object_storage.configure(effective_options({**os.environ, "AWS_ENDPOINT_URL": proxy.endpoint}, {}))
+    monkeypatch.setenv("AWS_ENDPOINT_URL", proxy.endpoint)
     yield proxy
     proxy.reset()
-    object_storage.configure(effective_options(os.environ, {}))
 
 
 def _table(s3_server: Any) -> str:

@@ -31,7 +31,7 @@ from pyspark.sql.types import VariantVal
 import dbt.adapters.deltamerge.binding.links as binding_links
 from dbt.adapters.deltamerge import binding
 from dbt.adapters.deltamerge.binding import registered_root
-from dbt.adapters.deltamerge.delta import TableLocation, UnsupportedTableFeature, load_snapshot
+from dbt.adapters.deltamerge.delta import Stores, TableLocation, UnsupportedTableFeature, load_snapshot
 from dbt.adapters.deltamerge.delta.commands import read_changes, vacuum
 from dbt.adapters.deltamerge.delta.data import read_files
 from dbt.adapters.deltamerge.delta.log import vector_file
@@ -226,7 +226,7 @@ def test_a_version_s_folder_makes_again_the_live_copies_a_concurrent_prune_remov
         if pruned:  # a copy made again
             return copies
         before = len(os.listdir(os.path.join(root, "live")))
-        binding.prune_bindings(root, keep=binding.KEEP_BINDINGS)  # the other run's, in the window
+        binding.prune_bindings(Stores(), root, keep=binding.KEEP_BINDINGS)  # the other run's, in the window
         pruned.append(before - len(os.listdir(os.path.join(root, "live"))))
         return copies
 

@@ -14,10 +14,14 @@ import pytest
 
 from dbt.adapters.deltamerge import binding
 from dbt.adapters.deltamerge.binding import record
-from dbt.adapters.deltamerge.delta import DeltaError, TableLocation
+from dbt.adapters.deltamerge.delta import DeltaError, Stores, TableLocation
 
 VERSION_12 = "v00000000000000000012"
 REDACTED = binding.REDACTED
+
+
+def _listed(text: str) -> binding.Binding | None:
+    return binding.listed(text, Stores({}))
 
 
 def _text(properties: str, location: str | None = f"file:/w/s.db/t/_deltamerge_catalog/{VERSION_12}") -> str:
@@ -34,7 +38,7 @@ def _view(properties: str, text: str) -> str:
 
 
 def test_our_entry_gives_its_table_version_and_root_from_its_folder():
-    found = binding.listed(_text(f"deltamerge.location={REDACTED}, deltamerge.version={REDACTED}"))
+    found = _listed(_text(f"deltamerge.location={REDACTED}, deltamerge.version={REDACTED}"))
     assert found is not None
     assert (found.table_path, found.version) == ("/w/s.db/t", 12)
     assert found.properties[binding.ROOT_PROPERTY] == "/w/s.db/t/_deltamerge_catalog"
@@ -45,38 +49,36 @@ def test_our_entry_gives_its_table_version_and_root_from_its_folder():
     ["/w/data_urls", "/w/CURLY/t", "/w/a, b=c/t", "/w/p%20q/t", "/w/h#x/t", "/w/ünï €/t", "/w/api_token]/t"],
 )
 def test_any_folder_name_is_read_whole_from_the_location(table):
-    found = binding.listed(
+    found = _listed(
         _text(f"deltamerge.location={REDACTED}", f"file:{table}/_deltamerge_catalog/{VERSION_12}")
     )
     assert found is not None and (found.table_path, found.version) == (table, 12)
 
 
 def test_an_object_store_location_is_its_uri():
-    found = binding.listed(
-        _text("deltamerge.location=x", f"s3a://lake/wh/t/_deltamerge_catalog/{VERSION_12}")
-    )
+    found = _listed(_text("deltamerge.location=x", f"s3a://lake/wh/t/_deltamerge_catalog/{VERSION_12}"))
     assert found is not None and found.table_path == "s3a://lake/wh/t"
 
 
 def test_a_view_reads_its_folder_from_its_record():
     folder = f"/w/my url's/t/_deltamerge_catalog/{VERSION_12}"
     text = record.view_record(folder) + "SELECT d.`id` FROM `s`.`t__deltamerge_files` d"
-    found = binding.listed(_view(f"deltamerge.files={REDACTED}, deltamerge.location={REDACTED}", text))
+    found = _listed(_view(f"deltamerge.files={REDACTED}, deltamerge.location={REDACTED}", text))
     assert found is not None and (found.table_path, found.version) == ("/w/my url's/t", 12)
     assert found.properties[binding.FILES_PROPERTY] == "t__deltamerge_files"
 
 
 def test_a_view_an_older_release_bound_is_read_from_its_shown_properties():
     old = _view("deltamerge.files=t__f, deltamerge.location=/w/t, deltamerge.version=3", "SELECT 1")
-    found = binding.listed(old)
+    found = _listed(old)
     assert found is not None and (found.table_path, found.version) == ("/w/t", 3)
     with pytest.raises(ValueError):  # redacted: the caller reads its files table's location
-        binding.listed(_view(f"deltamerge.location={REDACTED}, deltamerge.version=3", "SELECT 1"))
+        _listed(_view(f"deltamerge.location={REDACTED}, deltamerge.version=3", "SELECT 1"))
 
 
 def test_time_travel_roots_belong_to_their_table():
     location = f"file:/w/t/_deltamerge_catalog/_travel/v3/{VERSION_12}"
-    found = binding.listed(_text(f"deltamerge.location={REDACTED}", location))
+    found = _listed(_text(f"deltamerge.location={REDACTED}", location))
     assert found is not None and (found.table_path, found.version) == ("/w/t", 12)
 
 
@@ -85,22 +87,22 @@ def test_a_registered_table_is_named_by_its_roots_file(tmp_path):
     record.note_table(str(root / "_travel" / "v2"), TableLocation.of("/lake/data_urls/t"))
     assert (root / record.TABLE_FILE).read_text() == "/lake/data_urls/t"
     for folder in (root / VERSION_12, root / "_travel" / "v2" / VERSION_12):
-        found = binding.listed(_text(f"deltamerge.location={REDACTED}", f"file:{folder}"))
+        found = _listed(_text(f"deltamerge.location={REDACTED}", f"file:{folder}"))
         assert found is not None and (found.table_path, found.version) == ("/lake/data_urls/t", 12)
 
 
 def test_a_registered_entry_of_an_older_release_reads_its_shown_path_unless_redacted(tmp_path):
     folder = os.path.join(tmp_path, "_deltamerge_catalog", "0a1b", VERSION_12)
-    found = binding.listed(_text("deltamerge.location=/lake/t, deltamerge.version=12", f"file:{folder}"))
+    found = _listed(_text("deltamerge.location=/lake/t, deltamerge.version=12", f"file:{folder}"))
     assert found is not None and found.table_path == "/lake/t"
     with pytest.raises(DeltaError, match="register the table again"):
-        binding.listed(_text(f"deltamerge.location={REDACTED}", f"file:{folder}"))
+        _listed(_text(f"deltamerge.location={REDACTED}", f"file:{folder}"))
 
 
 def test_an_entry_not_ours_is_none():
-    assert binding.listed(_text("owner=x, transient_lastDdlTime=1", location="file:/w/t")) is None
+    assert _listed(_text("owner=x, transient_lastDdlTime=1", location="file:/w/t")) is None
     # a value naming our key is no key
-    assert binding.listed(_text("comment=deltamerge.location=/w/t", location="file:/w/t")) is None
+    assert _listed(_text("comment=deltamerge.location=/w/t", location="file:/w/t")) is None
 
 
 @pytest.mark.parametrize(
@@ -114,4 +116,4 @@ def test_an_entry_not_ours_is_none():
 )
 def test_a_text_that_does_not_tell_raises(text):
     with pytest.raises(ValueError):
-        binding.listed(text)
+        _listed(text)

@@ -188,7 +188,7 @@ def test_target_database_is_defined_and_none():
 
 def test_a_bucket_of_its_own_is_reached_with_its_options_and_wrong_entries_are_named(monkeypatch):
     from dbt.adapters.deltamerge.connections import bucket_settings, store_settings
-    from dbt.adapters.deltamerge.delta import object_storage
+    from dbt.adapters.deltamerge.invocation import current
 
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "shared-key")
     monkeypatch.setenv("AWS_SESSION_TOKEN", "shared-token")
@@ -199,13 +199,11 @@ def test_a_bucket_of_its_own_is_reached_with_its_options_and_wrong_entries_are_n
         "AWS_SECRET_ACCESS_KEY": "s2",
     }
     creds = DeltaMergeCredentials.from_dict({**BASE, "bucket_storage_options": {"s3://partner": own}})
-    store_settings(creds)
-    try:
-        assert object_storage.STORES.options_for("s3a://partner/t")["AWS_ACCESS_KEY_ID"] == "k2"
-        assert "AWS_SESSION_TOKEN" not in object_storage.STORES.options_for("s3://partner/t")  # not mixed
-        assert object_storage.STORES.options_for("s3://lake/t")["AWS_ACCESS_KEY_ID"] == "shared-key"
-    finally:
-        object_storage.configure({})  # the process's stores as the other tests expect them
+    store_settings(creds)  # the invocation's stores: what this process reads and commits with
+    clients = current().stores.object.clients
+    assert clients.options_for("s3a://partner/t")["AWS_ACCESS_KEY_ID"] == "k2"
+    assert "AWS_SESSION_TOKEN" not in clients.options_for("s3://partner/t")  # not mixed
+    assert clients.options_for("s3://lake/t")["AWS_ACCESS_KEY_ID"] == "shared-key"
     settings = bucket_settings(creds)
     assert settings["fs.s3a.bucket.partner.endpoint"] == "http://partner:9000"
     assert settings["fs.s3a.bucket.partner.secret.key"] == "s2"

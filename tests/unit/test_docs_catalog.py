@@ -6,6 +6,7 @@ import pyarrow as pa
 from deltalake import write_deltalake
 
 from dbt.adapters.deltamerge.binding import LOCATION_PROPERTY
+from dbt.adapters.deltamerge.delta import Stores
 from dbt.adapters.deltamerge.docs_catalog import catalog_stats, delta_snapshot, held_snapshot
 
 
@@ -21,10 +22,10 @@ def test_one_catalog_entry_reads_its_delta_log_once(tmp_path):
     path = str(tmp_path / "t")
     write_deltalake(path, pa.table({"a": [1, 2, 3]}))
     information = _information(path)
-    with held_snapshot(information) as held:
-        assert held is not None and delta_snapshot(information) is held
-        assert delta_snapshot(_information(str(tmp_path / "other"))) is None
-    after = delta_snapshot(information)
+    with held_snapshot(information, Stores({})) as held:
+        assert held is not None and delta_snapshot(information, Stores({})) is held
+        assert delta_snapshot(_information(str(tmp_path / "other")), Stores({})) is None
+    after = delta_snapshot(information, Stores({}))
     assert after is not None and after is not held and after.version == held.version == 0
 
 
@@ -32,7 +33,7 @@ def test_statistics_are_the_delta_log_s(tmp_path):
     path = str(tmp_path / "t")
     write_deltalake(path, pa.table({"a": [1, 2, 3]}))
     write_deltalake(path, pa.table({"a": [4]}), mode="append")
-    snapshot = delta_snapshot(_information(path))
+    snapshot = delta_snapshot(_information(path), Stores({}))
     assert snapshot is not None
     stats = catalog_stats(snapshot)
     values = {key: stats[f"stats:{key}:value"] for key in ("rows", "files", "version")}

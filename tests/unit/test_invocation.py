@@ -36,3 +36,24 @@ def test_only_the_last_invocations_are_kept():
         current()
     assert len(PROCESS.invocations) == KEPT
     assert get_invocation_id() in PROCESS.invocations
+
+
+def test_each_invocation_reaches_object_stores_with_its_own_options_and_clients():
+    """Two invocations one after another in one process, with two profiles' credentials: each
+    keeps its own stores (the options and the clients made from them), and the tables its catalog
+    reads finds are reached through them."""
+    reset_invocation_id()
+    first = current()
+    first.stores.configure(
+        {"AWS_ACCESS_KEY_ID": "k1", "AWS_SECRET_ACCESS_KEY": "s1", "AWS_REGION": "eu-west-1"}
+    )
+    reset_invocation_id()
+    second = current()
+    second.stores.configure(
+        {"AWS_ACCESS_KEY_ID": "k2", "AWS_SECRET_ACCESS_KEY": "s2", "AWS_REGION": "eu-west-1"}
+    )
+    assert first.stores is not second.stores and first.catalog.stores is first.stores
+    ours, theirs = (TableLocation.of("s3://lake/t", i.stores) for i in (first, second))
+    assert ours.deltalake_options()["AWS_ACCESS_KEY_ID"] == "k1"  # type: ignore[index]
+    assert theirs.deltalake_options()["AWS_ACCESS_KEY_ID"] == "k2"  # type: ignore[index]
+    assert ours.store.clients.client("s3://lake/t")[0] is not theirs.store.clients.client("s3://lake/t")[0]  # type: ignore[union-attr]

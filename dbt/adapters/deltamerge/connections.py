@@ -37,7 +37,7 @@ from dbt.adapters.deltamerge.common.store_options import (
     is_object_uri,
     refused_scheme,
 )
-from dbt.adapters.deltamerge.delta import object_storage
+from dbt.adapters.deltamerge.invocation import current
 from dbt.adapters.deltamerge.namespace import expose_package_namespace
 from dbt.adapters.deltamerge.spark import connect, embedded, lifeline, server, warm
 from dbt.adapters.deltamerge.spark.cancel import interrupt
@@ -208,12 +208,13 @@ def _command_runs_queries() -> bool:
 
 
 def store_settings(creds: DeltaMergeCredentials) -> dict[str, str]:
-    """Object stores for this process from the profile and the environment: the dbt process's
-    stores configured, the credentials handed to Spark's JVM through the environment (before it
-    starts), and Spark's S3A settings returned when the profile asks for them (``storage_options``),
-    with S3A's magic committer for a Spark this process starts (``spark/committer.py``)."""
+    """Object stores from the profile and the environment: the invocation's stores configured
+    (``Invocation.stores``: what this dbt process reads and commits with), the credentials handed
+    to Spark's JVM through the environment (before it starts), and Spark's S3A settings returned
+    when the profile asks for them (``storage_options``), with S3A's magic committer for a Spark
+    this process starts (``spark/committer.py``)."""
     options = effective_options(os.environ, creds.storage_options or {})
-    object_storage.configure(options, own_buckets(creds, options))
+    current().stores.configure(options, own_buckets(creds, options))
     if (
         creds.storage_options is None
         and not creds.bucket_storage_options

@@ -41,7 +41,8 @@ class DeltaCursor(Cursor):
     def execute(self, sql: str, *parameters: Any) -> None:
         if parameters:
             sql = sql % parameters
-        catalog = current().catalog
+        invocation = current()
+        catalog = invocation.catalog
         text = SqlText(sql)  # lexed and parsed once, for every question below
         reads = read_names(text)
         if reads:
@@ -53,7 +54,7 @@ class DeltaCursor(Cursor):
             return
         if travel_references(text):  # VERSION / TIMESTAMP AS OF: those versions' entries
             with named_errors("Time travel"):
-                sql = with_versions(self.spark, text)
+                sql = with_versions(self.spark, text, invocation.stores)
             if sql != text.sql:  # a version's entry replaced a reference: another text
                 text = SqlText(sql)
         if not parameters and may_write_table(sql):
@@ -62,7 +63,8 @@ class DeltaCursor(Cursor):
             )
 
             with named_errors("SQL statement on a Delta table"):
-                handled = run_on_delta(self.spark, text, partial(catalog.schema_folder, self.spark))
+                folder = partial(catalog.schema_folder, self.spark)
+                handled = run_on_delta(self.spark, text, invocation.stores, folder)
             if handled is not None:
                 result = handled.result
                 logger.debug(f"{result.operation} of {handled.table}: Delta version {result.version}")
@@ -85,7 +87,7 @@ class DeltaCursor(Cursor):
         from dbt.adapters.deltamerge.statements.run.travel import run_history
 
         with named_errors("History statement on a Delta table"):
-            handled = run_history(self.spark, sql)
+            handled = run_history(self.spark, sql, current().stores)
         if handled is None:
             return False
         self._df, self._rows = handled[1], None

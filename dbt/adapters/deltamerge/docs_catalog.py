@@ -17,13 +17,14 @@ from pyspark.sql import SparkSession
 
 from dbt.adapters.deltamerge.binding import listed
 from dbt.adapters.deltamerge.common.sql import quote_identifier
-from dbt.adapters.deltamerge.delta import Snapshot, load_snapshot
+from dbt.adapters.deltamerge.delta import Snapshot, Stores, load_snapshot
 
 _HELD = threading.local()
 
 
-def delta_snapshot(information: str) -> Snapshot | None:
-    """The current version of the Delta table a ``show table extended`` text describes, if it is ours.
+def delta_snapshot(information: str, stores: Stores) -> Snapshot | None:
+    """The current version of the Delta table a ``show table extended`` text describes, if it is
+    ours (reached through ``stores``, the invocation's).
 
     Inside ``held_snapshot(information)`` it is the snapshot held there, not read again.
     """
@@ -31,17 +32,17 @@ def delta_snapshot(information: str) -> Snapshot | None:
     if entry is not None and entry[0] == information:
         return entry[1]
     try:  # ours, or Delta's own entry (``binding/delta_catalog.py``)
-        found = listed(information, delta=True)
+        found = listed(information, stores, delta=True)
     except ValueError:  # a view an older release bound, its properties redacted: no statistics
         return None
     return load_snapshot(found.location) if found is not None else None
 
 
 @contextmanager
-def held_snapshot(information: str) -> Iterator[Snapshot | None]:
+def held_snapshot(information: str, stores: Stores) -> Iterator[Snapshot | None]:
     """One relation's Delta snapshot, read once for everything that asks for it in this thread
     (dbt-spark's catalog code and ours both need it for one catalog entry)."""
-    snapshot = delta_snapshot(information)
+    snapshot = delta_snapshot(information, stores)
     _HELD.entry = (information, snapshot)
     try:
         yield snapshot

@@ -95,7 +95,7 @@ class DeltaMergeAdapter(SparkAdapter):
         from dbt.adapters.deltamerge import docs_catalog  # the catalog's columns: not loaded for a write
 
         columns = super().parse_columns_from_information(relation)
-        snapshot = docs_catalog.delta_snapshot(_information(relation))
+        snapshot = docs_catalog.delta_snapshot(_information(relation), current().stores)
         if snapshot is None:
             return columns
         stats = docs_catalog.catalog_stats(snapshot)
@@ -104,7 +104,7 @@ class DeltaMergeAdapter(SparkAdapter):
     def _get_columns_for_catalog(self, relation: BaseRelation) -> Iterable[dict[str, Any]]:
         from dbt.adapters.deltamerge import docs_catalog
 
-        with docs_catalog.held_snapshot(_information(relation)) as snapshot:
+        with docs_catalog.held_snapshot(_information(relation), current().stores) as snapshot:
             rows = list(super()._get_columns_for_catalog(relation))  # its statistics: the same snapshot
         if snapshot is not None:
             description, comments = docs_catalog.catalog_comments(snapshot)
@@ -177,7 +177,9 @@ class DeltaMergeAdapter(SparkAdapter):
             if not python:  # the tables it reads, at their latest versions (a Python
                 text = SqlText(sql)  # one lex and one parse for both questions
                 current().catalog.refresh_sql(spark, text)  # model's ref() and source() do the same),
-                sql = with_versions(spark, text)  # and those it reads VERSION / TIMESTAMP AS OF
+                sql = with_versions(
+                    spark, text, current().stores
+                )  # and those it reads VERSION / TIMESTAMP AS OF
             rows = _python_model(spark, sql, model) if python else spark.sql(sql)
             done = write_model(spark, rows, table=table, spec=spec, run=model_run)
             if isinstance(done, NotWritten):
@@ -208,6 +210,7 @@ class DeltaMergeAdapter(SparkAdapter):
             CatalogEntry(schema, identifier, found.table_path if found else None, catalog),
             incremental=incremental,
             txn=invocation.next_txn(schema, identifier),
+            stores=invocation.stores,
             schema_folder=lambda name: invocation.catalog.schema_folder(spark, name),
         )
 
@@ -219,16 +222,17 @@ class DeltaMergeAdapter(SparkAdapter):
         The cache is what dbt itself decides by (whether the model is incremental); an entry a
         concurrent writer re-bound since is bound again by ``binding.refresh``, as it would be anyway.
         """
-        schema, identifier = str(relation.schema), str(relation.identifier)
+        schema, identifier, stores = str(relation.schema), str(relation.identifier), current().stores
         if self._schema_is_cached(relation.database, schema):
             cached = self.get_relation(cast(str, relation.database), schema, identifier)
             if cached is None:
                 return None, True
             try:
-                return binding.listed(_information(cached), delta=binding.delta_catalog(spark)), False
+                listing = _information(cached)
+                return binding.listed(listing, stores, delta=binding.delta_catalog(spark)), False
             except ValueError:  # listed without its properties (a relation dbt added since)
                 pass
-        return binding.binding(spark, schema, identifier), False
+        return binding.binding(spark, schema, identifier, stores), False
 
     @available
     def delta_seed(self, relation: BaseRelation, agate_table: Any, config: dict[str, Any]) -> AdapterResponse:
@@ -326,8 +330,9 @@ class DeltaMergeAdapter(SparkAdapter):
         with named_errors(f"binding of {relation}"):
             spark = self.spark_session()
             schema, identifier = str(relation.schema), str(relation.identifier)
-            folder = partial(current().catalog.schema_folder, spark, schema)
-            location = interrupted_table(spark, schema, identifier, folder)
+            invocation = current()
+            folder = partial(invocation.catalog.schema_folder, spark, schema)
+            location = interrupted_table(spark, schema, identifier, folder, invocation.stores)
             snapshot = load_snapshot(location) if location is not None else None
             if snapshot is None:
                 return False

@@ -1,9 +1,14 @@
-"""What one dbt invocation knows, in one object: its catalog reads and the numbers of its writes.
+"""What one dbt invocation knows, in one object: its stores, its catalog reads, its write numbers.
 
 dbt's Python API (``dbtRunner``) may run many invocations in one process, one after another: each
 gets a new invocation id (``dbt_common.invocation``), a new adapter and new connections. What an
 invocation learns belongs to it, not to the process:
 
+- ``stores``: the local disk and the object stores its profile's options reach (``delta.Stores``:
+  the options, a bucket's own, one obstore client per bucket), configured when its connections
+  open (``connections.store_settings``); every table it places or finds in the catalog is reached
+  through them (``TableLocation.stores``), so two invocations with two profiles never share
+  credentials or clients;
 - ``catalog``: the catalog names its statements read, bound to their tables' latest versions
   (``statements/fresh.CatalogReads``) and the schemas' folders; a later invocation starts knowing
   nothing (another writer may have committed or redefined anything in between);
@@ -20,6 +25,7 @@ from dataclasses import dataclass, field
 
 from dbt_common.invocation import get_invocation_id
 
+from dbt.adapters.deltamerge.delta import Stores
 from dbt.adapters.deltamerge.model.txn import WriteNumbers
 from dbt.adapters.deltamerge.spark.process import PROCESS
 from dbt.adapters.deltamerge.statements.run.fresh import CatalogReads
@@ -33,8 +39,12 @@ class Invocation:
     """One dbt invocation's knowledge (see the module's docstring)."""
 
     id: str
-    catalog: CatalogReads = field(default_factory=CatalogReads, compare=False)
+    stores: Stores = field(default_factory=Stores, compare=False)
+    catalog: CatalogReads = field(init=False, compare=False)
     writes: WriteNumbers = field(default_factory=WriteNumbers, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "catalog", CatalogReads(self.stores))
 
     def next_txn(self, schema: str, identifier: str) -> tuple[str, int]:
         """The Delta ``txn`` (appId, version) of the next write of ``schema.identifier``."""

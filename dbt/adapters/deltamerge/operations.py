@@ -48,6 +48,7 @@ from dbt.adapters.deltamerge.delta.commands import (
     vacuum,
 )
 from dbt.adapters.deltamerge.errors import ModelWriteError
+from dbt.adapters.deltamerge.invocation import current
 from dbt.adapters.deltamerge.statements.parse.maintenance import OptimizeStatement, ReorgStatement
 from dbt.adapters.deltamerge.statements.run.maintenance import optimize_plan, reorg_purge
 
@@ -196,7 +197,7 @@ def _delta_table(spark: SparkSession, relation: Any, what: str) -> tuple[str, st
         schema = schema or spark.catalog.currentDatabase()
     else:
         schema, identifier = str(relation.schema), str(relation.identifier)
-    found = binding.binding(spark, schema, identifier)
+    found = binding.binding(spark, schema, identifier, current().stores)
     if found is None:
         raise ModelWriteError(f"{what}: {schema}.{identifier} is not a Delta table of this adapter")
     return schema, identifier, found.location
@@ -237,7 +238,8 @@ def convert(
     target = _split(spark, relation_name) if relation_name else None
     if target is not None:
         _check_free(spark, *target, path)
-    result = convert_to_delta(spark, path, partition_schema=partitions, statistics=statistics)
+    located = TableLocation.of(path, current().stores)
+    result = convert_to_delta(spark, located, partition_schema=partitions, statistics=statistics)
     if target is not None:
         # A folder that already was a Delta table is registered: nothing is written into it.
         bound = _bind(spark, target[0], target[1], result.location, registering=result.version is None)
@@ -253,12 +255,13 @@ def _convert_relation(
     spark: SparkSession, relation: str, partitions: T.StructType | None, statistics: bool
 ) -> ConvertResult:
     schema, identifier = _split(spark, relation)
-    bound = binding.binding(spark, schema, identifier)
+    stores = current().stores
+    bound = binding.binding(spark, schema, identifier, stores)
     if bound is not None:
         return ConvertResult(bound.location, None, 0, ALREADY_DELTA)
     table = _describe(spark, schema, identifier)
     if table.provider == "delta":
-        return ConvertResult(TableLocation.of(table.location), None, 0, ALREADY_DELTA)
+        return ConvertResult(TableLocation.of(table.location, stores), None, 0, ALREADY_DELTA)
     if table.provider != "parquet":
         raise ConvertError(
             "CONVERT TO DELTA only supports parquet tables, but you are trying to convert a "
@@ -266,7 +269,7 @@ def _convert_relation(
         )
     result = convert_to_delta(
         spark,
-        table.location,
+        TableLocation.of(table.location, stores),
         partition_schema=partitions if partitions is not None else table.partitions,
         statistics=statistics,
         source_name=f"{schema}.{identifier}",
@@ -345,7 +348,7 @@ def _split(spark: SparkSession, name: str) -> tuple[str, str]:
 
 
 def _check_free(spark: SparkSession, schema: str, identifier: str, path: str) -> None:
-    bound = binding.binding(spark, schema, identifier)
+    bound = binding.binding(spark, schema, identifier, current().stores)
     if spark.catalog.tableExists(binding.table_name(schema, identifier)) and (
         bound is None or bound.table_path != table_path_of(path)
     ):

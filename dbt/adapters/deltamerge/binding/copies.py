@@ -30,8 +30,8 @@ def live_copies(spark: SparkSession, snapshot: Snapshot, files: list[AddFile], r
     """The copy of each of ``files``' live rows (by the file's path); the missing ones made in one
     Spark job, one output file per input file (a merge-on-read merge leaves every file it touched
     with a new vector: a job per file would pay Spark's per-job cost that many times)."""
-    found = {f.path: _copy_path(snapshot, f, root) for f in files}
-    missing = [f for f in files if not storage.is_file(found[f.path])]
+    found, stores = {f.path: _copy_path(snapshot, f, root) for f in files}, snapshot.location.stores
+    missing = [f for f in files if not storage.is_file(stores, found[f.path])]
     if len(missing) > 1:
         staging = os.path.join(root, COPIES_DIR, f".batch.{uuid.uuid4().hex}.building")
         rows = read_files(spark, snapshot, missing, positions=True)
@@ -43,15 +43,15 @@ def live_copies(spark: SparkSession, snapshot: Snapshot, files: list[AddFile], r
         for i, file in enumerate(missing):
             folder = os.path.join(staging, f"{_BATCH}={i}")
             written = (
-                [n for n in storage.list_names(folder) if n.endswith(".parquet")]
-                if storage.is_dir(folder)
+                [n for n in storage.list_names(stores, folder) if n.endswith(".parquet")]
+                if storage.is_dir(stores, folder)
                 else []
             )
             if len(written) == 1:
-                storage.rename(os.path.join(folder, written[0]), found[file.path])
-        storage.delete_tree(staging)
+                storage.rename(stores, os.path.join(folder, written[0]), found[file.path])
+        storage.delete_tree(stores, staging)
     for file in missing:  # one file (or one with no live row, which the batch writes no file for)
-        if not storage.is_file(found[file.path]):
+        if not storage.is_file(stores, found[file.path]):
             _live_copy(spark, snapshot, file, found[file.path])
     return found
 
@@ -73,13 +73,13 @@ def _data_columns(snapshot: Snapshot) -> list[str]:
 
 def _live_copy(spark: SparkSession, snapshot: Snapshot, file: AddFile, copy: str) -> str:
     """Write ``copy``: a parquet file of ``file``'s live rows, data columns under the schema's names."""
-    copies = os.path.dirname(copy)
+    copies, stores = os.path.dirname(copy), snapshot.location.stores
     columns = _data_columns(snapshot)
     # Two runs binding versions that share a file may build its copy at once: each in its own
     # staging folder, the rename of either giving the same rows.
     staging = os.path.join(copies, f".{os.path.basename(copy)}.{uuid.uuid4().hex}.building")
     read_files(spark, snapshot, [file]).select(*columns).coalesce(1).write.mode("overwrite").parquet(staging)
-    (written,) = [n for n in storage.list_names(staging) if n.endswith(".parquet")]
-    storage.rename(os.path.join(staging, written), copy)
-    storage.delete_tree(staging)
+    (written,) = [n for n in storage.list_names(stores, staging) if n.endswith(".parquet")]
+    storage.rename(stores, os.path.join(staging, written), copy)
+    storage.delete_tree(stores, staging)
     return copy

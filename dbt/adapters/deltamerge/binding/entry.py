@@ -48,6 +48,7 @@ from dbt.adapters.deltamerge.common.sql import column_definitions, quote_identif
 from dbt.adapters.deltamerge.delta import (
     DeltaError,
     Snapshot,
+    Stores,
     TableLocation,
     crash_point,
     storage,
@@ -87,14 +88,15 @@ class Binding(NamedTuple):
         return DELTA_ENTRY in self.properties
 
 
-def _delta_entry(location: str) -> Binding:
+def _delta_entry(location: str, stores: Stores) -> Binding:
     path = record.shown_path(location) if location.startswith("file:") else table_path_of(location)
-    return Binding(TableLocation.of(path), None, {DELTA_ENTRY: path})
+    return Binding(TableLocation.of(path, stores), None, {DELTA_ENTRY: path})
 
 
-def binding(spark: SparkSession, schema: str, identifier: str) -> Binding | None:
+def binding(spark: SparkSession, schema: str, identifier: str, stores: Stores) -> Binding | None:
     """The catalog entry of ``schema.identifier``, or None if there is none or it is not a Delta
-    table's: ours, or with Delta's catalog any ``USING delta`` entry.
+    table's: ours, or with Delta's catalog any ``USING delta`` entry; its table is reached through
+    ``stores`` (the invocation's).
 
     One ``DESCRIBE TABLE EXTENDED`` (a round trip on a Spark Connect server); a view bound before
     views recorded their folder, one more (its files table's). Nothing is read from a property's
@@ -106,7 +108,7 @@ def binding(spark: SparkSession, schema: str, identifier: str) -> Binding | None
     if delta_catalog(spark):
         location = entry_location(details)
         if location is not None:
-            return _delta_entry(location)
+            return _delta_entry(location, stores)
         # else an entry of ours made before Delta's jars came: read below, bound anew when written
     if not record.marked(details):
         return None
@@ -115,25 +117,27 @@ def binding(spark: SparkSession, schema: str, identifier: str) -> Binding | None
         files = described(spark, table_name(schema, binding_view.files_identifier(identifier)))
         folder = record.entry_folder(files) if files is not None else None
     try:
-        return _shown_binding(details) if folder is None else _recorded(folder, details)
+        return _shown_binding(details, stores) if folder is None else _recorded(folder, details, stores)
     except ValueError as error:
         raise DeltaError(
             f"the catalog entry {schema}.{identifier} does not say which Delta version it reads: {error}"
         ) from error
 
 
-def listed(information: str, *, delta: bool = False) -> Binding | None:
+def listed(information: str, stores: Stores, *, delta: bool = False) -> Binding | None:
     r"""The catalog entry a ``SHOW TABLE EXTENDED`` text describes (dbt's relation cache keeps it),
-    or None when the entry is not ours (with ``delta``, Delta's catalog: nor a ``USING delta``
-    entry); raises ``ValueError`` when the text does not tell (``binding`` reads it then).
+    its table reached through ``stores``, or None when the entry is not ours (with ``delta``,
+    Delta's catalog: nor a ``USING delta`` entry); raises ``ValueError`` when the text does not
+    tell (``binding`` reads it then).
 
     >>> text = "Table: t\nType: EXTERNAL\nTable Properties: [deltamerge.location=*********(redacted)]\n"
-    >>> found = listed(text + "Location: file:/w/s.db/t/_deltamerge_catalog/v00000000000000000007\n")
+    >>> folder = "Location: file:/w/s.db/t/_deltamerge_catalog/v00000000000000000007\n"
+    >>> found = listed(text + folder, Stores({}))
     >>> found.table_path, found.version
     ('/w/s.db/t', 7)
-    >>> listed("Table: t\nTable Properties: [owner=x]\nLocation: file:/w/t\n") is None
+    >>> listed("Table: t\nTable Properties: [owner=x]\nLocation: file:/w/t\n", Stores({})) is None
     True
-    >>> listed("Table: t\nProvider: delta\nLocation: file:/w/t\n", delta=True).delta_entry
+    >>> listed("Table: t\nProvider: delta\nLocation: file:/w/t\n", Stores({}), delta=True).delta_entry
     True
     """
     lines = dict(line.split(": ", 1) for line in information.splitlines() if ": " in line)
@@ -141,33 +145,33 @@ def listed(information: str, *, delta: bool = False) -> Binding | None:
         raise ValueError("not a SHOW TABLE EXTENDED text")
     location = entry_location(lines) if delta else None
     if location is not None:
-        return _delta_entry(location)
+        return _delta_entry(location, stores)
     if not record.marked(lines):
         return None
     folder = record.entry_folder(lines)
     if folder is None:
-        return _shown_binding(lines)  # a view bound before views recorded their folder
-    return _recorded(folder, lines)
+        return _shown_binding(lines, stores)  # a view bound before views recorded their folder
+    return _recorded(folder, lines, stores)
 
 
-def _recorded(folder: str, details: Mapping[str, str]) -> Binding:
+def _recorded(folder: str, details: Mapping[str, str], stores: Stores) -> Binding:
     """The binding an entry of ours records: its version folder's version, root and table."""
     root, version = record.folder_version(folder)
-    table_path = record.table_of(root, details)
+    table_path = record.table_of(root, details, stores)
     props = {LOCATION_PROPERTY: table_path, VERSION_PROPERTY: str(version), ROOT_PROPERTY: root}
     if record.has_key(details.get("Table Properties", ""), binding_view.FILES_PROPERTY):
         props[binding_view.FILES_PROPERTY] = binding_view.files_identifier(details.get("Table", "").strip())
-    return Binding(TableLocation.of(table_path), version, props)
+    return Binding(TableLocation.of(table_path, stores), version, props)
 
 
-def _shown_binding(details: Mapping[str, str]) -> Binding:
+def _shown_binding(details: Mapping[str, str], stores: Stores) -> Binding:
     """A view an older release bound, read from its properties as Spark shows them; ``ValueError``
     when they are redacted (then its files table is read: ``binding``)."""
     props = record.shown_properties(details.get("Table Properties", ""))
     location, version = props.get(LOCATION_PROPERTY, ""), props.get(VERSION_PROPERTY, "")
     if not version.isdigit() or record.REDACTED in (location, version):
         raise ValueError(f"a view bound at {location!r}, version {version!r}")
-    return Binding(TableLocation.of(location), int(version), props)
+    return Binding(TableLocation.of(location, stores), int(version), props)
 
 
 def refresh(
@@ -210,14 +214,14 @@ def bind(
     crash_point("before_catalog_bind")
     name = table_name(schema, identifier)
     delta = delta_catalog(spark)
+    table = snapshot.location
     if current is None or (registering and delta):
-        found = binding(spark, schema, identifier)
+        found = binding(spark, schema, identifier, table.stores)
         current = found.properties if found else {}
     elif registering:
         current = {}
     if delta and current.get(DELTA_ENTRY) == snapshot.table_path:
         return  # Delta reads the latest version at each query
-    table = snapshot.location
     on_store = table.store.object_store
     root = registered_root(spark, table) if registering and not on_store else _root(current, table)
     # Files first: the entry is missing only for the statements that replace it.
@@ -227,27 +231,27 @@ def bind(
     if folder is not None:
         record.note_table(root, table)  # a root under the warehouse names its table
     # On an object store the entry is always a view over the manifest's files (``manifest``).
-    masked = folder is not None and (on_store or binding_view.has_masks(folder))
+    masked = folder is not None and (on_store or binding_view.has_masks(table.stores, folder))
     files = binding_view.files_identifier(identifier)
     props = "" if delta else _properties_clause(snapshot, root, files if masked else None)
-    marker = rebinding_marker(table, root)
-    storage.make_dirs(os.path.dirname(marker))
-    with storage.exclusive_lock(os.path.join(os.path.dirname(marker), ".binding.lock")) as waited:
+    marker, stores = rebinding_marker(table, root), table.stores
+    storage.make_dirs(stores, os.path.dirname(marker))
+    with storage.exclusive_lock(stores, os.path.join(os.path.dirname(marker), ".binding.lock")) as waited:
         if waited and _bound_since(spark, schema, identifier, snapshot):
             return  # another process bound this version, or a newer one, while this one waited
-        storage.delete_file(marker, missing_ok=True)  # left by an interrupted bind
-        storage.write_durably(marker, f"{schema}.{identifier}".encode())
+        storage.delete_file(stores, marker, missing_ok=True)  # left by an interrupted bind
+        storage.write_durably(stores, marker, f"{schema}.{identifier}".encode())
         spark.sql(f"DROP TABLE IF EXISTS {name}")  # a table or a view
         crash_point("mid_catalog_bind")
         if masked or current.get(binding_view.FILES_PROPERTY):
             spark.sql(f"DROP TABLE IF EXISTS {table_name(schema, files)}")
         if folder is None:
             spark.sql(register_statement(name, string_literal(snapshot.table_path)))
-            storage.delete_file(marker, missing_ok=True)
+            storage.delete_file(stores, marker, missing_ok=True)
             return
         _create_entry(spark, schema, identifier, snapshot, folder, props, masked=masked, on_store=on_store)
-        storage.delete_file(marker, missing_ok=True)
-    prune_bindings(root, keep=KEEP_BINDINGS)
+        storage.delete_file(stores, marker, missing_ok=True)
+    prune_bindings(stores, root, keep=KEEP_BINDINGS)
 
 
 def _properties_clause(snapshot: Snapshot, root: str, files: str | None) -> str:
@@ -290,7 +294,7 @@ def _create_entry(
         partitions = set(snapshot.partition_columns)
         data = T.StructType([f for f in columns.fields if f.name not in partitions])
         spark.sql(manifest.files_table_statement(files, data, folder, files_props))
-        has_masks = binding_view.has_masks(folder)
+        has_masks = binding_view.has_masks(snapshot.location.stores, folder)
         statement = manifest.view_statement(
             name, files, snapshot, folder, columns, comment, props, masked=has_masks
         )
@@ -318,7 +322,7 @@ def _version_folder(spark: SparkSession, snapshot: Snapshot, root: str, on_store
 
 
 def _bound_since(spark: SparkSession, schema: str, identifier: str, snapshot: Snapshot) -> bool:
-    found = binding(spark, schema, identifier)
+    found = binding(spark, schema, identifier, snapshot.location.stores)
     if found is not None and found.delta_entry:
         return found.table_path == snapshot.table_path
     props = found.properties if found else {}

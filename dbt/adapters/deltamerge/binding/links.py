@@ -15,6 +15,7 @@ from dbt.adapters.deltamerge.binding.record import BINDINGS_DIR
 from dbt.adapters.deltamerge.delta import (
     AddFile,
     Snapshot,
+    Stores,
     TableLocation,
     local_path,
     partition_folder,
@@ -41,20 +42,20 @@ def link_version(spark: SparkSession, snapshot: Snapshot, root: str | None = Non
     ``COPIES_DIR``, and dropped with the last version folder that links them. A root the
     table's files cannot be linked into (another file system) gives way to the table's own.
     """
-    root = root or bindings_root(snapshot.location)
+    root, stores = root or bindings_root(snapshot.location), snapshot.location.stores
     folder = os.path.join(root, f"v{snapshot.version:020d}")
-    if storage.is_dir(folder):
+    if storage.is_dir(stores, folder):
         return folder
     # Its own staging folder: two runs may bind one version at once (the first rename wins).
     building = f"{folder}.{uuid.uuid4().hex}.building"
-    storage.make_new_dir(building)
+    storage.make_new_dir(stores, building)
     mapped = mapping_mode(snapshot.metadata.configuration) != "none"
     masked = not mapped and binding_view.can_mask(snapshot.schema)
     copied = [f for f in snapshot.files if mapped or (f.deleted_rows and not masked)]
     copies = live_copies(spark, snapshot, copied, root)
     vectors = []
     for target, source, file in _links(snapshot, masked):
-        storage.make_dirs(os.path.dirname(os.path.join(building, target)))
+        storage.make_dirs(stores, os.path.dirname(os.path.join(building, target)))
         if file.path not in copies and file.deleted_rows:
             vectors.append((os.path.basename(target), file.deleted_rows))
         try:
@@ -63,16 +64,16 @@ def link_version(spark: SparkSession, snapshot: Snapshot, root: str | None = Non
             else:
                 storage.link(source, os.path.join(building, target))
         except storage.CrossDeviceLink:
-            storage.delete_tree(building)
+            storage.delete_tree(stores, building)
             return link_version(spark, snapshot, bindings_root(snapshot.location))
     if vectors:
-        binding_view.write_masks(building, vectors)
+        binding_view.write_masks(stores, building, vectors)
     try:
-        storage.rename(building, folder)
+        storage.rename(stores, building, folder)
     except storage.StorageError:
-        if not storage.is_dir(folder):
+        if not storage.is_dir(stores, folder):
             raise
-        storage.delete_tree(building)  # another run built the same folder first
+        storage.delete_tree(stores, building)  # another run built the same folder first
     return folder
 
 
@@ -85,6 +86,7 @@ def _link_copy(
     removes such copies (no folder of its own links them): the copy is then made again, a few
     times at most (each window is one link long).
     """
+    stores = snapshot.location.stores
     for attempt in range(_COPY_ATTEMPTS):
         try:
             storage.link(copy, target)
@@ -92,7 +94,7 @@ def _link_copy(
         except storage.CrossDeviceLink:
             raise
         except storage.StorageError:
-            if storage.is_file(copy) or attempt == _COPY_ATTEMPTS - 1:
+            if storage.is_file(stores, copy) or attempt == _COPY_ATTEMPTS - 1:
                 raise
         (copy,) = live_copies(spark, snapshot, [file], root).values()
 
@@ -112,23 +114,23 @@ def _links(snapshot: Snapshot, masked: bool) -> Iterable[tuple[str, str, AddFile
         yield os.path.join(folder, name), source, file
 
 
-def prune_bindings(root: str, *, keep: int) -> None:
-    """Remove all but the newest ``keep`` link folders of a binding root (links only; data files
-    stay), staging folders of older versions (left by killed runs), and the live copies no
-    remaining folder links (a copy's only name left is its own)."""
-    names = storage.list_names(root)
+def prune_bindings(stores: Stores, root: str, *, keep: int) -> None:
+    """Remove all but the newest ``keep`` link folders of a binding root (reached through
+    ``stores``; links only, data files stay), staging folders of older versions (left by killed
+    runs), and the live copies no remaining folder links (a copy's only name left is its own)."""
+    names = storage.list_names(stores, root)
     folders = sorted(n for n in names if n.startswith("v") and "." not in n)
     for name in folders[:-keep]:
-        storage.delete_tree(os.path.join(root, name))
+        storage.delete_tree(stores, os.path.join(root, name))
     oldest_kept = folders[-keep:][0] if folders else ""
     for name in names:
         if name.startswith("v") and name.endswith(".building") and name.split(".")[0] < oldest_kept:
-            storage.delete_tree(os.path.join(root, name))
+            storage.delete_tree(stores, os.path.join(root, name))
     copies = os.path.join(root, COPIES_DIR)
-    for name in storage.list_names(copies):
+    for name in storage.list_names(stores, copies):
         path = os.path.join(copies, name)
         if name.endswith(".parquet") and storage.link_count(path) == 1:
-            storage.delete_file(path, missing_ok=True)
+            storage.delete_file(stores, path, missing_ok=True)
 
 
 def rebinding_marker(table: TableLocation, root: str | None = None) -> str:

@@ -69,16 +69,16 @@ def manifest_text(snapshot: Snapshot) -> bytes:
 def manifest_version(snapshot: Snapshot, root: str) -> str:
     """Write (once) the folder of ``snapshot``'s version under ``root``: its manifest and, when
     files carry deletion vectors, the masks keyed by file URI; return the folder."""
-    folder = os.path.join(root, f"v{snapshot.version:020d}")
+    folder, stores = os.path.join(root, f"v{snapshot.version:020d}"), snapshot.location.stores
     vectors = [
         (spark_uri(local_path(snapshot.table_path, f.path)), f.deleted_rows)
         for f in snapshot.files
         if f.deleted_rows
     ]
-    if vectors and not storage.is_file(os.path.join(folder, binding_view.MASKS_DIR, "masks.parquet")):
-        binding_view.write_masks(folder, vectors)
+    if vectors and not storage.is_file(stores, os.path.join(folder, binding_view.MASKS_DIR, "masks.parquet")):
+        binding_view.write_masks(stores, folder, vectors)
     # The manifest last: a folder is complete once it has one (the same bytes from any binder).
-    storage.put_if_absent(os.path.join(folder, MANIFEST_DIR, "0"), manifest_text(snapshot))
+    storage.put_if_absent(stores, os.path.join(folder, MANIFEST_DIR, "0"), manifest_text(snapshot))
     return folder
 
 

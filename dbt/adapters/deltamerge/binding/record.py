@@ -29,7 +29,7 @@ import os
 import re
 from collections.abc import Mapping
 
-from dbt.adapters.deltamerge.delta import DeltaError, TableLocation, storage
+from dbt.adapters.deltamerge.delta import DeltaError, Stores, TableLocation, storage
 
 LOCATION_PROPERTY = "deltamerge.location"
 VERSION_PROPERTY = "deltamerge.version"
@@ -174,22 +174,23 @@ def note_table(root: str, table: TableLocation) -> None:
     registry = registry_root(root)
     if registry is None:
         return
-    path = os.path.join(registry, TABLE_FILE)
-    if not storage.is_file(path):  # of two binders, one creates it whole; no reader sees a part
-        storage.make_dirs(registry)
-        storage.put_if_absent(path, table.path.encode("utf-8"))
+    path, stores = os.path.join(registry, TABLE_FILE), table.stores
+    if not storage.is_file(stores, path):  # of two binders, one creates it whole; no reader sees a part
+        storage.make_dirs(stores, registry)
+        storage.put_if_absent(stores, path, table.path.encode("utf-8"))
 
 
-def table_of(root: str, details: Mapping[str, str]) -> str:
-    """The Delta table of an entry whose version folder is under ``root``; a ``DeltaError`` when
-    neither the root nor, for an older entry, its shown property says (a redacted value)."""
+def table_of(root: str, details: Mapping[str, str], stores: Stores) -> str:
+    """The Delta table of an entry whose version folder is under ``root`` (read through
+    ``stores``); a ``DeltaError`` when neither the root nor, for an older entry, its shown
+    property says (a redacted value)."""
     table = table_of_root(root)
     if table is not None:
         return table
     registry = registry_root(root)
     assert registry is not None
     try:
-        return storage.read_bytes(os.path.join(registry, TABLE_FILE)).decode("utf-8")
+        return storage.read_bytes(stores, os.path.join(registry, TABLE_FILE)).decode("utf-8")
     except storage.StorageError:
         pass
     shown = shown_properties(details.get("Table Properties", "")).get(LOCATION_PROPERTY)

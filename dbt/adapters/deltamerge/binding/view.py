@@ -27,7 +27,7 @@ from pyspark.sql import types as T
 
 from dbt.adapters.deltamerge.binding.record import view_record
 from dbt.adapters.deltamerge.common.sql import quote_identifier, string_literal
-from dbt.adapters.deltamerge.delta import storage
+from dbt.adapters.deltamerge.delta import Stores, storage
 from dbt.adapters.deltamerge.delta.data import block_masks
 
 MASKS_DIR = "_masks"
@@ -76,8 +76,9 @@ def link_name(basename: str, used: set[str], *, plain: bool) -> str:
     return name
 
 
-def write_masks(folder: str, vectors: Sequence[tuple[str, FrozenBitMap64]]) -> None:
-    """Write ``MASKS_DIR`` of a version folder: the blocks and masks of each (link name, deleted rows)."""
+def write_masks(stores: Stores, folder: str, vectors: Sequence[tuple[str, FrozenBitMap64]]) -> None:
+    """Write ``MASKS_DIR`` of a version folder (on ``stores``): the blocks and masks of each (link
+    name, deleted rows)."""
     names: list[np.ndarray] = []
     blocks: list[np.ndarray] = []
     masks: list[np.ndarray] = []
@@ -95,13 +96,16 @@ def write_masks(folder: str, vectors: Sequence[tuple[str, FrozenBitMap64]]) -> N
     )
     sink = pa.BufferOutputStream()
     pq.write_table(table, sink)
-    storage.make_dirs(os.path.join(folder, MASKS_DIR))
-    storage.write_durably(os.path.join(folder, MASKS_DIR, "masks.parquet"), sink.getvalue().to_pybytes())
+    storage.make_dirs(stores, os.path.join(folder, MASKS_DIR))
+    storage.write_durably(
+        stores, os.path.join(folder, MASKS_DIR, "masks.parquet"), sink.getvalue().to_pybytes()
+    )
 
 
-def has_masks(folder: str) -> bool:
-    """Whether a version folder's files need the view (some file has deleted rows)."""
-    return storage.is_dir(os.path.join(folder, MASKS_DIR))
+def has_masks(stores: Stores, folder: str) -> bool:
+    """Whether a version folder (on ``stores``) has files that need the view (some file has
+    deleted rows)."""
+    return storage.is_dir(stores, os.path.join(folder, MASKS_DIR))
 
 
 def view_columns(schema: T.StructType) -> str:

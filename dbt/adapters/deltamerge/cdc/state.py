@@ -251,7 +251,7 @@ def recover(table: TableLocation) -> int:
         path = os.path.join(folder, name)
         body = json.loads(table.store.read_bytes(path).decode("utf-8"))
         txn = (str(body["app_id"]), int(body["txn_version"]))
-        pending = PendingCommit.from_json(body["pending"])
+        pending = PendingCommit.from_json(body["pending"], table.stores)
         if committed_version_of(table, *txn) is None:
             gone = _writer_gone(body)
             # Asked again: the writer may have committed just before it ended.

@@ -18,9 +18,10 @@ package may use):
 - ``delta.commands``: one command each (OPTIMIZE, Z-order, auto compaction, VACUUM, CONVERT,
   column and table redefinition, comments, the change feed's reader), loaded on first use.
 
-Callers import this face for what nearly every one needs (``TableLocation``, ``Snapshot``,
-``load_snapshot``, the errors, ``storage``) and a room's face for the rest, never an inner module
-(unit tests, which mirror the tree, import the module they test).
+Callers import this face for what nearly every one needs (``TableLocation`` and the ``Stores`` it
+is reached through, ``Snapshot``, ``load_snapshot``, the errors, ``storage``) and a room's face
+for the rest, never an inner module (unit tests, which mirror the tree, import the module they
+test).
 
 One log reader is the source of truth for a version: deltalake's (``log/snapshot.py``:
 ``load_snapshot`` takes the version, protocol, metadata and live files from ``deltalake.DeltaTable``).
@@ -50,6 +51,7 @@ from dbt.adapters.deltamerge.delta.paths import (
     partition_folder,
     table_path_of,
 )
+from dbt.adapters.deltamerge.delta.stores import Stores
 
 __all__ = [
     "CDC_POINTS",
@@ -60,6 +62,7 @@ __all__ = [
     "DeltaSchemaError",
     "Snapshot",
     "StorageError",
+    "Stores",
     "TableLocation",
     "UnsupportedTableFeature",
     "after_commit",

@@ -1,11 +1,12 @@
 """Where a Delta table lives: one value from the name a model or statement gives to the commit.
 
-``TableLocation`` is the table's handle: its root (a local path or an object-store URI), its store
-(``stores.py``: the storage calls there, chosen once, on first use, refusing by name a scheme where
-no commit is safe) and the options its store needs to reach it (an object store's
-endpoint, region or credentials provider; none on a local disk). The log's and the commit path's
-functions take the location and call its store. Options never print: a location shows its path only
-(they may carry secrets).
+``TableLocation`` is the table's handle: its root (a local path or an object-store URI) and the
+stores it was placed with (``stores.Stores``: a dbt invocation's, made from its profile's options),
+which give its store (``TableLocation.store``: the storage calls there, chosen once, on first use,
+refusing by name a scheme where no commit is safe). The log's and the commit path's functions take
+the location and call its store; a location made from another (``inner``, a snapshot's) keeps its
+stores, so a model on a bucket with its own credentials is read and committed with them all the
+way down. Stores never print: a location shows its path only (options may carry secrets).
 
 ``place_table`` is the one rule for where ``<schema>.<identifier>`` lives, called by models
 (``model/write.locate``), statements (``CREATE TABLE``, an interrupted binding's recovery) and
@@ -19,34 +20,33 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
-from types import MappingProxyType
 
 from dbt.adapters.deltamerge.common.store_options import is_object_uri
 from dbt.adapters.deltamerge.delta.errors import StorageError
 from dbt.adapters.deltamerge.delta.paths import table_path_of
-from dbt.adapters.deltamerge.delta.stores import Store, store_for
+from dbt.adapters.deltamerge.delta.stores import Store, Stores
 
 
 @dataclass(frozen=True)
 class TableLocation:
-    """A Delta table's root and its store's options.
+    """A Delta table's root and the stores that reach it.
 
-    >>> TableLocation.of("file:/w/s.db/t"), str(TableLocation.of("/w/t", {"secret": "x"}))
-    (TableLocation(path='/w/s.db/t'), '/w/t')
+    >>> on_s3 = TableLocation.of("s3://lake/t", Stores({"AWS_SECRET_ACCESS_KEY": "x"}))
+    >>> TableLocation.of("file:/w/s.db/t"), on_s3, str(TableLocation.of("/"))
+    (TableLocation(path='/w/s.db/t'), TableLocation(path='s3://lake/t'), '/')
     """
 
     path: str
-    options: Mapping[str, str] = field(
-        default_factory=lambda: MappingProxyType({}), repr=False, compare=False
-    )
+    stores: Stores = field(default_factory=Stores, repr=False, compare=False)
 
     @classmethod
-    def of(cls, uri: str, options: Mapping[str, str] | None = None) -> TableLocation:
-        """The location of ``uri`` (a path or ``file:`` URI), with ``options`` for its store."""
-        return cls(table_path_of(uri), MappingProxyType(dict(options or {})))
+    def of(cls, uri: str, stores: Stores | None = None) -> TableLocation:
+        """The location of ``uri`` (a path or ``file:`` URI) reached through ``stores`` (the
+        engine always gives its invocation's; without, the environment's, as delta-rs)."""
+        return cls(table_path_of(uri), stores if stores is not None else Stores())
 
     def __str__(self) -> str:
         return self.path
@@ -56,7 +56,7 @@ class TableLocation:
         """The store the table is on (``stores.py``), chosen once, when first asked (a location only
         named, a catalog entry Delta's own reader serves, asks nothing of it). A scheme where no
         commit is safe was refused when the location was made (``table_path_of``)."""
-        return store_for(self.path)
+        return self.stores.store_for(self.path)
 
     @property
     def name(self) -> str:
@@ -81,30 +81,43 @@ class TableLocation:
         return os.path.join(self.log_folder, f"{version:020d}.json")
 
     def inner(self, folder: str) -> TableLocation:
-        """The location of a table in ``folder`` inside this one (CDC apply's state), with its options."""
-        return TableLocation(os.path.join(self.path, folder), self.options)
+        """The location of a table in ``folder`` inside this one (CDC apply's state), on its stores."""
+        return TableLocation(os.path.join(self.path, folder), self.stores)
+
+    def at(self, uri: str) -> TableLocation:
+        """The location of another table reached through the same stores (a clone, a conversion's
+        staging, a binding's version folder)."""
+        return TableLocation.of(uri, self.stores)
 
     def deltalake_options(self) -> dict[str, str] | None:
-        """deltalake's ``storage_options`` for this table: its own options, else its store's."""
-        return dict(self.options) if self.options else self.store.deltalake_options(self.path)
+        """deltalake's ``storage_options`` for this table (its store's: none on a local disk)."""
+        return self.store.deltalake_options(self.path)
 
 
 def place_table(
-    identifier: str, *, explicit: str | None, bound: str | None, schema_folder: Callable[[], str]
+    identifier: str,
+    *,
+    explicit: str | None,
+    bound: str | None,
+    schema_folder: Callable[[], str],
+    stores: Stores,
 ) -> TableLocation:
-    """Where table ``identifier`` of a schema lives (the module's rule); ``schema_folder`` is asked
-    only when neither an explicit location nor a binding decides.
+    """Where table ``identifier`` of a schema lives (the module's rule), reached through ``stores``
+    (the invocation's); ``schema_folder`` is asked only when neither an explicit location nor a
+    binding decides.
 
-    >>> place_table("Orders", explicit=None, bound=None, schema_folder=lambda: "file:/w/s.db").path
+    >>> stores, schema_folder = Stores({}), lambda: "file:/w/s.db"
+    >>> place_table("Orders", explicit=None, bound=None, schema_folder=schema_folder, stores=stores).path
     '/w/s.db/orders'
-    >>> place_table("t", explicit="/data/t", bound="/w/s.db/t", schema_folder=lambda: "/w").path
+    >>> place_table("t", explicit="/data/t", bound="/w/t", schema_folder=schema_folder, stores=stores).path
     '/data/t'
     """
     if explicit:
-        return _readable(TableLocation.of(explicit))
+        return _readable(TableLocation.of(explicit, stores))
     if bound:
-        return TableLocation.of(bound)
-    return _readable(TableLocation.of(os.path.join(table_path_of(schema_folder()), identifier.lower())))
+        return TableLocation.of(bound, stores)
+    folder = os.path.join(table_path_of(schema_folder()), identifier.lower())
+    return _readable(TableLocation.of(folder, stores))
 
 
 _ESCAPE_LIKE = re.compile(r"%[0-9A-Fa-f]{2}")

@@ -53,19 +53,27 @@ class ConditionalCreateUnsupported(ObjectStoreError):
     """The store cannot create an object only if it is absent: no commit is safe there."""
 
 
-class _Stores:
-    """The process's obstore clients, one per bucket, built from the options ``configure`` set: the
-    shared options, and a bucket's own where the profile gives them (``bucket_storage_options``).
+class ObjectClients:
+    """One configuration's obstore clients, one per bucket, built on first use from its options:
+    the shared options, and a bucket's own where the profile gives them (``bucket_storage_options``).
+    A dbt invocation holds one (``stores.Stores``), made from its profile; a table's location
+    reaches it through its ``stores``."""
 
-    Process-wide, as Spark's side is: the S3A connector of a JVM keeps one configuration per bucket
-    (its file systems are cached by bucket), so one process reaches a bucket one way."""
-
-    def __init__(self) -> None:
-        self.options: dict[str, str] = {}
-        self.buckets: dict[tuple[str, str], dict[str, str]] = {}
+    def __init__(
+        self,
+        options: Mapping[str, str] | None = None,
+        buckets: Mapping[tuple[str, str], Mapping[str, str]] | None = None,
+    ) -> None:
+        self.options: dict[str, str] = dict(options or {})
+        self.buckets = {key: dict(value) for key, value in (buckets or {}).items()}
         self.clients: dict[tuple[str, str], Any] = {}
         self.lock = threading.Lock()
         self.profile: Any = None  # the boto3 session of the options' AWS profile, once asked for
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickled as its options (a Spark task reading footers on an executor): the clients, the
+        lock and an AWS profile's session are made again there."""
+        return (ObjectClients, (self.options, self.buckets))
 
     def configure(
         self, options: Mapping[str, str], buckets: Mapping[tuple[str, str], Mapping[str, str]] | None = None
@@ -129,26 +137,15 @@ class _Stores:
         return found, key
 
 
-STORES = _Stores()
-
-
-def configure(
-    options: Mapping[str, str], buckets: Mapping[tuple[str, str], Mapping[str, str]] | None = None
-) -> None:
-    """Use ``options`` (``store_options.effective_options``) for every store from now on, and
-    ``buckets``' own (``store_options.bucket_options``, by ``(kind, bucket)``) for those buckets."""
-    STORES.configure(options, buckets)
-
-
 # The shared files' variables, as botocore's session names them.
 _AWS_FILES = {"AWS_SHARED_CREDENTIALS_FILE": "credentials_file", "AWS_CONFIG_FILE": "config_file"}
 
 
-def deltalake_options(uri: str) -> dict[str, str]:
+def deltalake_options(clients: ObjectClients, uri: str) -> dict[str, str]:
     """The options of ``uri``'s bucket as deltalake (delta-rs) takes them, for the reads it serves
     here (an AWS profile's credentials resolved now: delta-rs does not read the shared files)."""
-    options = STORES.options_for(uri)
-    session = STORES.aws_session() if aws_profile(options) else None
+    options = clients.options_for(uri)
+    session = clients.aws_session() if aws_profile(options) else None
     if session is not None:
         frozen = session.get_credentials().get_frozen_credentials()
         options.update({"AWS_ACCESS_KEY_ID": frozen.access_key, "AWS_SECRET_ACCESS_KEY": frozen.secret_key})
@@ -169,9 +166,9 @@ def _fail(action: str, uri: str, error: Exception) -> ObjectStoreError:
     )
 
 
-def read_bytes(uri: str) -> bytes:
+def read_bytes(clients: ObjectClients, uri: str) -> bytes:
     """The whole object ``uri``."""
-    store, key = STORES.client(uri)
+    store, key = clients.client(uri)
     try:
         return bytes(obstore.get(store, key).bytes())
     except _FAILED as error:
@@ -181,8 +178,8 @@ def read_bytes(uri: str) -> bytes:
 class _Reader(io.RawIOBase):
     """A seekable reader of one object: each read past the buffer is one ranged GET."""
 
-    def __init__(self, uri: str) -> None:
-        store, key = STORES.client(uri)
+    def __init__(self, clients: ObjectClients, uri: str) -> None:
+        store, key = clients.client(uri)
         try:
             self._file = obstore.open_reader(store, key, buffer_size=64 * 1024)
         except _FAILED as error:
@@ -218,8 +215,8 @@ class _Tail(io.RawIOBase):
     """A seekable reader of one object of known ``size`` whose last bytes are ``tail``: reads in
     the tail cost nothing, others one ranged GET each."""
 
-    def __init__(self, uri: str, tail: bytes, size: int) -> None:
-        self._uri, self._tail, self._size, self._at = uri, tail, size, 0
+    def __init__(self, clients: ObjectClients, uri: str, tail: bytes, size: int) -> None:
+        self._clients, self._uri, self._tail, self._size, self._at = clients, uri, tail, size, 0
 
     def readable(self) -> bool:
         return True
@@ -242,7 +239,7 @@ class _Tail(io.RawIOBase):
         if self._at >= start_of_tail:
             data = self._tail[self._at - start_of_tail : end - start_of_tail]
         else:
-            store, key = STORES.client(self._uri)
+            store, key = self._clients.client(self._uri)
             try:
                 data = bytes(obstore.get_range(store, key, start=self._at, end=end))
             except _FAILED as error:
@@ -252,29 +249,29 @@ class _Tail(io.RawIOBase):
         return len(data)
 
 
-def open_tail(uri: str) -> tuple[io.RawIOBase, int]:
+def open_tail(clients: ObjectClients, uri: str) -> tuple[io.RawIOBase, int]:
     """``uri`` opened for reading from its end (a parquet footer), and its size: one GET."""
-    store, key = STORES.client(uri)
+    store, key = clients.client(uri)
     try:
         found = obstore.get(store, key, options={"range": {"suffix": TAIL_BYTES}})
         tail, size = bytes(found.bytes()), int(found.meta["size"])
     except _FAILED as error:
         raise _fail("read", uri, error) from error
-    return _Tail(uri, tail, size), size
+    return _Tail(clients, uri, tail, size), size
 
 
-def open_input(uri: str) -> io.BufferedReader:
+def open_input(clients: ObjectClients, uri: str) -> io.BufferedReader:
     """``uri`` opened for reading, seekable (footers, deletion vectors: ranged reads)."""
-    return io.BufferedReader(_Reader(uri), buffer_size=64 * 1024)
+    return io.BufferedReader(_Reader(clients, uri), buffer_size=64 * 1024)
 
 
-def put_if_absent(uri: str, data: bytes) -> bool:
+def put_if_absent(clients: ObjectClients, uri: str, data: bytes) -> bool:
     """Create ``uri`` with ``data`` unless it exists (one conditional create); True if created.
 
     Raises:
         ConditionalCreateUnsupported: the store answered that it cannot create conditionally.
     """
-    store, key = STORES.client(uri)
+    store, key = clients.client(uri)
     try:
         obstore.put(store, key, data, mode="create")
         return True
@@ -297,22 +294,22 @@ def put_if_absent(uri: str, data: bytes) -> bool:
         raise _fail("write", uri, error) from error
 
 
-def write_new(uri: str, data: bytes) -> None:
+def write_new(clients: ObjectClients, uri: str, data: bytes) -> None:
     """Write the new object ``uri`` (an existing one is an error, as a local ``open(..., "x")``)."""
-    if not put_if_absent(uri, data):
+    if not put_if_absent(clients, uri, data):
         raise ObjectStoreError(f"cannot write {uri}: it exists already")
 
 
-def _entries(uri: str) -> tuple[list[str], list[str]]:
-    folders, names, _ = _listing(uri)
+def _entries(clients: ObjectClients, uri: str) -> tuple[list[str], list[str]]:
+    folders, names, _ = _listing(clients, uri)
     return folders, names
 
 
-def _listing(uri: str) -> tuple[list[str], list[str], bool]:
+def _listing(clients: ObjectClients, uri: str) -> tuple[list[str], list[str], bool]:
     """The folders and files directly under ``uri``, and whether the folder's own marker exists:
     the zero-byte object ``<folder>/`` Hadoop's S3A makes (obstore lists it as the folder's key),
     a sign Spark made the folder even where it wrote nothing in it (an empty result), no file."""
-    store, key = STORES.client(uri)
+    store, key = clients.client(uri)
     try:
         listed = obstore.list_with_delimiter(store, f"{key}/" if key else None)
     except _MISSING:
@@ -326,27 +323,27 @@ def _listing(uri: str) -> tuple[list[str], list[str], bool]:
     return folders, names, marker
 
 
-def list_names(uri: str) -> list[str]:
+def list_names(clients: ObjectClients, uri: str) -> list[str]:
     """The names directly under the prefix ``uri`` (objects and "folders")."""
-    folders, names = _entries(uri)
+    folders, names = _entries(clients, uri)
     return sorted({*folders, *names})
 
 
-def walk(root: str) -> Iterator[tuple[str, list[str], list[str]]]:
+def walk(clients: ObjectClients, root: str) -> Iterator[tuple[str, list[str], list[str]]]:
     """Top-down ``(folder, dirs, names)`` under the prefix ``root``, as ``os.walk`` (pruning works)."""
     pending = [root.rstrip("/")]
     while pending:
         folder = pending.pop()
-        dirs, names = _entries(folder)
+        dirs, names = _entries(clients, folder)
         if not dirs and not names and folder != root.rstrip("/"):
             continue
         yield folder, dirs, names
         pending.extend(posixpath.join(folder, d) for d in reversed(dirs))
 
 
-def head(uri: str) -> tuple[int, float] | None:
+def head(clients: ObjectClients, uri: str) -> tuple[int, float] | None:
     """``(size, modification time in seconds)`` of the object ``uri``, None when there is none."""
-    store, key = STORES.client(uri)
+    store, key = clients.client(uri)
     try:
         meta = obstore.head(store, key)
     except _MISSING:
@@ -356,15 +353,15 @@ def head(uri: str) -> tuple[int, float] | None:
     return int(meta["size"]), meta["last_modified"].timestamp()
 
 
-def is_dir(uri: str) -> bool:
+def is_dir(clients: ObjectClients, uri: str) -> bool:
     """Whether any object lies under the prefix ``uri``, or S3A's marker of it."""
-    folders, names, marker = _listing(uri)
+    folders, names, marker = _listing(clients, uri)
     return bool(folders or names or marker)
 
 
-def delete(uri: str) -> None:
+def delete(clients: ObjectClients, uri: str) -> None:
     """Remove the object ``uri`` (no error when it is gone)."""
-    store, key = STORES.client(uri)
+    store, key = clients.client(uri)
     try:
         obstore.delete(store, key)
     except _MISSING:
@@ -373,9 +370,9 @@ def delete(uri: str) -> None:
         raise _fail("delete", uri, error) from error
 
 
-def delete_prefix(uri: str) -> None:
+def delete_prefix(clients: ObjectClients, uri: str) -> None:
     """Remove every object under the prefix ``uri``."""
-    store, key = STORES.client(uri)
+    store, key = clients.client(uri)
     try:
         found = [meta for batch in obstore.list(store, f"{key.rstrip('/')}/") for meta in batch]
         keys = [meta["path"] for meta in found]

@@ -18,14 +18,14 @@ import os
 import shutil
 import tempfile
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import BinaryIO
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from dbt.adapters.deltamerge.common.store_options import is_object_uri, refused_scheme
+from dbt.adapters.deltamerge.common.store_options import effective_options, is_object_uri, refused_scheme
 from dbt.adapters.deltamerge.delta import object_storage as remote
 from dbt.adapters.deltamerge.delta.errors import StorageError
 from dbt.adapters.deltamerge.delta.faults import crash_point
@@ -182,38 +182,42 @@ class LocalStore:
 
 
 class ObjectStore:
-    """An object store (S3, GCS, Azure), through the process's obstore clients (one per bucket)."""
+    """The object stores (S3, GCS, Azure) one configuration reaches, through its obstore clients
+    (``remote.ObjectClients``: one per bucket, each with its bucket's options)."""
 
     object_store = True
 
+    def __init__(self, clients: remote.ObjectClients) -> None:
+        self.clients = clients
+
     def deltalake_options(self, path: str) -> dict[str, str] | None:
         """deltalake's ``storage_options`` for a table at ``path``: its bucket's."""
-        return remote.deltalake_options(path)
+        return remote.deltalake_options(self.clients, path)
 
     def read_bytes(self, path: str) -> bytes:
-        return remote.read_bytes(path)
+        return remote.read_bytes(self.clients, path)
 
     def open_input(self, path: str) -> BinaryIO:
-        return remote.open_input(path)
+        return remote.open_input(self.clients, path)
 
     def parquet_metadata(self, path: str) -> pq.FileMetaData:
-        with remote.open_input(path) as handle:
+        with remote.open_input(self.clients, path) as handle:
             return pq.read_metadata(handle)
 
     def parquet_footer(self, path: str) -> tuple[pq.FileMetaData, int]:
         """One request: the file's tail, and its size."""
-        tail, size = remote.open_tail(path)
+        tail, size = remote.open_tail(self.clients, path)
         with tail:
             return pq.read_metadata(tail), size
 
     def parquet_schema(self, path: str) -> pa.Schema:
-        with remote.open_input(path) as handle:
+        with remote.open_input(self.clients, path) as handle:
             return pq.read_schema(handle)
 
     def put_if_absent(self, path: str, data: bytes) -> bool:
         """One conditional create."""
         crash_point("commit_file_written")
-        return remote.put_if_absent(path, data)
+        return remote.put_if_absent(self.clients, path, data)
 
     def lock_file(self, path: str) -> str:
         """A local file named for ``path`` (no locks on a store): processes of this machine take
@@ -224,36 +228,36 @@ class ObjectStore:
         return os.path.join(folder, digest)
 
     def write_durably(self, path: str, data: bytes) -> None:
-        remote.write_new(path, data)
+        remote.write_new(self.clients, path, data)
 
     def list_names(self, folder: str) -> list[str]:
-        return remote.list_names(folder)
+        return remote.list_names(self.clients, folder)
 
     def walk(self, root: str) -> Iterator[tuple[str, list[str], list[str]]]:
-        yield from remote.walk(root)
+        yield from remote.walk(self.clients, root)
 
     def size_and_mtime(self, path: str) -> tuple[int, float]:
-        found = remote.head(path)
+        found = remote.head(self.clients, path)
         if found is None:
             raise StorageError(f"cannot stat {path}: no such object")
         return found
 
     def exists(self, path: str) -> bool:
-        return remote.head(path) is not None or remote.is_dir(path)
+        return remote.head(self.clients, path) is not None or remote.is_dir(self.clients, path)
 
     def is_dir(self, path: str) -> bool:
         """A key prefix holding objects."""
-        return remote.is_dir(path)
+        return remote.is_dir(self.clients, path)
 
     def is_file(self, path: str) -> bool:
-        return remote.head(path) is not None
+        return remote.head(self.clients, path) is not None
 
     def make_dirs(self, path: str) -> None:
         """Nothing to do: a prefix exists while a key is under it."""
 
     def make_new_dir(self, path: str) -> None:
         """No object may be under ``path`` yet."""
-        if remote.is_dir(path):
+        if remote.is_dir(self.clients, path):
             raise StorageError(f"cannot create the folder {path}: it exists")
 
     def rename(self, source: str, target: str) -> None:
@@ -261,12 +265,12 @@ class ObjectStore:
         raise StorageError(f"cannot move {source} to {target}: an object store has no rename")
 
     def delete_file(self, path: str, *, missing_ok: bool = False) -> None:
-        if not missing_ok and remote.head(path) is None:
+        if not missing_ok and remote.head(self.clients, path) is None:
             raise FileNotFoundError(path)
-        remote.delete(path)
+        remote.delete(self.clients, path)
 
     def delete_tree(self, path: str) -> None:
-        remote.delete_prefix(path)
+        remote.delete_prefix(self.clients, path)
 
     def remove_empty_dir(self, path: str) -> None:
         """Nothing to do: prefixes are not kept."""
@@ -274,13 +278,36 @@ class ObjectStore:
 
 Store = LocalStore | ObjectStore
 LOCAL = LocalStore()
-OBJECT = ObjectStore()
 
 
-def store_for(path: str) -> Store:
-    """The store ``path`` is on (a scheme where no commit is safe is refused by name).
+class Stores:
+    """The stores one configuration reaches: the local disk, and the object stores its options
+    (``store_options.effective_options`` and a bucket's own) reach. A dbt invocation holds one,
+    made from its profile (``Invocation.stores``); every ``TableLocation`` carries the one it was
+    placed with, so a table's storage calls, and its binding's, use the options that placed it.
+    ``Stores()`` reaches object stores as the environment's variables say (as delta-rs does
+    without ``storage_options``)."""
 
-    >>> store_for("s3a://lake/t").object_store, store_for("/w/t").object_store
-    (True, False)
-    """
-    return OBJECT if on_object_store(path) else LOCAL
+    def __init__(
+        self,
+        options: Mapping[str, str] | None = None,
+        buckets: Mapping[tuple[str, str], Mapping[str, str]] | None = None,
+    ) -> None:
+        shared = effective_options(os.environ, {}) if options is None else options
+        self.object = ObjectStore(remote.ObjectClients(shared, buckets))
+
+    def configure(
+        self, options: Mapping[str, str], buckets: Mapping[tuple[str, str], Mapping[str, str]] | None = None
+    ) -> None:
+        """Use ``options`` for every object store from now on, and ``buckets``' own (by ``(kind,
+        bucket)``) for those buckets: clients made with other options are dropped."""
+        self.object.clients.configure(options, buckets)
+
+    def store_for(self, path: str) -> Store:
+        """The store ``path`` is on (a scheme where no commit is safe is refused by name).
+
+        >>> stores = Stores({})
+        >>> stores.store_for("s3a://lake/t").object_store, stores.store_for("/w/t").object_store
+        (True, False)
+        """
+        return self.object if on_object_store(path) else LOCAL

@@ -20,6 +20,7 @@ from typing import Literal
 from pyspark.sql import SparkSession
 
 from dbt.adapters.deltamerge import binding
+from dbt.adapters.deltamerge.delta import Stores
 from dbt.adapters.deltamerge.delta.txn import WriteResult
 from dbt.adapters.deltamerge.model.spec import ModelSpec
 from dbt.adapters.deltamerge.model.write import CatalogEntry, ModelRun, locate, write_model
@@ -39,7 +40,8 @@ def run_round(
     config = {} if table_round else {"unique_key": "id", "incremental_strategy": "delta_merge"}
     spec = ModelSpec.from_config("warmup", config, materialization)
     spark.sql(f"SHOW TABLE EXTENDED IN {schema} LIKE '*'").collect()
-    found = binding.binding(spark, schema, IDENTIFIER)
+    stores = Stores()  # the warm-up's own process: its environment's stores
+    found = binding.binding(spark, schema, IDENTIFIER, stores)
     entry = CatalogEntry(
         schema, IDENTIFIER, found.table_path if found else None, found.properties if found else None
     )
@@ -49,6 +51,7 @@ def run_round(
         entry,
         incremental=not table_round,
         txn=(f"dbt-deltamerge:warmup-{os.getpid()}:{schema}.{IDENTIFIER}", number),
+        stores=stores,
     )
     with interruptible():
         written = write_model(

@@ -22,6 +22,7 @@ from dbt.adapters.deltamerge.common.config_values import SpecError
 from dbt.adapters.deltamerge.common.sql import quote_identifier
 from dbt.adapters.deltamerge.delta import (
     Snapshot,
+    Stores,
     TableLocation,
     after_commit,
     has_delta_log,
@@ -260,10 +261,11 @@ def locate(
     *,
     incremental: bool,
     txn: tuple[str, int],
+    stores: Stores,
     schema_folder: Callable[[str], str] | None = None,
 ) -> ModelTable:
     """The model's table: its location (``delta.place_table``: ``location_root``, its catalog
-    binding, or the schema's folder).
+    binding, or the schema's folder), reached through ``stores`` (the invocation's).
 
     ``txn``: the write's ``txn`` (``model/txn.py``).
     ``schema_folder``: a schema's folder (the command's lookup; else the catalog's, a round trip),
@@ -279,6 +281,7 @@ def locate(
         explicit=os.path.join(root, identifier) if root else None,
         bound=bound,
         schema_folder=lambda: folder_of(schema),
+        stores=stores,
     )
     exists = bound is not None or (incremental and has_delta_log(location))
     return ModelTable(schema, identifier, location, exists, bound is not None, txn, entry.properties)

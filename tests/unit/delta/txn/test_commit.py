@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from dbt.adapters.deltamerge.delta import storage
+from dbt.adapters.deltamerge.delta import Stores, storage
 from dbt.adapters.deltamerge.delta.errors import ConcurrentModification
 from dbt.adapters.deltamerge.delta.location import TableLocation
 from dbt.adapters.deltamerge.delta.txn.commit import CommitInfo, commit, read_commit
@@ -15,8 +15,8 @@ from dbt.adapters.deltamerge.delta.txn.commit import CommitInfo, commit, read_co
 
 def test_put_if_absent_never_overwrites(tmp_path):
     target = str(tmp_path / "00.json")
-    assert storage.put_if_absent(target, b"first\n") is True
-    assert storage.put_if_absent(target, b"second\n") is False
+    assert storage.put_if_absent(Stores({}), target, b"first\n") is True
+    assert storage.put_if_absent(Stores({}), target, b"second\n") is False
     with open(target, "rb") as handle:
         assert handle.read() == b"first\n"
     assert os.listdir(tmp_path) == ["00.json"]  # no temp file left behind

@@ -73,14 +73,13 @@ class ConvertResult:
 
 def convert_to_delta(
     spark: SparkSession,
-    path: str,
+    table: TableLocation,
     *,
     partition_schema: T.StructType | None = None,
     statistics: bool = True,
     source_name: str | None = None,
 ) -> ConvertResult:
-    """Convert the parquet files under ``path`` into version 0 of a Delta table there."""
-    table = TableLocation.of(path)
+    """Convert the parquet files under ``table`` into version 0 of a Delta table there."""
     path = table.path
     name = source_name or path
     if not table.store.is_dir(path):

@@ -20,6 +20,7 @@ from dbt.adapters.deltamerge.delta.errors import DeltaError
 from dbt.adapters.deltamerge.delta.location import TableLocation
 from dbt.adapters.deltamerge.delta.log.stats import stats_from_metadata, stats_to_json
 from dbt.adapters.deltamerge.delta.paths import unescape_partition_value
+from dbt.adapters.deltamerge.delta.stores import Store
 
 # Above this many files, footers are read by a Spark job instead of the driver.
 DISTRIBUTE_ABOVE = 256
@@ -104,7 +105,7 @@ def file_schemas(
     types are exactly what Spark's parquet reader gives (INT96, unsigned, timestamps).
     """
     relatives = [f.relative for f in files]
-    pairs = _each_file(spark, relatives, partial(_schema_of, table))
+    pairs = _each_file(spark, relatives, partial(_schema_of, table.store, table.path))
     representatives: dict[bytes, str] = {}
     for relative, schema in pairs:
         representatives.setdefault(schema, relative)
@@ -114,8 +115,8 @@ def file_schemas(
     ]
 
 
-def _schema_of(table: TableLocation, relative: str) -> bytes:
-    schema = table.store.parquet_schema(os.path.join(table.path, relative))
+def _schema_of(store: Store, root: str, relative: str) -> bytes:
+    schema = store.parquet_schema(os.path.join(root, relative))
     return bytes(schema.remove_metadata().serialize().to_pybytes())
 
 
@@ -188,13 +189,13 @@ def file_stats_json(
     num_indexed: int,
 ) -> dict[str, str]:
     """``add.stats`` JSON of every file, keyed by relative path."""
-    task = partial(_stats_of, table, data_schema, num_indexed)
+    task = partial(_stats_of, table.store, table.path, data_schema, num_indexed)
     pairs = _each_file(spark, [f.relative for f in files], task)
     return {relative: value.decode("utf-8") for relative, value in pairs}
 
 
-def _stats_of(table: TableLocation, schema: T.StructType, num_indexed: int, relative: str) -> bytes:
-    metadata = table.store.parquet_metadata(os.path.join(table.path, relative))
+def _stats_of(store: Store, root: str, schema: T.StructType, num_indexed: int, relative: str) -> bytes:
+    metadata = store.parquet_metadata(os.path.join(root, relative))
     return stats_to_json(stats_from_metadata(metadata, schema, num_indexed)).encode("utf-8")
 
 
@@ -204,7 +205,9 @@ def _each_file(
     """``read`` of every file; above ``DISTRIBUTE_ABOVE`` files, in Spark tasks of about ``FILES_PER_TASK``.
 
     A DataFrame of file names through a Python UDF (public API, no pandas): the footers
-    are read by the executors of a classic session and of a Spark Connect server alike.
+    are read by the executors of a classic session and of a Spark Connect server alike. ``read``
+    holds the table's store and root only (a local disk's store ships nothing; an object store
+    ships its configuration's options, rebuilt into clients on the executor).
     """
     if len(relatives) <= DISTRIBUTE_ABOVE:
         return [(relative, read(relative)) for relative in relatives]

@@ -25,7 +25,6 @@ from dbt.adapters.deltamerge.delta.faults import crash_point
 from dbt.adapters.deltamerge.delta.location import TableLocation
 from dbt.adapters.deltamerge.delta.log.vector_files import uuid_path_or_inline, vector_file, z85_decode
 from dbt.adapters.deltamerge.delta.paths import local_path
-from dbt.adapters.deltamerge.delta.stores import store_for
 
 PORTABLE_MAGIC = 1681511377
 NATIVE_MAGIC = 1681511376
@@ -86,7 +85,7 @@ def _load(table: TableLocation, descriptor: Mapping[str, Any]) -> FrozenBitMap64
         path = where if kind == "p" else local_path(table.path, where)
         offset = int(descriptor.get("offset") or 0)
         # An absolute path ('p') may name another store than the table's.
-        with (store_for(path) if kind == "p" else table.store).open_input(path) as handle:
+        with table.stores.store_for(path).open_input(path) as handle:
             handle.seek(offset)
             head = handle.read(4)
             size = struct.unpack(">i", head)[0] if len(head) == 4 else -1

@@ -24,6 +24,7 @@ from dbt.adapters.deltamerge.delta.log.schema import schema_from_json, schema_to
 from dbt.adapters.deltamerge.delta.log.snapshot import AddFile, Snapshot, snapshot_after
 from dbt.adapters.deltamerge.delta.log.stats import stats_to_json
 from dbt.adapters.deltamerge.delta.paths import local_path
+from dbt.adapters.deltamerge.delta.stores import Stores
 from dbt.adapters.deltamerge.delta.txn.actions import ChangeFile, CommitActions, WrittenFile, add_actions
 from dbt.adapters.deltamerge.delta.txn.commit import (
     DEFAULT_CHECKPOINT_INTERVAL,
@@ -105,10 +106,10 @@ class PendingCommit:
         }
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> PendingCommit:
-        """The commit ``to_json`` described."""
+    def from_json(cls, data: dict[str, Any], stores: Stores) -> PendingCommit:
+        """The commit ``to_json`` described, its table reached through ``stores``."""
         return cls(
-            TableLocation.of(str(data["table_path"])),
+            TableLocation.of(str(data["table_path"]), stores),
             int(data["read_version"]),
             str(data["operation"]),
             list(data["actions"]),

@@ -23,7 +23,7 @@ from pyspark.sql import types as T
 from dbt.adapters.deltamerge import binding
 from dbt.adapters.deltamerge.common.errors import EngineError
 from dbt.adapters.deltamerge.common.sql import quote_identifier
-from dbt.adapters.deltamerge.delta import Snapshot, load_snapshot, place_table
+from dbt.adapters.deltamerge.delta import Snapshot, Stores, load_snapshot, place_table
 from dbt.adapters.deltamerge.delta.data import WriteRequest, read_files, write_dataframe
 from dbt.adapters.deltamerge.delta.log import (
     definition_actions,
@@ -66,19 +66,21 @@ def create_table(
     schema: str,
     identifier: str,
     schema_folder: Callable[[], str],
+    stores: Stores,
 ) -> WriteResult | None:
     """Create (or replace) the Delta table ``schema.identifier``; nothing is committed for IF NOT
-    EXISTS. ``schema_folder``: the schema's folder, asked when the table is placed there.
+    EXISTS. ``schema_folder``: the schema's folder, asked when the table is placed there;
+    ``stores``: the invocation's, which reach the table.
 
     Returns:
         What was committed, or None for a ``LIKE`` of a non-Delta table without ``USING delta``
         (Spark's own CREATE TABLE LIKE keeps the source's format).
     """
     name = f"{schema}.{identifier}"
-    like = _like(spark, statement.like, name) if statement.like else None
+    like = _like(spark, statement.like, name, stores) if statement.like else None
     if statement.like and like is None and not statement.using_delta:
         return None
-    bound = binding.binding(spark, schema, identifier)
+    bound = binding.binding(spark, schema, identifier, stores)
     if bound is not None and not statement.replace:
         existing = load_snapshot(bound.location)
         if statement.if_not_exists and existing is not None:
@@ -89,6 +91,7 @@ def create_table(
         explicit=statement.location,
         bound=bound.table_path if bound else None,
         schema_folder=schema_folder,
+        stores=stores,
     )
     current = load_snapshot(location)
     if current is not None and not (
@@ -134,7 +137,7 @@ def create_table(
     return write_dataframe(spark, rows, request)
 
 
-def _like(spark: SparkSession, parts: tuple[str, ...], name: str) -> _Definition | None:
+def _like(spark: SparkSession, parts: tuple[str, ...], name: str, stores: Stores) -> _Definition | None:
     """A Delta source's definition as Delta's CREATE TABLE LIKE copies it, or None if not Delta.
 
     Schema with column comments, partition columns, table properties and description; not
@@ -142,7 +145,7 @@ def _like(spark: SparkSession, parts: tuple[str, ...], name: str) -> _Definition
     """
     source = ".".join(parts)
     schema = parts[-2] if len(parts) > 1 else spark.catalog.currentDatabase()
-    bound = binding.binding(spark, schema, parts[-1])
+    bound = binding.binding(spark, schema, parts[-1], stores)
     if bound is None:
         return None
     snapshot = load_snapshot(bound.location)

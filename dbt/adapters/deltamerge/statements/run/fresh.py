@@ -21,7 +21,7 @@ from pyspark.sql import SparkSession
 
 from dbt.adapters.deltamerge import binding
 from dbt.adapters.deltamerge.common.sql import quote_identifier, string_literal
-from dbt.adapters.deltamerge.delta import DeltaError, TableLocation, load_snapshot
+from dbt.adapters.deltamerge.delta import DeltaError, Stores, TableLocation, load_snapshot
 from dbt.adapters.deltamerge.delta.txn import latest_version
 from dbt.adapters.deltamerge.statements.parse.reads import Name, read_names
 from dbt.adapters.deltamerge.statements.parse.text import SqlText
@@ -72,10 +72,11 @@ class CatalogReads:
     of ours are kept with the version last bound (any binder's: a differing log is looked at again
     before binding); views and other tables are forgotten whenever a statement of the invocation
     creates, replaces, alters or drops a catalog object (``forget_definitions``). A missing name is
-    never kept.
+    never kept. The tables it finds are reached through ``stores``, the invocation's.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, stores: Stores) -> None:
+        self.stores = stores
         self._lock = threading.RLock()
         self._known: dict[Name, Known] = {}
         self._folders_lock = threading.Lock()
@@ -146,9 +147,9 @@ class CatalogReads:
             return None
         information = str(row[3])
         try:
-            ours = binding.listed(information, delta=binding.delta_catalog(spark))
+            ours = binding.listed(information, self.stores, delta=binding.delta_catalog(spark))
         except ValueError:
-            ours = binding.binding(spark, str(row[0]) or schema, str(row[1]))
+            ours = binding.binding(spark, str(row[0]) or schema, str(row[1]), self.stores)
         known: Known
         if ours is not None and ours.delta_entry:
             known = Other()  # Delta's own entry: Delta reads the latest version at each query
@@ -183,7 +184,8 @@ def _fresh(spark: SparkSession, bound: Bound) -> Bound:
     latest = latest_version(bound.table)
     if latest == bound.version and latest >= 0:
         return bound
-    entry = binding.binding(spark, bound.schema, bound.identifier)  # another process may have bound it
+    # another process may have bound it
+    entry = binding.binding(spark, bound.schema, bound.identifier, bound.table.stores)
     if entry is None:
         return bound  # dropped meanwhile: Spark says so when it plans
     name = f"{bound.schema}.{bound.identifier}"

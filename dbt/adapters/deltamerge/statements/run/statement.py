@@ -24,7 +24,14 @@ from pyspark.sql import SparkSession
 from dbt.adapters.deltamerge import binding
 from dbt.adapters.deltamerge.common.config_values import SpecError
 from dbt.adapters.deltamerge.common.errors import EngineError
-from dbt.adapters.deltamerge.delta import Snapshot, TableLocation, after_commit, load_snapshot, place_table
+from dbt.adapters.deltamerge.delta import (
+    Snapshot,
+    Stores,
+    TableLocation,
+    after_commit,
+    load_snapshot,
+    place_table,
+)
 from dbt.adapters.deltamerge.delta.commands import auto_compact, recluster
 from dbt.adapters.deltamerge.delta.log import TableChange
 from dbt.adapters.deltamerge.delta.txn import WriteResult, rows_affected
@@ -86,12 +93,13 @@ SchemaFolder = Callable[[str], str]
 
 
 def run_on_delta(
-    spark: SparkSession, text: SqlText, schema_folder: SchemaFolder | None = None
+    spark: SparkSession, text: SqlText, stores: Stores, schema_folder: SchemaFolder | None = None
 ) -> StatementResult | None:
     """Run ``text`` through the engine if it writes a Delta table (parsed from the text's one lex
-    and parse, shared with the cursor's other questions); ``schema_folder`` tells where a
-    schema's new tables go (asked only when a table is placed: a dbt invocation's catalog reads,
-    which ask the catalog once per schema; without it, the catalog is asked each time).
+    and parse, shared with the cursor's other questions), its table reached through ``stores``
+    (the invocation's); ``schema_folder`` tells where a schema's new tables go (asked only when a
+    table is placed: a dbt invocation's catalog reads, which ask the catalog once per schema;
+    without it, the catalog is asked each time).
 
     Returns:
         What ran, or None when ``sql`` is not such a statement (Spark runs it).
@@ -111,9 +119,11 @@ def run_on_delta(
     name = f"{schema}.{identifier}"
     folder = partial(schema_folder or partial(binding.schema_folder, spark), schema)
     if isinstance(parsed, CreateTableStatement):
-        result = create_table(spark, parsed, schema=schema, identifier=identifier, schema_folder=folder)
+        result = create_table(
+            spark, parsed, schema=schema, identifier=identifier, schema_folder=folder, stores=stores
+        )
         return None if result is None else _done(spark, schema, identifier, result)
-    snapshot = _bound_snapshot(spark, schema, identifier, folder)
+    snapshot = _bound_snapshot(spark, schema, identifier, folder, stores)
     if snapshot is None:
         return None
     if isinstance(parsed, RefusedStatement):
@@ -212,11 +222,13 @@ def _schema_of(spark: SparkSession, parts: tuple[str, ...]) -> str | None:
 
 
 def _bound_snapshot(
-    spark: SparkSession, schema: str, identifier: str, schema_folder: Callable[[], str]
+    spark: SparkSession, schema: str, identifier: str, schema_folder: Callable[[], str], stores: Stores
 ) -> Snapshot | None:
-    bound = binding.binding(spark, schema, identifier)
+    bound = binding.binding(spark, schema, identifier, stores)
     location = (
-        bound.location if bound is not None else interrupted_table(spark, schema, identifier, schema_folder)
+        bound.location
+        if bound is not None
+        else interrupted_table(spark, schema, identifier, schema_folder, stores)
     )
     if location is None:
         return None
@@ -231,16 +243,17 @@ def _bound_snapshot(
 
 
 def interrupted_table(
-    spark: SparkSession, schema: str, identifier: str, schema_folder: Callable[[], str]
+    spark: SparkSession, schema: str, identifier: str, schema_folder: Callable[[], str], stores: Stores
 ) -> TableLocation | None:
     """The Delta table at the managed location of a name whose catalog entry a killed run was
     replacing (a table the user dropped stays dropped): statements and snapshots bind it again.
-    ``schema_folder``: the schema's folder (asked only when the schema exists)."""
+    ``schema_folder``: the schema's folder (asked only when the schema exists); ``stores``: the
+    invocation's."""
     if spark.catalog.tableExists(binding.table_name(schema, identifier)):
         return None  # a table of another kind (a view, a parquet table): Spark's
     if not spark.catalog.databaseExists(schema):
         return None
-    location = place_table(identifier, explicit=None, bound=None, schema_folder=schema_folder)
+    location = place_table(identifier, explicit=None, bound=None, schema_folder=schema_folder, stores=stores)
     return location if binding.interrupted_binding(location, schema, identifier) else None
 
 

@@ -18,7 +18,7 @@ from pyspark.sql import DataFrame, SparkSession
 from dbt.adapters.deltamerge import binding
 from dbt.adapters.deltamerge.common.errors import EngineError
 from dbt.adapters.deltamerge.common.sql import quote_identifier
-from dbt.adapters.deltamerge.delta import after_commit, load_snapshot
+from dbt.adapters.deltamerge.delta import Stores, after_commit, load_snapshot
 from dbt.adapters.deltamerge.statements.parse.history import (
     DescribeDetail,
     DescribeHistory,
@@ -42,15 +42,16 @@ class NotADeltaName(EngineError):
     """Time travel or history asked of a name that is no Delta table's catalog entry."""
 
 
-def run_history(spark: SparkSession, sql: str) -> tuple[str, DataFrame] | None:
-    """Run ``DESCRIBE HISTORY`` / ``DETAIL`` or ``RESTORE`` of a Delta-bound name: what it names and
-    its result rows; None when ``sql`` is none of them. A name no entry of ours binds is refused."""
+def run_history(spark: SparkSession, sql: str, stores: Stores) -> tuple[str, DataFrame] | None:
+    """Run ``DESCRIBE HISTORY`` / ``DETAIL`` or ``RESTORE`` of a Delta-bound name (its table reached
+    through ``stores``): what it names and its result rows; None when ``sql`` is none of them. A
+    name no entry of ours binds is refused."""
     parsed = parse_history_statement(sql)
     if parsed is None:
         return None
     schema, identifier = _split(spark, parsed.parts)
     name = f"{schema}.{identifier}"
-    entry = binding.binding(spark, schema, identifier)
+    entry = binding.binding(spark, schema, identifier, stores)
     if entry is None:
         raise NotADeltaName(f"{name} is not a Delta table (no catalog entry of dbt-deltamerge names it)")
     table = entry.location
@@ -78,13 +79,14 @@ def run_history(spark: SparkSession, sql: str) -> tuple[str, DataFrame] | None:
     return name, spark.createDataFrame([tuple(row.values())], columns)
 
 
-def with_versions(spark: SparkSession, text: SqlText) -> str:
+def with_versions(spark: SparkSession, text: SqlText, stores: Stores) -> str:
     """``text`` with each ``name VERSION|TIMESTAMP AS OF x`` of a Delta-bound name replaced by that
-    version's catalog entry (other names' clauses are left to Spark)."""
+    version's catalog entry (other names' clauses are left to Spark); tables reached through
+    ``stores``."""
     sql, references = text.sql, travel_references(text)
     for reference in reversed(references):  # from the end: earlier offsets stay right
         schema, identifier = _split(spark, reference.parts)
-        entry = binding.binding(spark, schema, identifier)
+        entry = binding.binding(spark, schema, identifier, stores)
         if entry is None or entry.delta_entry:
             continue  # (Delta's own entry: Delta reads the version itself)
         name = f"{schema}.{identifier}"
@@ -101,7 +103,7 @@ def _bound_version(
     name = f"{schema}.{identifier}"
     snapshot = snapshot_at(entry.location, version, name)  # refused if VACUUM removed its files
     travel = f"{identifier}{TRAVEL_MARK}{version}"
-    found = binding.binding(spark, schema, travel)
+    found = binding.binding(spark, schema, travel, entry.location.stores)
     if found is None or found.version != version or found.table_path != entry.table_path:
         live_root = entry.properties.get(binding.ROOT_PROPERTY) or binding.bindings_root(entry.location)
         root = os.path.join(live_root, binding.TRAVEL_DIR, f"v{version}")
