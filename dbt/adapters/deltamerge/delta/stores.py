@@ -4,11 +4,13 @@
 a hard link (which fails when the name exists) and staged data files are renamed into place.
 ``ObjectStore``: ``s3://`` (or ``s3a://``), ``gs://``, ``abfss://`` through obstore
 (``object_storage``): a commit is one conditional create, data files are never moved (Spark writes
-them where they stay), there are no folders (a key prefix), renames or hard links. ``store_for``
-chooses a path's store once, refusing by name a scheme where no commit is safe; a table's
-``TableLocation.store`` is its store, chosen once, on first use. ``storage`` keeps the
-functions over a path for what is no table (a binding root, a lock file), each the store's method.
-A failure names the path and says so.
+them where they stay), there are no folders (a key prefix), renames or hard links; it holds its
+configuration's clients (``object_storage.ObjectClients``). ``Stores`` is what one configuration
+reaches (a dbt invocation's, from its profile): its ``store_for`` chooses a path's store, refusing
+by name a scheme where no commit is safe; a table's ``TableLocation.store`` is its store among the
+stores it was placed with, chosen once, on first use. ``storage`` keeps the functions over a path
+for what is no table (a binding root, a lock file), each the store's method. A failure names the
+path and says so.
 """
 
 from __future__ import annotations
