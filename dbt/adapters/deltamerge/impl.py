@@ -173,19 +173,17 @@ class DeltaMergeAdapter(SparkAdapter):
             )
             spark = self.spark_session()
             table = self._model_table(spark, relation, spec, incremental=materialization == "incremental")
-            python = run.get("language") == "python"
+            python, invocation = run.get("language") == "python", current()
             if not python:  # the tables it reads, at their latest versions (a Python
                 text = SqlText(sql)  # one lex and one parse for both questions
-                current().catalog.refresh_sql(spark, text)  # model's ref() and source() do the same),
-                sql = with_versions(
-                    spark, text, current().stores
-                )  # and those it reads VERSION / TIMESTAMP AS OF
+                invocation.catalog.refresh_sql(spark, text)  # model's ref() and source() do the same),
+                sql = with_versions(spark, text, invocation.stores)  # and those it reads AS OF
             rows = _python_model(spark, sql, model) if python else spark.sql(sql)
             done = write_model(spark, rows, table=table, spec=spec, run=model_run)
             if isinstance(done, NotWritten):
                 return not_written_response(done.reason)
             if not isinstance(done, DryRun):  # bound by the write: its version looked up at the next read
-                current().catalog.bound(table.schema, table.identifier, table.location, None)
+                invocation.catalog.bound(table.schema, table.identifier, table.location, None)
             return dry_run_response(done) if isinstance(done, DryRun) else write_response(done)
 
     def _model_table(

@@ -84,11 +84,6 @@ class TableLocation:
         """The location of a table in ``folder`` inside this one (CDC apply's state), on its stores."""
         return TableLocation(os.path.join(self.path, folder), self.stores)
 
-    def at(self, uri: str) -> TableLocation:
-        """The location of another table reached through the same stores (a clone, a conversion's
-        staging, a binding's version folder)."""
-        return TableLocation.of(uri, self.stores)
-
     def deltalake_options(self) -> dict[str, str] | None:
         """deltalake's ``storage_options`` for this table (its store's: none on a local disk)."""
         return self.store.deltalake_options(self.path)
