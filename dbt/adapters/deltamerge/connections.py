@@ -296,9 +296,7 @@ class DeltaMergeConnectionManager(SparkConnectionManager):
 
     @classmethod
     def open(cls, connection: Connection) -> Connection:
-        from dbt.adapters.spark.session import SessionConnectionWrapper
-
-        from dbt.adapters.deltamerge.cursor import DeltaConnection
+        from dbt.adapters.deltamerge.cursor import DeltaConnection, DeltaConnectionWrapper
 
         creds = connection.credentials
         if not isinstance(creds, DeltaMergeCredentials) or creds.method not in (
@@ -327,9 +325,22 @@ class DeltaMergeConnectionManager(SparkConnectionManager):
         connect.apply_settings(spark, bucket_settings(creds))  # buckets with their own credentials
         freeze_imports("spark client")  # pyspark, pandas, grpc: they live until exit (spark/process.py)
         # Statements writing Delta-bound tables must reach the engine, not Spark's INSERT.
-        connection.handle = SessionConnectionWrapper(DeltaConnection(spark))
+        connection.handle = DeltaConnectionWrapper(DeltaConnection(spark))
         connection.state = ConnectionState.OPEN
         return connection
+
+    @classmethod
+    def get_result_from_cursor(cls, cursor: Any, limit: int | None) -> Any:
+        """A result as dbt's agate table, its rows and names in one Spark round trip
+        (``DeltaConnectionWrapper``) on our sessions; dbt-spark's way on its other methods."""
+        from dbt.adapters.deltamerge.cursor import DeltaConnectionWrapper
+
+        if limit or not isinstance(cursor, DeltaConnectionWrapper):
+            return super().get_result_from_cursor(cursor, limit)
+        from dbt_common.clients.agate_helper import table_from_data_flat
+
+        names, rows = cursor.names_and_rows()
+        return table_from_data_flat(cls.process_results(names, rows), names)
 
     def cancel(self, connection: Connection) -> None:
         """Interrupt this process's Spark jobs (dbt cancels connections on Ctrl-C; ``spark/cancel.py``)."""

@@ -15,7 +15,7 @@ from functools import partial
 from typing import Any
 
 from dbt.adapters.events.logging import AdapterLogger
-from dbt.adapters.spark.session import Connection, Cursor
+from dbt.adapters.spark.session import Connection, Cursor, SessionConnectionWrapper
 from dbt_common.exceptions import DbtDatabaseError
 from pyspark.errors import PySparkException
 
@@ -103,3 +103,20 @@ class DeltaConnection(Connection):
 
     def cursor(self) -> Cursor:
         return DeltaCursor(self.spark)
+
+
+class DeltaConnectionWrapper(SessionConnectionWrapper):
+    """dbt-spark's session wrapper whose results come in one Spark round trip.
+
+    dbt reads a result's column names (``description``) before its rows; on Spark Connect the
+    names are a schema request, which analyzes the statement once more (its tables looked up in
+    the metastore again) before the rows are fetched. The rows carry their names: a result with
+    rows takes them from there; an empty one asks for the schema.
+    """
+
+    def names_and_rows(self) -> tuple[list[str], list[Any]]:
+        """The result's column names and rows."""
+        rows = self.fetchall() or []
+        if rows:
+            return list(rows[0].__fields__), rows
+        return [column[0] for column in self.description], rows
