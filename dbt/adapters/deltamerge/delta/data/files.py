@@ -55,12 +55,14 @@ def write_data_and_changes(
     partition_columns: list[str],
     num_indexed_cols: int,
     unindexed: frozenset[str] = frozenset(),
+    written_schema: T.StructType | None = None,
 ) -> tuple[list[WrittenFile], list[ChangeFile]]:
     """Write rows with a ``_change_type`` column in one Spark job, as Delta's writer does.
 
     Rows whose ``_change_type`` is null are the table's new data; the others are change
     rows (``insert``, ``update_preimage``, ``update_postimage``, ``delete``), written
-    under ``_change_data/`` in the same partition layout.
+    under ``_change_data/`` in the same partition layout. ``written_schema``: ``df``'s schema
+    where the caller knows it (else Spark is asked).
     """
     flagged = df.withColumn(_CDC_PARTITION, F.col(CHANGE_TYPE).isNotNull())
     staging, kept = _write_folder(table)
@@ -70,7 +72,8 @@ def write_data_and_changes(
         writer.partitionBy(_CDC_PARTITION, *partition_columns).parquet(staging)
         crash_point("after_staging")
         skip = {*partition_columns, CHANGE_TYPE, _CDC_PARTITION, *unindexed}
-        data_schema = T.StructType([f for f in df.schema.fields if f.name not in skip])
+        fields = (written_schema or df.schema).fields
+        data_schema = T.StructType([f for f in fields if f.name not in skip])
         data: list[WrittenFile] = []
         changes: list[ChangeFile] = []
         for relative in _staged_files(table, staging):
@@ -143,9 +146,11 @@ def write_data_files(
     partition_columns: list[str],
     num_indexed_cols: int,
     unindexed: frozenset[str] = frozenset(),
+    written_schema: T.StructType | None = None,
 ) -> list[WrittenFile]:
     """Write ``df`` (already in table column order and types) as parquet files of the table
-    (``unindexed``: columns not in the schema, such as materialized row ids: no statistics)."""
+    (``unindexed``: columns not in the schema, such as materialized row ids: no statistics;
+    ``written_schema``: ``df``'s schema where the caller knows it, else Spark is asked)."""
     staging, kept = _write_folder(table)
     writer = df.write.mode("error").option("compression", "snappy")
     if partition_columns:
@@ -155,7 +160,8 @@ def write_data_files(
         writer.parquet(staging)
         crash_point("after_staging")
         skip = {*partition_columns, *unindexed}
-        data_schema = T.StructType([f for f in df.schema.fields if f.name not in skip])
+        fields = (written_schema or df.schema).fields
+        data_schema = T.StructType([f for f in fields if f.name not in skip])
         prefix = os.path.basename(staging)
         placed = [
             _describe(table, os.path.join(prefix, rel), rel, partition_columns, data_schema, num_indexed_cols)

@@ -38,20 +38,31 @@ def write_files(
     partition_columns: list[str],
     configuration: Mapping[str, str],
     schema: T.StructType | None = None,
+    *,
+    columns: T.StructType | None = None,
 ) -> list[WrittenFile]:
     """``df`` (in the table's column order) as data files; ``schema`` (the table's, with column
     mapping metadata) is needed when the table maps columns: files hold physical names.
-    Every row is checked against the table's constraints in the same Spark job."""
+    Every row is checked against the table's constraints in the same Spark job. ``columns``:
+    ``df``'s own schema where the caller knows it (else Spark is asked, once)."""
     num_indexed = int(configuration.get("delta.dataSkippingNumIndexedCols", DEFAULT_NUM_INDEXED_COLS))
+    columns = columns or df.schema
     df = optimized(
         enforced(df, Constraints.of(schema or T.StructType(), configuration)),
         partition_columns,
         configuration,
     )
-    df, partition_columns, unindexed = _as_stored(df, partition_columns, configuration, schema)
-    _unshredded_variants(df)
+    df, partition_columns, unindexed, written = _as_stored(
+        df, columns, partition_columns, configuration, schema
+    )
+    _unshredded_variants(df, columns)
     return write_data_files(
-        df, table, partition_columns=partition_columns, num_indexed_cols=num_indexed, unindexed=unindexed
+        df,
+        table,
+        partition_columns=partition_columns,
+        num_indexed_cols=num_indexed,
+        unindexed=unindexed,
+        written_schema=written,
     )
 
 
@@ -66,45 +77,90 @@ def write_files_and_changes(
     rows checked against the table's constraints in the same Spark job)."""
     num_indexed = int(configuration.get("delta.dataSkippingNumIndexedCols", DEFAULT_NUM_INDEXED_COLS))
     constraints = Constraints.of(schema or T.StructType(), configuration)
+    columns = df.schema
     df = optimized(
         enforced(df, constraints, rows=F.col(CHANGE_TYPE).isNull()), partition_columns, configuration
     )
-    df, partition_columns, unindexed = _as_stored(df, partition_columns, configuration, schema)
-    _unshredded_variants(df)
+    df, partition_columns, unindexed, written = _as_stored(
+        df, columns, partition_columns, configuration, schema
+    )
+    _unshredded_variants(df, columns)
     return write_data_and_changes(
-        df, table, partition_columns=partition_columns, num_indexed_cols=num_indexed, unindexed=unindexed
+        df,
+        table,
+        partition_columns=partition_columns,
+        num_indexed_cols=num_indexed,
+        unindexed=unindexed,
+        written_schema=written,
     )
 
 
-def _unshredded_variants(df: DataFrame) -> None:
+def _unshredded_variants(df: DataFrame, columns: T.StructType) -> None:
     """Have Spark write variant columns unshredded (a struct of ``value`` and ``metadata``), as
-    PROTOCOL.md asks of a table without ``variantShredding`` (Spark 4.1+ shreds by default)."""
-    if contains_type(df.schema, T.VariantType):
+    PROTOCOL.md asks of a table without ``variantShredding`` (Spark 4.1+ shreds by default).
+    ``columns``: the rows' schema before they are renamed as stored (the same types)."""
+    if contains_type(columns, T.VariantType):
         df.sparkSession.conf.set("spark.sql.variant.writeShredding.enabled", "false")
 
 
 def _as_stored(
-    df: DataFrame, partition_columns: list[str], configuration: Mapping[str, str], schema: T.StructType | None
-) -> tuple[DataFrame, list[str], frozenset[str]]:
-    """``df`` and the partition columns as data files hold them, and the columns without
-    statistics: physical names with column mapping; stable row ids (``STABLE_ROW_ID``, ...) in the
-    materialized columns of a table that preserves them, dropped otherwise."""
+    df: DataFrame,
+    columns: T.StructType,
+    partition_columns: list[str],
+    configuration: Mapping[str, str],
+    schema: T.StructType | None,
+) -> tuple[DataFrame, list[str], frozenset[str], T.StructType | None]:
+    """``df`` (whose schema is ``columns``) and the partition columns as data files hold them, the
+    columns without statistics, and the stored rows' schema where it follows from ``columns``
+    without Spark (None under column mapping, whose casts Spark resolves): physical names with
+    column mapping; stable row ids (``STABLE_ROW_ID``, ...) in the materialized columns of a table
+    that preserves them, dropped otherwise."""
     hidden = materialized_columns(configuration)
-    stable = [
-        F.col(internal).alias(stored)
+    names = columns.names
+    stable_pairs = [
+        (internal, stored)
         for internal, stored in zip(STABLE_COLUMNS, hidden or (), strict=False)
-        if internal in df.columns
+        if internal in names
     ]
+    stable = [F.col(internal).alias(stored) for internal, stored in stable_pairs]
     unindexed = frozenset(hidden or ())
     if mapping_mode(configuration) == "none":
-        kept = [F.col(quote_identifier(c)) for c in df.columns if c not in STABLE_COLUMNS]
-        return df.select(*kept, *stable), partition_columns, unindexed
+        kept = [f for f in columns.fields if f.name not in STABLE_COLUMNS]
+        written = stored_schema(columns, kept, stable_pairs)
+        return (
+            df.select(*[F.col(quote_identifier(f.name)) for f in kept], *stable),
+            partition_columns,
+            unindexed,
+            written,
+        )
     if schema is None:
         raise DeltaError("a write to a table with column mapping needs the table's schema (a bug)")
-    extra = [F.col(quote_identifier(c)) for c in df.columns if c == CHANGE_TYPE]
-    names = physical_names(schema)
+    extra = [F.col(quote_identifier(c)) for c in names if c == CHANGE_TYPE]
+    physical = physical_names(schema)
     return (
         df.select(*physical_columns(schema), *extra, *stable),
-        [names[c] for c in partition_columns],
+        [physical[c] for c in partition_columns],
         unindexed,
+        None,
     )
+
+
+def stored_schema(
+    columns: T.StructType, kept: list[T.StructField], stable: list[tuple[str, str]]
+) -> T.StructType:
+    """The schema of ``columns`` selected as ``kept`` then the ``stable`` (internal, stored) row-id
+    columns renamed: what Spark's analysis of that projection gives (a column selected or aliased
+    keeps its type, nullability and metadata).
+
+    >>> cols = T.StructType([T.StructField("a", T.LongType()), T.StructField("_r", T.LongType(), False)])
+    >>> stored_schema(cols, [cols["a"]], [("_r", "row_id_col")]).simpleString()
+    'struct<a:bigint,row_id_col:bigint>'
+    """
+    by_name = {f.name: f for f in columns.fields}
+    renamed = [
+        T.StructField(
+            stored, by_name[internal].dataType, by_name[internal].nullable, by_name[internal].metadata
+        )
+        for internal, stored in stable
+    ]
+    return T.StructType([*kept, *renamed])

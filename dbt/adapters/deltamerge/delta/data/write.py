@@ -182,6 +182,7 @@ def _create_or_replace(df: DataFrame, request: WriteRequest, current: Snapshot |
         partition_columns,
         configuration,
         schema,
+        columns=selected_schema(df.schema, schema),
     )
     actions: list[dict[str, object]] = []
     if current is None or protocol != current.protocol:
@@ -266,3 +267,20 @@ def _resolve_partition_columns(schema: T.StructType, requested: tuple[str, ...])
 
 def _partition_key(values: Mapping[str, str | None]) -> tuple[tuple[str, str | None], ...]:
     return tuple(sorted((k.lower(), v) for k, v in values.items()))
+
+
+def selected_schema(frame: T.StructType, table: T.StructType) -> T.StructType | None:
+    """The schema of a frame (``frame``) with the table's columns selected by name, in the
+    table's order: the frame's own fields (Spark resolves names case-insensitively and keeps the
+    frame's), without asking Spark; None if a column is missing (Spark then says so).
+
+    >>> frame = T.StructType([T.StructField("B", T.LongType()), T.StructField("a", T.StringType())])
+    >>> table = T.StructType([T.StructField("a", T.StringType()), T.StructField("b", T.LongType())])
+    >>> selected_schema(frame, table).names
+    ['a', 'B']
+    >>> selected_schema(frame, T.StructType([T.StructField("c", T.LongType())])) is None
+    True
+    """
+    by_name = {f.name.lower(): f for f in frame.fields}
+    fields = [by_name.get(f.name.lower()) for f in table.fields]
+    return None if any(f is None for f in fields) else T.StructType([f for f in fields if f is not None])
