@@ -9,7 +9,7 @@ and returns an ``AdapterResponse`` carrying Delta's metrics.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import partial
 from typing import Any, cast
@@ -80,6 +80,10 @@ class DeltaMergeAdapter(SparkAdapter):
 
     def _build_spark_relation_list(self, row_list: Any, relation_info_func: Any) -> list[BaseRelation]:
         relations = super()._build_spark_relation_list(row_list, relation_info_func)
+        catalog = current().catalog  # the first read of each name needs no catalog round trip
+        for relation in relations:
+            if _information(relation):
+                catalog.listed(str(relation.schema), str(relation.identifier), _information(relation))
         # Our bound tables show "Provider: parquet" (a table whose files carry deletion vectors is
         # a view, over a files table of its own that dbt never sees): their marker makes them Delta.
         return [
@@ -179,11 +183,9 @@ class DeltaMergeAdapter(SparkAdapter):
                 invocation.catalog.refresh_sql(spark, text)  # model's ref() and source() do the same),
                 sql = with_versions(spark, text, invocation.stores)  # and those it reads AS OF
             rows = _python_model(spark, sql, model) if python else spark.sql(sql)
-            done = write_model(spark, rows, table=table, spec=spec, run=model_run)
+            done = write_model(spark, rows, table=table, spec=spec, run=model_run, bound=_bound_as(table))
             if isinstance(done, NotWritten):
                 return not_written_response(done.reason)
-            if not isinstance(done, DryRun):  # bound by the write: its version looked up at the next read
-                invocation.catalog.bound(table.schema, table.identifier, table.location, None)
             return dry_run_response(done) if isinstance(done, DryRun) else write_response(done)
 
     def _model_table(
@@ -244,9 +246,8 @@ class DeltaMergeAdapter(SparkAdapter):
             df = seed_dataframe(spark, agate_table, self._seed_types(agate_table, config))
             table = self._model_table(spark, relation, spec, incremental=False)
             seed_run = ModelRun(materialization="seed", full_refresh=True)
-            done = write_model(spark, df, table=table, spec=spec, run=seed_run)
+            done = write_model(spark, df, table=table, spec=spec, run=seed_run, bound=_bound_as(table))
             assert isinstance(done, WriteResult)  # only a dry run writes nothing
-            current().catalog.bound(table.schema, table.identifier, table.location, None)
             return write_response(done)
 
     @available
@@ -384,3 +385,14 @@ def _python_model(spark: SparkSession, code: str, model: str) -> Any:
 def _information(relation: BaseRelation) -> str:
     """dbt-spark's ``show table extended`` text of a listed relation."""
     return getattr(relation, "information", None) or ""
+
+
+def _bound_as(table: ModelTable) -> Callable[[int], None]:
+    """What a model write calls with the version it bound the model's entry to: the invocation's
+    catalog knows it, so the next statement reading the model asks the catalog nothing when no
+    other writer committed since (``statements/run/fresh.py``)."""
+
+    def bound(version: int) -> None:
+        current().catalog.bound(table.schema, table.identifier, table.location, version)
+
+    return bound

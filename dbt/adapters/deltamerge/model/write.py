@@ -84,11 +84,14 @@ def write_model(
     spec: ModelSpec,
     run: ModelRun,
     bind: bool = True,
+    bound: Callable[[int], None] | None = None,
 ) -> WriteResult | DryRun | NotWritten:
     """Write one version of the model's Delta table (or merge into it) and re-bind the catalog.
 
     ``bind=False``: the catalog entry is left to the caller (the local server's warm-up binds
-    apart, outside the operations a dbt command may interrupt: ``spark/warmup.py``).
+    apart, outside the operations a dbt command may interrupt: ``spark/warmup.py``). ``bound``
+    hears the version the entry was bound to (the caller's next read of it then needs no
+    catalog round trip to know).
 
     With an enforced contract (``run.contract``), a new table gets its NOT NULL columns and CHECK
     constraints; an existing one is brought to the contract first (its own commit, existing rows
@@ -131,6 +134,8 @@ def write_model(
         with after_commit(f"binding the new version as {name} in the catalog"):
             schema, identifier, catalog = table.schema, table.identifier, table.catalog
             binding.bind(spark, schema=schema, identifier=identifier, snapshot=latest, current=catalog)
+            if bound is not None:
+                bound(latest.version)
     return result
 
 

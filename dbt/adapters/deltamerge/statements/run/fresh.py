@@ -79,6 +79,7 @@ class CatalogReads:
         self.stores = stores
         self._lock = threading.RLock()
         self._known: dict[Name, Known] = {}
+        self._listed: dict[Name, tuple[str, str, str]] = {}  # name: (schema, identifier, text)
         self._folders_lock = threading.Lock()
         self._folders: dict[str, str] = {}
 
@@ -119,10 +120,18 @@ class CatalogReads:
         with self._lock:
             self._known[(schema.lower(), identifier.lower())] = Bound(schema, identifier, table, version)
 
+    def listed(self, schema: str, identifier: str, information: str) -> None:
+        """What dbt's listing of a schema said of one name (its ``SHOW TABLE EXTENDED`` text, which
+        ``_look_up`` would ask for): the first statement reading the name reads it from here, not
+        from the catalog. Forgotten as a look-up is (``forget_definitions``)."""
+        with self._lock:
+            self._listed[(schema.lower(), identifier.lower())] = (schema, identifier, information)
+
     def forget_definitions(self) -> None:
         """Forget views, other tables and schemas' folders (a statement may have defined them anew)."""
         with self._lock:
             self._known = {k: v for k, v in self._known.items() if isinstance(v, Bound)}
+            self._listed.clear()
         with self._folders_lock:
             self._folders.clear()
 
@@ -130,31 +139,37 @@ class CatalogReads:
         """Forget everything (a new dbt command in this process)."""
         with self._lock:
             self._known.clear()
+            self._listed.clear()
         with self._folders_lock:
             self._folders.clear()
 
     def _look_up(self, spark: SparkSession, name: Name) -> Known | None:
-        """What ``name`` is in the catalog (one ``SHOW TABLE EXTENDED``); None when it is missing."""
-        schema, identifier = name
-        pattern = string_literal(identifier)
-        where = f"IN {quote_identifier(schema)} " if schema else ""
-        try:
-            rows = spark.sql(f"SHOW TABLE EXTENDED {where}LIKE {pattern}").collect()
-        except AnalysisException:
-            return None  # no such schema (or a path-based name): Spark says so when it plans
-        row = next((r for r in rows if str(r[1]).lower() == identifier), None)
-        if row is None:
-            return None
-        information = str(row[3])
+        """What ``name`` is in the catalog: as dbt's listing said (``listed``), else one ``SHOW
+        TABLE EXTENDED``; None when it is missing."""
+        listed = self._listed.pop(name, None)
+        if listed is not None:
+            entry_schema, identifier, information = listed
+        else:
+            schema, identifier = name
+            pattern = string_literal(identifier)
+            where = f"IN {quote_identifier(schema)} " if schema else ""
+            try:
+                rows = spark.sql(f"SHOW TABLE EXTENDED {where}LIKE {pattern}").collect()
+            except AnalysisException:
+                return None  # no such schema (or a path-based name): Spark says so when it plans
+            row = next((r for r in rows if str(r[1]).lower() == identifier), None)
+            if row is None:
+                return None
+            entry_schema, identifier, information = str(row[0]) or schema, str(row[1]), str(row[3])
         try:
             ours = binding.listed(information, self.stores, delta=binding.delta_catalog(spark))
         except ValueError:
-            ours = binding.binding(spark, str(row[0]) or schema, str(row[1]), self.stores)
+            ours = binding.binding(spark, entry_schema, identifier, self.stores)
         known: Known
         if ours is not None and ours.delta_entry:
             known = Other()  # Delta's own entry: Delta reads the latest version at each query
         elif ours is not None:
-            known = Bound(str(row[0]) or schema, str(row[1]), ours.location, ours.version)
+            known = Bound(entry_schema, identifier, ours.location, ours.version)
         elif "\nType: VIEW\n" in f"\n{information}":
             known = View(view_reads(information))
         else:
