@@ -179,3 +179,16 @@ def test_the_plan_names_every_route_a_merge_runs_by():
     assert copy_on_write.executor == "classic_rewrite" and not copy_on_write.marks_deleted
     assert _plan(upsert, snapshot=dv_table).marks_deleted
     assert _plan(upsert).executor == "classic_rewrite"
+
+
+def test_a_source_without_rows_reads_no_target_unless_a_by_source_clause_may_change_rows():
+    # A no-op incremental run: nothing can match, insert or update, so no executor reads the
+    # target; the data skipping is still the plan's (Delta's metrics report it).
+    for config in ({"unique_key": "id"}, {"unique_key": "id", "when_matched": []}):
+        plan = _plan(config, rows=0)
+        assert plan.executor == "empty_source" and not plan.marks_deleted
+        assert plan.pruning is not None and len(plan.decisions) == 3
+    by_source = {"unique_key": "id", "when_not_matched_by_source": [{"action": "delete"}]}
+    assert _plan(by_source, rows=0).executor == "classic_rewrite"  # it deletes every target row
+    into_empty = _plan({"unique_key": "id", "when_matched": []}, rows=0, snapshot=_snapshot(files=()))
+    assert into_empty.executor == "insert_into_empty"  # the source is profiled while written

@@ -34,7 +34,7 @@ from dbt.adapters.deltamerge.merge.execute.classic import mark_touched_rows, rew
 from dbt.adapters.deltamerge.merge.execute.frames import MergeRun
 from dbt.adapters.deltamerge.merge.execute.insert_only import insert_unmatched
 from dbt.adapters.deltamerge.merge.execute.one_join import mark_rows_in_one_join
-from dbt.adapters.deltamerge.merge.execute.output import Executed
+from dbt.adapters.deltamerge.merge.execute.output import Executed, MergeOutput
 from dbt.adapters.deltamerge.merge.execute.touched import find_touched_files
 from dbt.adapters.deltamerge.merge.keys import keyed_spec
 from dbt.adapters.deltamerge.merge.plan import MergePlan, plan_merge
@@ -177,6 +177,8 @@ def execute(spark: SparkSession, prepared: Prepared, *, dry_run: bool) -> Execut
     plan = prepared.plan
     if plan.executor == "insert_into_empty":
         return _insert_into_empty(spark, prepared, dry_run=dry_run)
+    if plan.executor == "empty_source":  # nothing to match, insert or update: nothing read
+        return Executed([], MergeOutput(), 0, 0, plan.source_rows, plan.pruning)
     run = MergeRun(spark, plan, prepared.source)
     started = time.monotonic()
     if plan.executor == "insert_only":

@@ -38,9 +38,11 @@ COUNT_FIRST_ROWS = 10_000
 # - one_join: merge-on-read in one join (``execute/one_join.py``: the source, or the columns its
 #   conditions name, is broadcast; no NOT MATCHED BY SOURCE clause);
 # - classic_mark_deleted: Delta's classic two phases, the removed rows marked in deletion vectors;
-# - classic_rewrite: Delta's classic two phases, the touched files rewritten (copy-on-write).
+# - classic_rewrite: Delta's classic two phases, the touched files rewritten (copy-on-write);
+# - empty_source: a source without rows and no NOT MATCHED BY SOURCE clause: no row can change,
+#   so the target is not read (a no-op incremental run costs the source's one query).
 ExecutorKind = Literal[
-    "insert_into_empty", "insert_only", "one_join", "classic_mark_deleted", "classic_rewrite"
+    "insert_into_empty", "insert_only", "one_join", "classic_mark_deleted", "classic_rewrite", "empty_source"
 ]
 # How Delta's rule "a target row matched by several source rows is an error" is checked:
 # not at all (inserts only), by the keys the source repeats (ON is the join keys' equality and no
@@ -116,8 +118,12 @@ def plan_merge(
     broadcast = fits_in_broadcast(source_schema, source_rows)
     marks = not spec.copy_on_write and writes_deletion_vectors(snapshot)
     executor: ExecutorKind
-    if spec.is_insert_only:
-        executor = "insert_only" if snapshot.files else "insert_into_empty"
+    if spec.is_insert_only and not snapshot.files:
+        executor = "insert_into_empty"
+    elif source_rows == 0 and pruning is not None and not spec.not_matched_by_source:
+        executor = "empty_source"
+    elif spec.is_insert_only:
+        executor = "insert_only"
     elif (
         marks
         and not spec.not_matched_by_source
