@@ -123,8 +123,6 @@ def section(results: dict[str, Any]) -> str:
             "| --- | --- | --- | --- | --- |",
             f"| wall | {ours['wall']:.1f} s | {spark['wall']:.1f} s "
             f"| {ours['wall'] / spark['wall']:.2f}x | <= 1.0x |",
-            f"| CPU (dbt process and its JVM) | {ours['cpu']:.1f} s | {spark['cpu']:.1f} s "
-            f"| {ours['cpu'] / spark['cpu']:.2f}x | |",
             f"| peak memory | {ours['peak_mib']:.0f} MiB | {spark['peak_mib']:.0f} MiB | | |",
             "",
             SECTION_END,
