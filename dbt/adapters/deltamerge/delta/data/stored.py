@@ -9,8 +9,9 @@ indexed column (``files.write_data_files``).
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
@@ -45,24 +46,14 @@ def write_files(
     mapping metadata) is needed when the table maps columns: files hold physical names.
     Every row is checked against the table's constraints in the same Spark job. ``columns``:
     ``df``'s own schema where the caller knows it (else Spark is asked, once)."""
-    num_indexed = int(configuration.get("delta.dataSkippingNumIndexedCols", DEFAULT_NUM_INDEXED_COLS))
-    columns = columns or df.schema
-    df = optimized(
-        enforced(df, Constraints.of(schema or T.StructType(), configuration)),
-        partition_columns,
-        configuration,
-    )
-    df, partition_columns, unindexed, written = _as_stored(
-        df, columns, partition_columns, configuration, schema
-    )
-    _unshredded_variants(df, columns)
+    stored = _stored(df, columns or df.schema, partition_columns, configuration, schema)
     return write_data_files(
-        df,
+        stored.rows,
         table,
-        partition_columns=partition_columns,
-        num_indexed_cols=num_indexed,
-        unindexed=unindexed,
-        written_schema=written,
+        partition_columns=stored.partition_columns,
+        num_indexed_cols=stored.num_indexed_cols,
+        unindexed=stored.unindexed,
+        written_schema=stored.schema,
     )
 
 
@@ -75,24 +66,47 @@ def write_files_and_changes(
 ) -> tuple[list[WrittenFile], list[ChangeFile]]:
     """Rows with ``_change_type``: data files for null, change data files for the rest (the data
     rows checked against the table's constraints in the same Spark job)."""
+    rows = F.col(CHANGE_TYPE).isNull()  # the data rows: only they are checked
+    stored = _stored(df, df.schema, partition_columns, configuration, schema, checked=rows)
+    return write_data_and_changes(
+        stored.rows,
+        table,
+        partition_columns=stored.partition_columns,
+        num_indexed_cols=stored.num_indexed_cols,
+        unindexed=stored.unindexed,
+        written_schema=stored.schema,
+    )
+
+
+@dataclass(frozen=True)
+class _Stored:
+    """Rows as the table's data files hold them, and what the file writer needs to know of them."""
+
+    rows: DataFrame
+    partition_columns: list[str]
+    num_indexed_cols: int
+    unindexed: frozenset[str]
+    schema: T.StructType | None  # the rows' schema where it follows without Spark
+
+
+def _stored(
+    df: DataFrame,
+    columns: T.StructType,
+    partition_columns: list[str],
+    configuration: Mapping[str, str],
+    schema: T.StructType | None,
+    checked: Column | None = None,
+) -> _Stored:
+    """``df`` (whose schema is ``columns``) checked against the table's constraints (``checked``:
+    the rows checked, all by default), laid out as the table asks, renamed as stored."""
     num_indexed = int(configuration.get("delta.dataSkippingNumIndexedCols", DEFAULT_NUM_INDEXED_COLS))
     constraints = Constraints.of(schema or T.StructType(), configuration)
-    columns = df.schema
-    df = optimized(
-        enforced(df, constraints, rows=F.col(CHANGE_TYPE).isNull()), partition_columns, configuration
-    )
+    df = optimized(enforced(df, constraints, rows=checked), partition_columns, configuration)
     df, partition_columns, unindexed, written = _as_stored(
         df, columns, partition_columns, configuration, schema
     )
     _unshredded_variants(df, columns)
-    return write_data_and_changes(
-        df,
-        table,
-        partition_columns=partition_columns,
-        num_indexed_cols=num_indexed,
-        unindexed=unindexed,
-        written_schema=written,
-    )
+    return _Stored(df, partition_columns, num_indexed, unindexed, written)
 
 
 def _unshredded_variants(df: DataFrame, columns: T.StructType) -> None:
