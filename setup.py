@@ -47,6 +47,8 @@ setup(
         # AWS_PROFILE for the dbt process: the shared config and credentials files (SSO, assumed
         # roles, credential_process), which obstore and delta-rs do not read; obstore's provider.
         "boto3>=1.34,<2",
+        # UniForm: Iceberg's schemas, Avro manifests and metadata files beside the Delta log.
+        "pyiceberg>=0.12,<0.13",
     ],
     entry_points={"console_scripts": ["deltamerge-server=dbt.adapters.deltamerge.spark.server_cli:main"]},
     extras_require={
@@ -66,6 +68,9 @@ setup(
             "duckdb==1.5.5",
             "duckdb-extension-delta==1.5.5",
             "duckdb-extensions==1.5.5",
+            # DuckDB's iceberg extension (it needs the avro one) reads the Iceberg side of our tables.
+            "duckdb-extension-iceberg==1.5.5",
+            "duckdb-extension-avro==1.5.5",
         ],
     },
 )

@@ -73,13 +73,13 @@ MAY_IMPORT: dict[str, set[str]] = {
 # Folders that must not import dbt (the engine: it knows nothing of dbt).
 NO_DBT = {"common", "delta", "skipping", "merge", "cdc", "statements"}
 # The Delta layer's rooms, bottom first ("" = the modules directly in delta/).
-DELTA_ROOMS = ["", "log", "txn", "data", "commands"]
+DELTA_ROOMS = ["", "log", "uniform", "txn", "data", "commands"]
 # Rooms that run no Spark job: of pyspark they import only its type values.
-NO_SPARK_ROOMS = {"", "log", "txn"}
+NO_SPARK_ROOMS = {"", "log", "uniform", "txn"}
 # Folders whose callers import the folder's face (its __init__) only.
 FACES = {"delta", "binding", "merge"}
 # The Delta layer's room faces (rule 10), beside its top face, ``delta``.
-ROOM_FACES = {"log", "txn", "data", "commands"}
+ROOM_FACES = {"log", "uniform", "txn", "data", "commands"}
 ALL_FACES = {"delta", *ROOM_FACES}
 # Who may call ``delta/storage.py`` (rule 10): its folders under the warehouse are no table's.
 STORAGE_USERS = {"binding", "delta.storage", "delta.stores"}

@@ -21,8 +21,10 @@ READ_PATH = {"statements.run", "statements.run.fresh", "statements.run.history",
 # without a reason in the change (measured 2026-12-06: 138 before the commands loaded lazily; 129
 # since the stores are a module of their own, delta/stores.py, split from delta/storage.py; 130
 # since a statement's text is a value of its own, statements/parse/text.py, lexed and parsed once;
-# 131 since 2026-12-07: merge/keys.py, an assignment's key resolved as Delta resolves it).
-LOADED_AT_MOST = 131
+# 131 since 2026-12-07: merge/keys.py, an assignment's key resolved as Delta resolves it; 132
+# since delta/log/iceberg_compat.py, IcebergCompatV2's rules checked with the table features; the
+# Iceberg side itself, delta/uniform and pyiceberg, loads only for a UniForm table's commit).
+LOADED_AT_MOST = 132
 
 
 def _loaded() -> list[str]:

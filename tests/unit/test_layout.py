@@ -40,8 +40,8 @@ def test_the_log_and_commit_rooms_may_import_only_pyspark_s_types(tmp_path):
     )
     found = sorted(name for name, _ in lint_layout._spark_imports(module))
     assert found == ["pyspark.sql.DataFrame", "pyspark.sql.functions", "pyspark.sql.session"]
-    assert {"", "log", "txn"} == lint_layout.NO_SPARK_ROOMS
-    assert lint_layout.DELTA_ROOMS == ["", "log", "txn", "data", "commands"]
+    assert {"", "log", "uniform", "txn"} == lint_layout.NO_SPARK_ROOMS
+    assert lint_layout.DELTA_ROOMS == ["", "log", "uniform", "txn", "data", "commands"]
 
 
 def test_a_room_is_read_from_the_module_s_place_in_delta():

@@ -32,6 +32,9 @@ class Ledger:
 
     committed: list[Committed] = field(default_factory=list)
     failed_step: str | None = None
+    # What a step after a commit could not do without failing the write (the Iceberg side left
+    # behind): said to the user as a warning when the block ends.
+    notices: list[str] = field(default_factory=list)
 
 
 class _Open(threading.local):
@@ -57,6 +60,12 @@ def record(table: TableLocation, version: int, operation: str) -> None:
     """Note that ``version`` of ``table`` was committed (by ``operation``)."""
     for opened in _OPEN.ledgers:
         opened.committed.append(Committed(table, version, operation))
+
+
+def notice(text: str) -> None:
+    """Tell every ledger open on this thread ``text`` (a warning, not an error: the write stands)."""
+    for opened in _OPEN.ledgers:
+        opened.notices.append(text)
 
 
 @contextmanager

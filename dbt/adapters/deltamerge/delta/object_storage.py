@@ -300,6 +300,15 @@ def write_new(clients: ObjectClients, uri: str, data: bytes) -> None:
         raise ObjectStoreError(f"cannot write {uri}: it exists already")
 
 
+def replace(clients: ObjectClients, uri: str, data: bytes) -> None:
+    """Write ``uri`` whole, over any object there (one put: readers see the old or the new bytes)."""
+    store, key = clients.client(uri)
+    try:
+        obstore.put(store, key, data)
+    except _FAILED as error:
+        raise _fail("write", uri, error) from error
+
+
 def _entries(clients: ObjectClients, uri: str) -> tuple[list[str], list[str]]:
     folders, names, _ = _listing(clients, uri)
     return folders, names

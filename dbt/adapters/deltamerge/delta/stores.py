@@ -122,6 +122,17 @@ class LocalStore:
             handle.flush()
             os.fsync(handle.fileno())
 
+    def replace(self, path: str, data: bytes) -> None:
+        """Write ``path`` whole over any file there: a temporary file, fsynced, then renamed over it
+        (readers see the old bytes or the new, never part of them)."""
+        tmp = os.path.join(os.path.dirname(path), f".{os.path.basename(path)}.{uuid.uuid4().hex}.tmp")
+        with naming("write", tmp), open(tmp, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        with naming("move", f"{tmp} to {path}"):
+            os.replace(tmp, path)
+
     def list_names(self, folder: str) -> list[str]:
         try:
             return os.listdir(folder)
@@ -231,6 +242,9 @@ class ObjectStore:
 
     def write_durably(self, path: str, data: bytes) -> None:
         remote.write_new(self.clients, path, data)
+
+    def replace(self, path: str, data: bytes) -> None:
+        remote.replace(self.clients, path, data)
 
     def list_names(self, folder: str) -> list[str]:
         return remote.list_names(self.clients, folder)

@@ -72,6 +72,8 @@ HOURS = Kind(
 
 
 FILE_FORMATS = ("delta", "parquet")
+# dbt-databricks's ``table_format``: ``iceberg`` makes a UniForm table (Iceberg metadata beside the log).
+TABLE_FORMATS = ("default", "delta", "iceberg")
 STRATEGIES = ("append", "insert_overwrite", "microbatch", "delta_merge", "merge", "delete+insert")
 MERGE_STRATEGIES = ("delta_merge", "merge")
 ON_SCHEMA_CHANGE = ("ignore", "fail", "append_new_columns", "sync_all_columns")
@@ -80,6 +82,7 @@ ON_SCHEMA_CHANGE = ("ignore", "fail", "append_new_columns", "sync_all_columns")
 # documents each). dbt's and dbt-spark's own keys are read by dbt.
 WRITE_KEYS: dict[str, Kind] = {
     "file_format": one_of(*FILE_FORMATS),
+    "table_format": one_of(*TABLE_FORMATS),
     "incremental_strategy": one_of(*STRATEGIES),
     "on_schema_change": one_of(*ON_SCHEMA_CHANGE),
     "partition_by": PARTITIONS,

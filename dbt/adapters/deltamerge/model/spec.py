@@ -24,6 +24,8 @@ from dbt.adapters.deltamerge.delta.data import OPTIMIZE_WRITE, WriteMode, WriteR
 from dbt.adapters.deltamerge.delta.log import (
     AUTO_COMPACT,
     CDF_PROPERTY,
+    MAPPING_MODE,
+    TABLE_FORMAT_ICEBERG,
     change_data_feed_enabled,
     value_problems,
 )
@@ -86,6 +88,8 @@ class WriteSpec:
             properties[CDF_PROPERTY] = "true"
         if read("deletion_vectors"):
             properties[DELETION_VECTORS_PROPERTY] = "true"
+        if read("table_format") == "iceberg":
+            problems.extend(_iceberg_format(properties, bool(read("deletion_vectors"))))
         if read("auto_optimize"):
             for key in (AUTO_COMPACT, OPTIMIZE_WRITE):  # tblproperties may still turn one off
                 properties.setdefault(key, "true")
@@ -117,6 +121,16 @@ class WriteSpec:
         if problems:
             raise SpecError(model, problems)
         return spec
+
+
+def _iceberg_format(properties: dict[str, str], deletion_vectors: bool) -> list[str]:
+    """``table_format: iceberg``: the UniForm properties (IcebergCompatV2, Iceberg metadata, column
+    mapping by name) set where ``tblproperties`` does not set them; a clash named."""
+    for key, value in {**TABLE_FORMAT_ICEBERG, MAPPING_MODE: "name"}.items():
+        properties.setdefault(key, value)
+    if deletion_vectors:
+        return ["deletion_vectors cannot be used with table_format: iceberg (IcebergCompatV2 forbids them)"]
+    return []
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,13 @@ def test_plain_tables_are_writable():
     check_writable(Protocol(3, 7, ("v2Checkpoint",), (*features, "v2Checkpoint")), rows, "", table="t")
     check_writable(Protocol(3, 7, ("timestampNtz",), ("timestampNtz", "appendOnly")), {}, "", table="t")
     check_writable(Protocol(1, 4), {"delta.enableChangeDataFeed": "true"}, "", table="t")
+    # IcebergCompatV2 (UniForm): column mapping on, no deletion vectors, Iceberg's types.
+    uniform = {
+        "delta.enableIcebergCompatV2": "true",
+        "delta.universalFormat.enabledFormats": "iceberg",
+        "delta.columnMapping.mode": "name",
+    }
+    check_writable(Protocol(2, 7, None, ("icebergCompatV2", "columnMapping")), uniform, "", table="t")
     check_writable(
         Protocol(1, 7, None, ("changeDataFeed",)), {"delta.enableChangeDataFeed": "true"}, "", table="t"
     )
@@ -34,7 +41,36 @@ def test_plain_tables_are_writable():
             "",
             "variantShredding",
         ),
-        (Protocol(1, 7, None, ("icebergCompatV2",)), {}, "", "icebergCompatV2"),
+        (Protocol(1, 7, None, ("icebergCompatV1",)), {}, "", "icebergCompatV1"),
+        (
+            Protocol(2, 7, None, ("icebergCompatV2", "columnMapping")),
+            {"delta.enableIcebergCompatV2": "true"},
+            "",
+            "needs column mapping",
+        ),
+        (
+            Protocol(
+                3,
+                7,
+                ("columnMapping", "deletionVectors"),
+                ("icebergCompatV2", "columnMapping", "deletionVectors"),
+            ),
+            {
+                "delta.enableIcebergCompatV2": "true",
+                "delta.columnMapping.mode": "name",
+                "delta.enableDeletionVectors": "true",
+            },
+            "",
+            "needs deletion vectors off",
+        ),
+        (
+            Protocol(2, 7, None, ("icebergCompatV2", "columnMapping")),
+            {"delta.enableIcebergCompatV2": "true", "delta.columnMapping.mode": "name"},
+            '{"type":"struct","fields":[{"name":"tags","type":{"type":"array","elementType":"string",'
+            '"containsNull":true},"nullable":true,"metadata":{}}]}',
+            "column `tags` is an array",
+        ),
+        (Protocol(1, 7), {"delta.universalFormat.enabledFormats": "hudi"}, "", "enabledFormats=hudi"),
         (Protocol(3, 7, ("typeWidening",), ("typeWidening",)), {}, "", "typeWidening"),
         (Protocol(1, 7, None, ("madeUpFeature",)), {}, "", "madeUpFeature"),
         (Protocol(2, 5), {"delta.columnMapping.mode": "byMagic"}, "", "columnMapping"),

@@ -9,7 +9,7 @@ indexed column (``files.write_data_files``).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
@@ -26,6 +26,7 @@ from dbt.adapters.deltamerge.delta.data.files import (
 )
 from dbt.adapters.deltamerge.delta.errors import DeltaError
 from dbt.adapters.deltamerge.delta.location import TableLocation
+from dbt.adapters.deltamerge.delta.log.iceberg_compat import compat_v2
 from dbt.adapters.deltamerge.delta.log.mapping import mapping_mode, physical_names
 from dbt.adapters.deltamerge.delta.log.row_ids import STABLE_COLUMNS, materialized_columns
 from dbt.adapters.deltamerge.delta.log.schema import contains_type
@@ -47,7 +48,7 @@ def write_files(
     Every row is checked against the table's constraints in the same Spark job. ``columns``:
     ``df``'s own schema where the caller knows it (else Spark is asked, once)."""
     stored = _stored(df, columns or df.schema, partition_columns, configuration, schema)
-    return write_data_files(
+    written = write_data_files(
         stored.rows,
         table,
         partition_columns=stored.partition_columns,
@@ -55,6 +56,7 @@ def write_files(
         unindexed=stored.unindexed,
         written_schema=stored.schema,
     )
+    return [replace(f, partition_values=stored.keyed(f.partition_values)) for f in written]
 
 
 def write_files_and_changes(
@@ -68,13 +70,17 @@ def write_files_and_changes(
     rows checked against the table's constraints in the same Spark job)."""
     rows = F.col(CHANGE_TYPE).isNull()  # the data rows: only they are checked
     stored = _stored(df, df.schema, partition_columns, configuration, schema, checked=rows)
-    return write_data_and_changes(
+    data, changes = write_data_and_changes(
         stored.rows,
         table,
         partition_columns=stored.partition_columns,
         num_indexed_cols=stored.num_indexed_cols,
         unindexed=stored.unindexed,
         written_schema=stored.schema,
+    )
+    return (
+        [replace(f, partition_values=stored.keyed(f.partition_values)) for f in data],
+        [replace(c, partition_values=stored.keyed(c.partition_values)) for c in changes],
     )
 
 
@@ -87,6 +93,12 @@ class _Stored:
     num_indexed_cols: int
     unindexed: frozenset[str]
     schema: T.StructType | None  # the rows' schema where it follows without Spark
+    # Partition folders named otherwise than the log keys their values (materialized partitions).
+    folder_keys: Mapping[str, str] = field(default_factory=dict)
+
+    def keyed(self, values: Mapping[str, str | None]) -> dict[str, str | None]:
+        """A written file's partition values (by folder name) keyed as the log keys them."""
+        return {self.folder_keys.get(k, k): v for k, v in values.items()}
 
 
 def _stored(
@@ -106,7 +118,30 @@ def _stored(
         df, columns, partition_columns, configuration, schema
     )
     _unshredded_variants(df, columns)
+    if compat_v2(configuration) and partition_columns and schema is not None:
+        return _materialized(df, partition_columns, num_indexed, unindexed, schema)
     return _Stored(df, partition_columns, num_indexed, unindexed, written)
+
+
+def _materialized(
+    rows: DataFrame, physical: list[str], num_indexed: int, unindexed: frozenset[str], schema: T.StructType
+) -> _Stored:
+    """Rows of an IcebergCompatV2 table (column mapping on): the partition columns stay in the data
+    files (Iceberg readers read their values there, PROTOCOL.md asks for them), the folders are
+    named by copies of them under their logical names (without statistics: the log keys them)."""
+    names = physical_names(schema)  # logical -> physical
+    logical = {stored: name for name, stored in names.items()}
+    in_files = {*names.values(), CHANGE_TYPE}
+    folders = {p: logical[p] if logical[p] not in in_files else f"_p_{p}" for p in physical}
+    copies = [F.col(quote_identifier(p)).alias(folders[p]) for p in physical]
+    return _Stored(
+        rows.select("*", *copies),
+        [folders[p] for p in physical],
+        num_indexed,
+        unindexed | frozenset(physical),
+        None,
+        {folder: p for p, folder in folders.items()},
+    )
 
 
 def _unshredded_variants(df: DataFrame, columns: T.StructType) -> None:

@@ -26,6 +26,7 @@ from dbt.adapters.deltamerge.delta.log.definition import (
 from dbt.adapters.deltamerge.delta.log.deletion_vectors import serialize
 from dbt.adapters.deltamerge.delta.log.evolution import can_write, evolved_schema, schema_changes
 from dbt.adapters.deltamerge.delta.log.features import check_writable, configuration_problems
+from dbt.adapters.deltamerge.delta.log.iceberg_compat import TABLE_FORMAT_ICEBERG, compat_v2
 from dbt.adapters.deltamerge.delta.log.identity import (
     Identity,
     explicit_values_refused,
@@ -33,7 +34,7 @@ from dbt.adapters.deltamerge.delta.log.identity import (
     identity_value_column,
     metadata,
 )
-from dbt.adapters.deltamerge.delta.log.mapping import mapping_mode
+from dbt.adapters.deltamerge.delta.log.mapping import MAPPING_MODE, mapping_mode
 from dbt.adapters.deltamerge.delta.log.properties import AUTO_COMPACT, DEFAULT_RETENTION_HOURS, value_problems
 from dbt.adapters.deltamerge.delta.log.protocol import CDF_PROPERTY, change_data_feed_enabled
 from dbt.adapters.deltamerge.delta.log.replay import log_state
@@ -51,10 +52,12 @@ __all__ = [
     "CDF_PROPERTY",
     "DEFAULT_RETENTION_HOURS",
     "DEFAULT_TXN_RETENTION",
+    "MAPPING_MODE",
     "NO_CHANGE",
     "STABLE_COLUMNS",
     "STABLE_ROW_COMMIT_VERSION",
     "STABLE_ROW_ID",
+    "TABLE_FORMAT_ICEBERG",
     "TXN_RETENTION_PROPERTY",
     "Identity",
     "Redefinition",
@@ -63,6 +66,7 @@ __all__ = [
     "change_data_feed_enabled",
     "changed",
     "check_writable",
+    "compat_v2",
     "configuration_problems",
     "definition_actions",
     "evolved_schema",

@@ -12,6 +12,7 @@ import json
 from collections.abc import Mapping
 
 from dbt.adapters.deltamerge.delta.errors import DeltaError, UnsupportedTableFeature
+from dbt.adapters.deltamerge.delta.log.iceberg_compat import compat_problems
 from dbt.adapters.deltamerge.delta.log.protocol import ENABLED_ON_CREATE, PROPERTY_FEATURES, Protocol
 from dbt.adapters.deltamerge.delta.log.type_widening import type_change_problems
 
@@ -50,6 +51,7 @@ _WRITER_FEATURES_OK = {
     "variantType",
     "variantType-preview",
     "allowColumnDefaults",
+    "icebergCompatV2",
 }
 # Every table feature of PROTOCOL.md (and its preview names): one a table lists outside this set
 # is made up or newer than this engine, and refused by name.
@@ -106,6 +108,7 @@ _READABLE_FEATURES = {
 }
 
 _ENABLED_BY_OTHERS = {
+    "delta.enableIcebergCompatV2",
     "delta.enableDeletionVectors",
     "delta.enableInCommitTimestamps",
     "delta.enableRowTracking",
@@ -127,6 +130,7 @@ def feature_problems(protocol: Protocol, configuration: Mapping[str, str], schem
         problems.append(f"writer feature '{name}'")
     problems.extend(configuration_problems(configuration, configuration))
     problems.extend(_schema_feature_problems(schema_string))
+    problems.extend(compat_problems(configuration, schema_string))
     mode = str(configuration.get("delta.columnMapping.mode", "none")).lower()
     enabled = (
         protocol.min_writer_version >= 5

@@ -69,6 +69,7 @@ PROPERTY_FEATURES = {
 # timestamps and row ids from a new table's first version need no enablement version or
 # backfill. Switching in-commit timestamps or row tracking on for an existing table is refused.
 ENABLED_ON_CREATE = {
+    "delta.enableIcebergCompatV2",
     "delta.enableDeletionVectors",
     "delta.enableInCommitTimestamps",
     "delta.enableRowTracking",

@@ -17,6 +17,7 @@ from typing import Any
 
 from dbt.adapters.deltamerge.delta.location import TableLocation
 from dbt.adapters.deltamerge.delta.log.features import check_removable
+from dbt.adapters.deltamerge.delta.log.iceberg_compat import iceberg_enabled
 from dbt.adapters.deltamerge.delta.log.identity import advanced_schema
 from dbt.adapters.deltamerge.delta.log.mapping import mapping_mode, physical_names
 from dbt.adapters.deltamerge.delta.log.protocol import Protocol
@@ -185,6 +186,11 @@ def commit_files(
     if maybe_checkpoint(location, version, interval):
         clean_expired_logs(location, properties)
     snapshot = snapshot_after(current, location, version)
+    if iceberg_enabled(snapshot.metadata.configuration):
+        # A UniForm table's Iceberg side (pyiceberg: loaded by such tables only); never fails the commit.
+        from dbt.adapters.deltamerge.delta.uniform import sync_after_commit
+
+        sync_after_commit(location, snapshot)
     return WriteResult(version, info.operation, dict(info.operation_metrics), snapshot)
 
 

@@ -1,0 +1,142 @@
+"""IcebergCompatV2 (PROTOCOL.md, "Iceberg Compatibility V2"): the Delta side of a UniForm table.
+
+A table with ``delta.enableIcebergCompatV2 = true`` keeps its data files readable as Iceberg's:
+column mapping on, no deletion vectors, every column of a type Iceberg v2 has, partition values
+inside the data files (not only in the folder names), ``numRecords`` in every ``add``, timestamps
+as int64. ``delta.universalFormat.enabledFormats = iceberg`` asks the writer to keep Iceberg
+metadata beside the log as well (``delta/uniform``); it needs IcebergCompatV2 (Delta Kernel refuses it
+without one IcebergCompat version).
+
+Array and map columns need Iceberg ids for their ``element`` / ``key`` / ``value``
+(``delta.columnMapping.nested.ids``) written as parquet field ids, which Spark's parquet writer
+cannot write: this version refuses such columns, naming them, rather than write files an Iceberg
+reader misreads.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+COMPAT_V1 = "delta.enableIcebergCompatV1"
+COMPAT_V2 = "delta.enableIcebergCompatV2"
+ENABLED_FORMATS = "delta.universalFormat.enabledFormats"
+DELETION_VECTORS = "delta.enableDeletionVectors"
+MAPPING_MODE = "delta.columnMapping.mode"
+# dbt-databricks's model config for a UniForm table, and the properties it stands for.
+TABLE_FORMAT_ICEBERG = {COMPAT_V2: "true", ENABLED_FORMATS: "iceberg"}
+# Iceberg table properties passed through from Delta's (the prefix stripped), as Delta does.
+ICEBERG_CONFIG_PREFIX = "delta.universalFormat.config.iceberg."
+
+# Delta's type names IcebergCompatV2 allows (``CheckTypeInV2AllowList``), and the structs of them.
+_ALLOWED = {
+    "byte",
+    "short",
+    "integer",
+    "long",
+    "float",
+    "double",
+    "string",
+    "binary",
+    "boolean",
+    "timestamp",
+    "timestamp_ntz",
+    "date",
+}
+
+
+def _true(configuration: Mapping[str, str], key: str) -> bool:
+    return str(configuration.get(key, "false")).strip().lower() == "true"
+
+
+def compat_v2(configuration: Mapping[str, str]) -> bool:
+    """Whether the table keeps IcebergCompatV2."""
+    return _true(configuration, COMPAT_V2)
+
+
+def enabled_formats(configuration: Mapping[str, str]) -> tuple[str, ...]:
+    """The formats ``delta.universalFormat.enabledFormats`` names (lower case).
+
+    >>> enabled_formats({ENABLED_FORMATS: "iceberg, hudi"})
+    ('iceberg', 'hudi')
+    """
+    text = str(configuration.get(ENABLED_FORMATS, ""))
+    return tuple(part.strip().lower() for part in text.split(",") if part.strip())
+
+
+def iceberg_enabled(configuration: Mapping[str, str]) -> bool:
+    """Whether every commit of the table also writes its Iceberg metadata (UniForm)."""
+    return "iceberg" in enabled_formats(configuration) and compat_v2(configuration)
+
+
+def compat_problems(configuration: Mapping[str, str], schema_string: str) -> list[str]:
+    """Why the table breaks IcebergCompatV2 or UniForm's rules (empty: it keeps them, or asks for
+    neither), each naming the property, the column or the type.
+
+    >>> compat_problems({COMPAT_V2: "true", MAPPING_MODE: "name"}, "")
+    []
+    >>> with_vectors = {COMPAT_V2: "true", MAPPING_MODE: "name", DELETION_VECTORS: "true"}
+    >>> print(*compat_problems(with_vectors, ""))  # doctest: +ELLIPSIS
+    delta.enableIcebergCompatV2 needs deletion vectors off (delta.enableDeletionVectors=true): ...
+    >>> compat_problems({ENABLED_FORMATS: "iceberg"}, "")
+    ['delta.universalFormat.enabledFormats=iceberg needs delta.enableIcebergCompatV2=true']
+    """
+    problems: list[str] = []
+    formats = enabled_formats(configuration)
+    for name in formats:
+        if name != "iceberg":
+            problems.append(f"{ENABLED_FORMATS}={name} (only iceberg is written)")
+    if "iceberg" in formats and not compat_v2(configuration):
+        problems.append(f"{ENABLED_FORMATS}=iceberg needs {COMPAT_V2}=true")
+    if not compat_v2(configuration):
+        return problems
+    if _true(configuration, COMPAT_V1):
+        problems.append(f"{COMPAT_V2} cannot be used with {COMPAT_V1}")
+    if str(configuration.get(MAPPING_MODE, "none")).lower() not in ("name", "id"):
+        problems.append(f"{COMPAT_V2} needs column mapping ({MAPPING_MODE}=name or id)")
+    if _true(configuration, DELETION_VECTORS):
+        problems.append(
+            f"{COMPAT_V2} needs deletion vectors off ({DELETION_VECTORS}=true): "
+            "Iceberg v2 readers cannot apply them"
+        )
+    if schema_string:
+        problems.extend(type_problems(json.loads(schema_string)))
+    return problems
+
+
+def type_problems(schema: Mapping[str, Any]) -> list[str]:
+    """The columns whose types IcebergCompatV2 (or this writer's side of it) does not allow.
+
+    >>> for problem in type_problems({"type": "struct", "fields": [{"name": "a", "type": "long"},
+    ...     {"name": "tags", "type": {"type": "array", "elementType": "string"}},
+    ...     {"name": "v", "type": "variant"}]}):
+    ...     print(problem)
+    column `tags` is an array: Iceberg ids for its element are not written yet
+    column `v` is of type variant, which Iceberg v2 does not have
+    """
+    problems: list[str] = []
+    for field in schema.get("fields", []):
+        problems.extend(_field_problems(str(field["name"]), field["type"]))
+    return problems
+
+
+def _field_problems(name: str, data_type: object) -> list[str]:
+    if isinstance(data_type, str):
+        if data_type in _ALLOWED or data_type.startswith("decimal"):
+            return []
+        return [f"column `{name}` is of type {data_type}, which Iceberg v2 does not have"]
+    node: dict[str, Any] = data_type if isinstance(data_type, dict) else {}
+    kind = node.get("type")
+    if kind == "struct":
+        problems: list[str] = []
+        for field in node.get("fields", []):
+            problems.extend(_field_problems(f"{name}.{field['name']}", field["type"]))
+        return problems
+    what = {
+        "array": "an array: Iceberg ids for its element",
+        "map": "a map: Iceberg ids for its key and value",
+    }
+    if kind in what:
+        return [f"column `{name}` is {what[kind]} are not written yet"]
+    return [f"column `{name}` is of type {kind}, which Iceberg v2 does not have"]
