@@ -93,7 +93,7 @@ DELTA_FACES: dict[str, set[str]] = {
     "statements.run": ALL_FACES,
     "model": ALL_FACES,
     "impl": {"delta", "log", "txn"},
-    "operations": {"delta", "commands"},
+    "operations": {"delta", "commands", "uniform"},
     "connections": {"delta"},
     "docs_catalog": {"delta"},
     "invocation": {"delta"},

@@ -114,3 +114,73 @@ class TestUniformIceberg:
         for version, snapshot_id in by_version.items():
             columns = [f.name for f in DeltaTable(path, version=version).schema().fields]
             assert pyiceberg_rows(path, columns, snapshot_id) == delta_rows(path, version)
+
+
+DAILY = """
+{{ config(materialized='table', table_format='iceberg', partition_by=['day'],
+    post_hook=["delete from {{ this }} where id < 3",
+               "update {{ this }} set name = 'renamed' where id = 5",
+               "insert into {{ this }} select 100, 'late', date'2026-01-02'",
+               "optimize {{ this }}"]) }}
+select /*+ REPARTITION(4) */ cast(id as int) as id, concat('n', cast(id as string)) as name,
+       date_add(date'2026-01-01', cast(id % 3 as int)) as day
+from range(30)
+"""
+WITH_ARRAY = """
+{{ config(materialized='table', table_format='iceberg') }}
+select 1 as id, array('a', 'b') as tags
+"""
+WITH_VECTORS = """
+{{ config(materialized='table', table_format='iceberg', deletion_vectors=true) }}
+select 1 as id
+"""
+
+
+class TestUniformStatementsAndRefusals:
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {"daily.sql": DAILY, "with_array.sql": WITH_ARRAY, "with_vectors.sql": WITH_VECTORS}
+
+    def test_dml_optimize_and_restore_keep_the_iceberg_side_current(self, project):
+        results = run_dbt(["run", "-s", "daily"])
+        path = table_path(project, "daily")
+        # create, DELETE, UPDATE, INSERT, OPTIMIZE: five versions, each an Iceberg snapshot.
+        assert DeltaTable(path).version() == 4
+        history = [h["operation"] for h in reversed(DeltaTable(path).history())]
+        assert history[-1] == "OPTIMIZE", history
+        rows = assert_readers_agree(path)
+        assert len(rows) == 30 - 3 + 1 and ("renamed" in {r[1] for r in rows})
+        assert results.results[0].status == "success"
+
+        project.run_sql(f"restore table {project.test_schema}.daily to version as of 0")
+        restored = assert_readers_agree(path)
+        assert len(restored) == 30
+
+        iceberg = StaticTable.from_metadata(metadata_location(path))
+        assert iceberg.metadata.properties["delta-version"] == str(DeltaTable(path).version())
+        assert [f.name for f in iceberg.spec().fields] == ["day"]
+        # Partition values are in the data files too (IcebergCompatV2): the files' own columns.
+        for uri in DeltaTable(path).file_uris():
+            assert "col-" in ",".join(pq_columns(uri))
+
+    def test_vacuum_keeps_the_iceberg_metadata(self, project):
+        path = table_path(project, "daily")
+        before = sorted(os.listdir(os.path.join(path, "metadata")))
+        args = {"relation": f"{project.test_schema}.daily", "retain_hours": 0, "enforce_retention": False}
+        run_dbt(["run-operation", "vacuum", "--args", json.dumps(args)])
+        assert sorted(os.listdir(os.path.join(path, "metadata"))) == before
+        assert_readers_agree(path)
+
+    def test_what_iceberg_cannot_read_is_refused_before_anything_is_written(self, project):
+        results = run_dbt(["run", "-s", "with_array", "with_vectors"], expect_pass=False)
+        messages = {r.node.name: r.message for r in results.results}
+        assert "column `tags` is an array" in messages["with_array"], messages
+        assert "Nothing was written" in messages["with_array"]
+        assert not os.path.exists(table_path(project, "with_array"))
+        assert "deletion_vectors cannot be used with table_format: iceberg" in messages["with_vectors"]
+
+
+def pq_columns(uri: str) -> list[str]:
+    import pyarrow.parquet as pq
+
+    return pq.read_schema(uri.removeprefix("file://")).names

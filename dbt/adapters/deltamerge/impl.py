@@ -279,11 +279,18 @@ class DeltaMergeAdapter(SparkAdapter):
         self, relation: BaseRelation, starting_version: Any, ending_version: Any = None
     ) -> str:
         """A temporary view of ``relation``'s change data feed; its name, for a model's SQL."""
-        from dbt.adapters.deltamerge import operations  # loaded by the operations only
-
         subject = f"table_changes({relation}, {starting_version}, {ending_version})"
+        return cast(
+            str, self._operation(subject, "table_changes", relation, starting_version, ending_version)
+        )
+
+    def _operation(self, subject: str, name: str, *args: Any) -> Any:
+        """Run ``operations.<name>`` on the connection's session inside an error boundary (the
+        operations module loads with the first one)."""
+        from dbt.adapters.deltamerge import operations
+
         with named_errors(subject):
-            return operations.table_changes(self.spark_session(), relation, starting_version, ending_version)
+            return getattr(operations, name)(self.spark_session(), *args)
 
     @available
     def delta_vacuum(
@@ -294,30 +301,27 @@ class DeltaMergeAdapter(SparkAdapter):
         enforce_retention: Any = True,
     ) -> dict[str, Any]:
         """VACUUM of a model's Delta table (a relation, or ``"schema.table"``)."""
-        from dbt.adapters.deltamerge import operations  # loaded by the operations only
+        args = (relation, retain_hours, dry_run, enforce_retention)
+        return self._operation(f"vacuum of {relation}", "vacuum_table", *args)
 
-        with named_errors(f"vacuum of {relation}"):
-            return operations.vacuum_table(
-                self.spark_session(), relation, retain_hours, dry_run, enforce_retention
-            )
+    @available
+    def delta_iceberg_sync(self, relation: Any) -> dict[str, Any]:
+        """The Iceberg side of a UniForm table brought to its latest Delta version."""
+        return self._operation(f"iceberg_sync of {relation}", "iceberg_sync_table", relation)
 
     @available
     def delta_reorg(self, relation: Any, where: Any = None) -> dict[str, Any]:
         """REORG TABLE ... APPLY (PURGE) of a model's Delta table (a relation, or ``"schema.table"``)."""
-        from dbt.adapters.deltamerge import operations  # loaded by the operations only
-
-        with named_errors(f"reorg of {relation}"):
-            return operations.reorg_table(self.spark_session(), relation, where)
+        return self._operation(f"reorg of {relation}", "reorg_table", relation, where)
 
     @available
     def delta_optimize(
         self, relation: Any, where: Any = None, zorder_by: Any = None, dry_run: Any = False
     ) -> dict[str, Any]:
         """OPTIMIZE [ZORDER BY] of a model's Delta table (a relation, or ``"schema.table"``)."""
-        from dbt.adapters.deltamerge import operations  # loaded by the operations only
-
-        with named_errors(f"optimize of {relation}"):
-            return operations.optimize_table(self.spark_session(), relation, where, zorder_by, dry_run)
+        return self._operation(
+            f"optimize of {relation}", "optimize_table", relation, where, zorder_by, dry_run
+        )
 
     @available
     def delta_recover_binding(self, relation: BaseRelation) -> bool:
@@ -344,12 +348,8 @@ class DeltaMergeAdapter(SparkAdapter):
         self, relation: Any, description: str | None, column_comments: dict[str, str]
     ) -> int | None:
         """Descriptions into the Delta table's metadata (and its catalog entry); the version, if any."""
-        from dbt.adapters.deltamerge import operations  # loaded by the operations only
-
-        with named_errors(f"persist_docs of {relation}"):
-            return operations.persist_docs(
-                self.spark_session(), relation, description, dict(column_comments or {})
-            )
+        comments = dict(column_comments or {})
+        return self._operation(f"persist_docs of {relation}", "persist_docs", relation, description, comments)
 
     @available
     def listagg_sql(

@@ -188,6 +188,27 @@ def _checked(operation: str, problems: list[str]) -> None:
         raise SpecError(operation, problems, kind="Operation", what="arguments")
 
 
+def iceberg_sync_table(spark: SparkSession, relation: Any) -> dict[str, Any]:
+    """Bring the Iceberg side of ``relation``'s UniForm table to its latest Delta version (after a
+    commit whose conversion failed: the commit said so); the version it shows and its metadata file."""
+    from dbt.adapters.deltamerge.delta.uniform import iceberg_enabled, iceberg_state, sync_iceberg
+
+    schema, identifier, location = _delta_table(spark, relation, "iceberg_sync")
+    snapshot = load_snapshot(location)
+    if snapshot is None or not iceberg_enabled(snapshot.metadata.configuration):
+        raise ModelWriteError(
+            f"iceberg_sync: {schema}.{identifier} is no UniForm table (create it with table_format: "
+            "iceberg, or delta.enableIcebergCompatV2 and delta.universalFormat.enabledFormats=iceberg)"
+        )
+    shown = sync_iceberg(location, snapshot)
+    state = iceberg_state(location)
+    return {
+        "table_path": location.path,
+        "delta_version": shown,
+        "metadata_location": state.location if state is not None else None,
+    }
+
+
 def _delta_table(spark: SparkSession, relation: Any, what: str) -> tuple[str, str, TableLocation]:
     """``(schema, identifier, table location)`` of a relation or ``"schema.table"`` text."""
     if not isinstance(relation, str) and not hasattr(relation, "identifier"):

@@ -18,6 +18,7 @@ from urllib.parse import unquote
 
 from dbt.adapters.deltamerge.delta.errors import DeltaError
 from dbt.adapters.deltamerge.delta.location import TableLocation
+from dbt.adapters.deltamerge.delta.log.iceberg_compat import ICEBERG_METADATA_FOLDER, iceberg_enabled
 from dbt.adapters.deltamerge.delta.log.properties import DEFAULT_RETENTION_HOURS
 from dbt.adapters.deltamerge.delta.log.snapshot import load_snapshot
 from dbt.adapters.deltamerge.delta.log.vector_files import vector_file
@@ -68,9 +69,14 @@ def vacuum(
     cutoff = (now_ms if now_ms is not None else int(time.time() * 1000)) - int(retain_hours * 3_600_000)
     oldest = _oldest_retained(table, latest, cutoff)
     referenced = _referenced(table, oldest, latest)
+    uniform = iceberg_enabled(current.metadata.configuration)
+    shown = _iceberg_version(table) if uniform else None
+    if shown is not None and 0 <= shown < oldest:
+        # The Iceberg side is behind (a conversion failed): its readers still read that version's files.
+        referenced |= _referenced(table, shown, shown)
     doomed = [
         (relative, size)
-        for relative, size, modified in _files(table)
+        for relative, size, modified in _files(table, keep_iceberg=uniform)
         if relative not in referenced and modified < cutoff
     ]
     if not dry_run:
@@ -111,11 +117,23 @@ def _referenced(table: TableLocation, oldest: int, latest: int) -> set[str]:
     return {os.path.normpath(os.path.relpath(p, table.path) if os.path.isabs(p) else p) for p in paths}
 
 
-def _files(table: TableLocation) -> list[tuple[str, int, int]]:
+def _iceberg_version(table: TableLocation) -> int | None:
+    """The Delta version a UniForm table's Iceberg side shows (None: none written, or unreadable)."""
+    from dbt.adapters.deltamerge.delta.uniform import iceberg_state  # pyiceberg: UniForm tables only
+
+    try:
+        state = iceberg_state(table)
+    except Exception:
+        return None
+    return state.delta_version if state is not None else None
+
+
+def _files(table: TableLocation, *, keep_iceberg: bool = False) -> list[tuple[str, int, int]]:
     """Files vacuum may delete: data and change data files, and our own leftovers.
 
     Hidden names (``_``/``.``) are left alone, as Delta's vacuum does, except the
-    change data folder, our staging folder and a crashed conversion's staging.
+    change data folder, our staging folder and a crashed conversion's staging; so is a UniForm
+    table's Iceberg metadata (``keep_iceberg``: its ``metadata/`` folder).
     """
     found = []
     for folder, dirs, names in table.store.walk(table.path):
@@ -123,6 +141,7 @@ def _files(table: TableLocation) -> list[tuple[str, int, int]]:
         ours = relative_folder.split(os.sep)[0] in _OWNED or relative_folder.startswith(_CONVERT_STAGING)
         if folder == table.path:
             dirs[:] = [d for d in dirs if d in _OWNED or d.startswith(_CONVERT_STAGING) or not _hidden(d)]
+            dirs[:] = [d for d in dirs if not (keep_iceberg and d == ICEBERG_METADATA_FOLDER)]
         elif not ours:
             dirs[:] = [d for d in dirs if not _hidden(d)]
         for name in names:

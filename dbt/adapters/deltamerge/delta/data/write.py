@@ -40,6 +40,7 @@ from dbt.adapters.deltamerge.delta.log.definition import (
     with_transaction_retention,
 )
 from dbt.adapters.deltamerge.delta.log.features import configuration_problems
+from dbt.adapters.deltamerge.delta.log.iceberg_compat import compat_problems
 from dbt.adapters.deltamerge.delta.log.mapping import (
     MAPPING_MODE,
     MAX_COLUMN_ID,
@@ -156,6 +157,7 @@ def _create_or_replace(df: DataFrame, request: WriteRequest, current: Snapshot |
     if wrong:
         raise DeltaError(f"Delta table at {request.location}: {'; '.join(wrong)}. Nothing was written.")
     problems = configuration_problems(configuration, current.metadata.configuration if current else None)
+    problems += compat_problems(configuration, schema_to_json(schema))  # IcebergCompatV2's rules
     if problems:
         raise DeltaError(
             f"Delta table at {request.location}: dbt-deltamerge cannot write "

@@ -26,6 +26,8 @@ DELETION_VECTORS = "delta.enableDeletionVectors"
 MAPPING_MODE = "delta.columnMapping.mode"
 # dbt-databricks's model config for a UniForm table, and the properties it stands for.
 TABLE_FORMAT_ICEBERG = {COMPAT_V2: "true", ENABLED_FORMATS: "iceberg"}
+# Where a UniForm table's Iceberg metadata lives, under the table (as Delta's converter writes it).
+ICEBERG_METADATA_FOLDER = "metadata"
 # Iceberg table properties passed through from Delta's (the prefix stripped), as Delta does.
 ICEBERG_CONFIG_PREFIX = "delta.universalFormat.config.iceberg."
 

@@ -36,7 +36,7 @@ from pyiceberg.table.snapshots import Operation, Snapshot, SnapshotLogEntry, Sum
 from pyiceberg.table.sorting import UNSORTED_SORT_ORDER
 from pyspark.sql import types as T
 
-from dbt.adapters.deltamerge.delta.log.iceberg_compat import ICEBERG_CONFIG_PREFIX
+from dbt.adapters.deltamerge.delta.log.iceberg_compat import ICEBERG_CONFIG_PREFIX, ICEBERG_METADATA_FOLDER
 from dbt.adapters.deltamerge.delta.uniform.files import data_file, file_uri
 from dbt.adapters.deltamerge.delta.uniform.schema import (
     PARTITION_FIELD_START,
@@ -86,7 +86,7 @@ class Converted:
 
 def metadata_folder(root: str) -> str:
     """Where a table's Iceberg metadata lives (``<table>/metadata``, as Delta's converter writes it)."""
-    return f"{root.rstrip('/')}/metadata"
+    return f"{root.rstrip('/')}/{ICEBERG_METADATA_FOLDER}"
 
 
 def metadata_name(table_uuid: str, version: int) -> str:
