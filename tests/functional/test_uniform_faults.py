@@ -25,7 +25,13 @@ from pyiceberg.table import StaticTable
 
 from dbt.adapters.deltamerge.delta import TableLocation, ledger, load_snapshot
 from dbt.adapters.deltamerge.delta.data import WriteRequest, write_dataframe
-from dbt.adapters.deltamerge.delta.txn import CommitActions, CommitInfo, CommitOptions, WrittenFile, commit_files
+from dbt.adapters.deltamerge.delta.txn import (
+    CommitActions,
+    CommitInfo,
+    CommitOptions,
+    WrittenFile,
+    commit_files,
+)
 from dbt.adapters.deltamerge.delta.uniform import iceberg_state, sync_iceberg
 
 UNIFORM = {
@@ -105,7 +111,9 @@ def table(spark, tmp_path) -> TableLocation:
 def test_a_run_killed_after_the_delta_commit_leaves_the_iceberg_side_behind_then_caught_up(table):
     path = table.path
     env = {**os.environ, "DELTAMERGE_CRASH_AT": "after_commit"}
-    killed = subprocess.run([sys.executable, "-c", APPEND, path, "1"], env=env, capture_output=True, text=True)
+    killed = subprocess.run(
+        [sys.executable, "-c", APPEND, path, "1"], env=env, capture_output=True, text=True
+    )
     assert killed.returncode == -9, killed.stderr
     assert DeltaTable(path).version() == 1
     assert iceberg_state(table).delta_version == 0  # type: ignore[union-attr]
@@ -125,7 +133,9 @@ def test_a_failed_conversion_keeps_the_commit_and_says_so(table):
         version = append_copy(table)
     assert version == 1 and DeltaTable(table.path).version() == 1
     [said] = done.notices
-    assert said.startswith(f"Delta version 1 of {table.path} was committed; its Iceberg metadata was not written")
+    assert said.startswith(
+        f"Delta version 1 of {table.path} was committed; its Iceberg metadata was not written"
+    )
     assert "iceberg_sync" in said
 
     os.remove(metadata)

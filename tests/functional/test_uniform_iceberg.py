@@ -171,6 +171,29 @@ class TestUniformStatementsAndRefusals:
         assert sorted(os.listdir(os.path.join(path, "metadata"))) == before
         assert_readers_agree(path)
 
+    def test_a_failed_conversion_fails_the_run_naming_the_committed_version(self, project):
+        path = table_path(project, "daily")
+        metadata = os.path.join(path, "metadata")
+        os.rename(metadata, metadata + ".moved")
+        open(metadata, "w").close()  # a file where the folder goes: the Iceberg side cannot be written
+        shown = DeltaTable(path).version()
+        results = run_dbt(["run", "-s", "daily"], expect_pass=False)
+        message = results.results[0].message
+        committed = DeltaTable(path).version()
+        assert committed > shown
+        assert (
+            f"Delta version {shown + 1} of {path} was committed; its Iceberg metadata was not written"
+            in message
+        )
+        assert "iceberg_sync" in message
+        os.remove(metadata)
+        os.rename(metadata + ".moved", metadata)
+        relation = f"{project.test_schema}.daily"
+        run_dbt(["run-operation", "iceberg_sync", "--args", json.dumps({"relation": relation})])
+        state = StaticTable.from_metadata(metadata_location(path))
+        assert state.metadata.properties["delta-version"] == str(committed)
+        assert_readers_agree(path)
+
     def test_what_iceberg_cannot_read_is_refused_before_anything_is_written(self, project):
         results = run_dbt(["run", "-s", "with_array", "with_vectors"], expect_pass=False)
         messages = {r.node.name: r.message for r in results.results}

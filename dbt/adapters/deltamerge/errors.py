@@ -11,7 +11,6 @@ import re
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
 
-from dbt.adapters.events.logging import AdapterLogger
 from dbt_common.exceptions import DbtRuntimeError
 
 from dbt.adapters.deltamerge.common.config_values import SpecError
@@ -27,9 +26,6 @@ class ConfigError(DbtRuntimeError):
         self.model = error.model
         self.problems = error.problems
         super().__init__(str(error))
-
-
-logger = AdapterLogger("deltamerge")
 
 
 class ModelWriteError(DbtRuntimeError):
@@ -51,8 +47,8 @@ def named_errors(subject: str) -> Iterator[None]:
     try:
         with ledger() as done, working_on(subject):
             yield
-        for text in done.notices:  # what a step after a commit left undone, the write standing
-            logger.warning(f"{subject}: {text}")
+        if done.notices:  # what a step after a commit left undone (the write stands): an error still
+            raise ModelWriteError(f"{subject}: " + "\n".join(done.notices))
     except DbtRuntimeError:
         raise
     except SpecError as exc:

@@ -32,8 +32,8 @@ class Ledger:
 
     committed: list[Committed] = field(default_factory=list)
     failed_step: str | None = None
-    # What a step after a commit could not do without failing the write (the Iceberg side left
-    # behind): said to the user as a warning when the block ends.
+    # What a step after a commit could not do, the write standing (the Iceberg side left behind):
+    # the error boundary fails the block with it once the block's other steps are done.
     notices: list[str] = field(default_factory=list)
 
 

@@ -45,8 +45,9 @@ def sync_after_commit(table: TableLocation, snapshot: Snapshot) -> int | None:
     """Bring the Iceberg side of a UniForm table to ``snapshot`` (just committed); return the Delta
     version it shows, or None when the table asks for no Iceberg side or the conversion failed.
 
-    A failure never fails the commit: it is told (``ledger.notice``) as the version committed and
-    the Iceberg side behind; the next commit, or ``dbt run-operation iceberg_sync``, catches up.
+    A failure never fails or undoes the commit: it is told (``ledger.notice``; the error boundary
+    fails the model with it once the model's other steps are done) as the version committed and the
+    Iceberg side behind; the next commit, or ``dbt run-operation iceberg_sync``, catches up.
     """
     if not iceberg_enabled(snapshot.metadata.configuration):
         return None
@@ -56,7 +57,7 @@ def sync_after_commit(table: TableLocation, snapshot: Snapshot) -> int | None:
         notice(
             f"Delta version {snapshot.version} of {table} was committed; its Iceberg metadata was not "
             f"written ({type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}). "
-            "Iceberg readers see the version before until the next commit or `dbt run-operation "
-            "iceberg_sync` catches up."
+            "The Delta data is written (do not re-run to redo it); Iceberg readers see the version "
+            "before until the next commit or `dbt run-operation iceberg_sync` catches up."
         )
         return None
