@@ -17,6 +17,7 @@ import subprocess
 import sys
 import threading
 import uuid
+from urllib.parse import unquote
 
 import pyarrow as pa
 import pytest
@@ -25,6 +26,7 @@ from pyiceberg.table import StaticTable
 
 from dbt.adapters.deltamerge.delta import TableLocation, ledger, load_snapshot
 from dbt.adapters.deltamerge.delta.data import WriteRequest, write_dataframe
+from dbt.adapters.deltamerge.delta.log import log_state
 from dbt.adapters.deltamerge.delta.txn import (
     CommitActions,
     CommitInfo,
@@ -55,10 +57,9 @@ def append_copy(table: TableLocation) -> int:
     snapshot = load_snapshot(table)
     assert snapshot is not None
     first = sorted(snapshot.files, key=lambda f: f.path)[0]
-    add = dict(snapshot.files[0].logged or {}) if snapshot.files[0].logged else None
     name = f"copy-{uuid.uuid4().hex}.parquet"
     shutil.copyfile(os.path.join(table.path, first.path), os.path.join(table.path, name))
-    stats = _stats_of(table, first.path) if add is None else add["stats"]
+    stats = _stats_of(table, first.path)
     written = WrittenFile(name, first.size, dict(first.partition_values), stats, int(first.num_records or 0))
     info = CommitInfo("WRITE", {"mode": "Append"}, is_blind_append=True)
     result = commit_files(snapshot, CommitActions(written=[written]), CommitOptions(info))
@@ -67,13 +68,9 @@ def append_copy(table: TableLocation) -> int:
 
 
 def _stats_of(table: TableLocation, path: str) -> str:
-    for version in range(load_snapshot(table).version, -1, -1):  # type: ignore[union-attr]
-        for line in open(table.commit_file(version)).read().splitlines():
-            if f'"path":"{path}"' in line and '"add"' in line:
-                import json
-
-                return str(json.loads(line)["add"]["stats"])
-    raise AssertionError(f"no add of {path}")
+    snapshot = load_snapshot(table)
+    assert snapshot is not None
+    return str(log_state(table, snapshot.version).adds[unquote(path)]["stats"])
 
 
 def delta_rows(path: str, version: int | None = None) -> list[tuple]:
@@ -159,7 +156,7 @@ def test_concurrent_writers_leave_the_iceberg_side_at_the_latest_version(table):
         try:
             for _ in range(3):
                 append_copy(TableLocation.of(table.path))
-        except BaseException as error:  # noqa: BLE001 - reported below
+        except BaseException as error:
             errors.append(error)
 
     threads = [threading.Thread(target=writer) for _ in range(2)]
