@@ -105,7 +105,8 @@ def test_we_write_a_uniform_table_delta_made(spark, delta_spark, schema, tmp_pat
     path = str(tmp_path / "theirs")
     at = f"delta.`{path}`"
     delta_spark.sql(
-        f"CREATE TABLE {at} (id BIGINT, v STRING, p STRING) USING delta PARTITIONED BY (p) TBLPROPERTIES ({UNIFORM})"
+        f"CREATE TABLE {at} (id BIGINT, v STRING, p STRING) USING delta PARTITIONED BY (p) "
+        f"TBLPROPERTIES ({UNIFORM})"
     )
     delta_spark.sql(f"INSERT INTO {at} VALUES (1, 'a', 'x'), (2, 'b', 'y')")
     assert iceberg_state(TableLocation.of(path)) is None  # Delta 4.4 writes none for a path table
