@@ -113,7 +113,8 @@ def test_we_write_a_uniform_table_delta_made(spark, delta_spark, schema, tmp_pat
     _run(spark, f"CREATE TABLE {schema}.theirs USING delta LOCATION '{path}'")  # bound, not written
     _run(
         spark,
-        f"MERGE INTO {schema}.theirs t USING (SELECT 2 AS id, 'B' AS v, 'y' AS p UNION ALL SELECT 3, 'c', 'x') s "
+        f"MERGE INTO {schema}.theirs t "
+        "USING (SELECT 2 AS id, 'B' AS v, 'y' AS p UNION ALL SELECT 3, 'c', 'x') s "
         "ON t.id = s.id WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *",
     )
     shown, by_pyiceberg, by_duckdb = _iceberg(path)
