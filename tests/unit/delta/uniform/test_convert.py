@@ -95,7 +95,7 @@ def test_versions_become_snapshots_with_the_log_s_files_ids_and_bounds(tmp_path)
     assert a.partition[0] == "x" and a.record_count == 3 and a.lower_bounds[1] == (1).to_bytes(8, "little")
 
     # Version 1 removes a and adds c: a is deleted in a rewritten manifest, b carried.
-    second = convert(meta, first.location, _version(root, 1, [_add("c", "x", 7, 9)], [f"p=x/a.parquet"]), io)
+    second = convert(meta, first.location, _version(root, 1, [_add("c", "x", 7, 9)], ["p=x/a.parquet"]), io)
     assert sorted(_live(second.metadata, io)) == [f"{root}/p=x/c.parquet", f"{root}/p=y/b.parquet"]
     assert second.metadata.current_snapshot().summary["delta-version"] == "1"
     assert [entry.metadata_file for entry in second.metadata.metadata_log] == [first.location]
