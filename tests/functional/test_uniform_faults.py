@@ -100,7 +100,7 @@ def every_version_has_its_snapshot(path: str) -> None:
 def table(spark, tmp_path) -> TableLocation:
     location = TableLocation.of(str(tmp_path / "events"))
     frame = spark.sql("select cast(id as int) as id, concat('v', cast(id as string)) as v from range(20)")
-    write_dataframe(spark, frame, WriteRequest(location, "overwrite", properties=UNIFORM))
+    write_dataframe(spark, frame, WriteRequest(location, "create_or_replace", properties=UNIFORM))
     assert iceberg_state(location).delta_version == 0  # type: ignore[union-attr]
     return location
 

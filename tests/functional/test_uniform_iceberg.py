@@ -139,7 +139,26 @@ select 1 as id
 class TestUniformStatementsAndRefusals:
     @pytest.fixture(scope="class")
     def models(self):
-        return {"daily.sql": DAILY, "with_array.sql": WITH_ARRAY, "with_vectors.sql": WITH_VECTORS}
+        return {
+            "daily.sql": DAILY,
+            "with_array.sql": WITH_ARRAY,
+            "with_vectors.sql": WITH_VECTORS,
+            "by_profile.sql": "{{ config(materialized='table') }} select 1 as id",
+            "opted_out.sql": "{{ config(materialized='table', table_format='default') }} select 1 as id",
+        }
+
+    @pytest.fixture(scope="class")
+    def dbt_profile_target(self, dbt_profile_target):
+        return {**dbt_profile_target, "table_format": "iceberg"}  # the profile's default
+
+    def test_the_profile_s_table_format_is_every_model_s_default(self, project):
+        run_dbt(["run", "-s", "by_profile", "opted_out"])
+        by_profile = DeltaTable(table_path(project, "by_profile")).metadata().configuration
+        assert by_profile["delta.universalFormat.enabledFormats"] == "iceberg"
+        assert assert_readers_agree(table_path(project, "by_profile")) == [(1,)]
+        opted_out = DeltaTable(table_path(project, "opted_out")).metadata().configuration
+        assert "delta.universalFormat.enabledFormats" not in opted_out
+        assert not os.path.exists(os.path.join(table_path(project, "opted_out"), "metadata"))
 
     def test_dml_optimize_and_restore_keep_the_iceberg_side_current(self, project):
         results = run_dbt(["run", "-s", "daily"])

@@ -82,6 +82,8 @@ class DeltaMergeCredentials(SparkCredentials):
     # A bucket's own endpoint and credentials, by ``s3://<bucket>`` (overlaying storage_options):
     # tables on a second account or endpoint. Spark gets them as session settings, not a command line.
     bucket_storage_options: dict[str, dict[str, str]] | None = None
+    # Every model's ``table_format`` where its config sets none (``iceberg``: UniForm tables).
+    table_format: str | None = None
 
     @classmethod
     def validate(cls, data: Any) -> None:

@@ -69,9 +69,6 @@ class DeltaMergeAdapter(SparkAdapter):
         ConstraintType.custom: ConstraintSupport.NOT_SUPPORTED,
     }
 
-    def __init__(self, config: Any, mp_context: Any) -> None:
-        super().__init__(config, mp_context)
-
     @classmethod
     def quote(cls, identifier: str) -> str:
         """Backticks; a classmethod as dbt's (dbt-spark's instance method breaks dbt's contract
@@ -142,14 +139,18 @@ class DeltaMergeAdapter(SparkAdapter):
 
     @available
     def delta_file_format(self, relation: BaseRelation, config: dict[str, Any], materialization: str) -> str:
-        """The model's ``file_format``, once every key of its config has been read.
-
-        Materializations ask this first: a wrong value of any key fails the model naming it
-        (the same error ``delta_materialize`` would raise) before anything runs or is dropped.
-        """
+        """The model's ``file_format``, once every key of its config has been read: a wrong value of
+        any key fails the model naming it before anything runs or is dropped."""
         model = str(relation.identifier)
         with model_errors(model):
-            return ModelSpec.from_config(model, config, materialization).write.file_format
+            return self._spec(model, config, materialization).write.file_format
+
+    def _spec(self, model: str, config: dict[str, Any], materialization: str) -> ModelSpec:
+        """The model's config parsed once, over the profile's default ``table_format``."""
+        default = self.config.credentials.table_format
+        if default and config.get("table_format") is None:
+            config = {**config, "table_format": default}
+        return ModelSpec.from_config(model, config, materialization)
 
     @available
     def delta_materialize(
@@ -166,7 +167,7 @@ class DeltaMergeAdapter(SparkAdapter):
         with model_errors(model):
             # Config first: its errors cost no Spark work.
             materialization = str(run["materialization"])
-            spec = ModelSpec.from_config(model, config, materialization)
+            spec = self._spec(model, config, materialization)
             contract = run.get("contract")
             model_run = ModelRun(
                 materialization=cast(Materialization, materialization),  # our macros pass one of them
@@ -241,7 +242,7 @@ class DeltaMergeAdapter(SparkAdapter):
 
         model = str(relation.identifier)
         with model_errors(model):
-            spec = ModelSpec.from_config(model, config, "seed")
+            spec = self._spec(model, config, "seed")
             spark = self.spark_session()
             df = seed_dataframe(spark, agate_table, self._seed_types(agate_table, config))
             table = self._model_table(spark, relation, spec, incremental=False)
