@@ -154,9 +154,8 @@ def _appends(spark: Any, args: argparse.Namespace, timer: ConversionTimer) -> di
     from dbt.adapters.deltamerge.delta.data import WriteRequest, write_dataframe
 
     frame = spark.sql("select cast(id as bigint) as id, concat('h', cast(id as string)) as v from range(24)")
-    write_dataframe(
-        spark, frame.coalesce(1), WriteRequest(TableLocation.of(path), "create_or_replace", properties=UNIFORM)
-    )
+    request = WriteRequest(TableLocation.of(path), "create_or_replace", properties=UNIFORM)
+    write_dataframe(spark, frame.coalesce(1), request)
     location = TableLocation.of(path)
     first, stats = _first_file_stats(location)
     times: list[float] = []
