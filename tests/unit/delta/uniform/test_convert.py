@@ -6,19 +6,16 @@ by path); pyiceberg's own reader reads the manifests back.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 from pyiceberg.manifest import ManifestEntryStatus
 from pyspark.sql import types as T
 
 from dbt.adapters.deltamerge.delta.stores import LOCAL
-from dbt.adapters.deltamerge.delta.uniform.convert import (
-    MAX_MANIFESTS,
-    DeltaVersion,
-    convert,
-    metadata_name,
-    snapshot_id,
-)
+from dbt.adapters.deltamerge.delta.uniform.convert import convert
+from dbt.adapters.deltamerge.delta.uniform.manifests import MAX_MANIFESTS
+from dbt.adapters.deltamerge.delta.uniform.version import DeltaVersion, metadata_name, snapshot_id
 from dbt.adapters.deltamerge.delta.uniform.fileio import StoreFileIO
 
 TABLE_ID = "6f1c1b8e-3f7a-4a53-9f59-3d5f0a6f2b10"
@@ -128,3 +125,20 @@ def test_manifests_are_merged_past_the_limit(tmp_path):
         )
         assert len(state.metadata.current_snapshot().manifests(io)) <= MAX_MANIFESTS
     assert len(_live(state.metadata, io)) == MAX_MANIFESTS + 3
+
+
+def test_snapshots_older_than_the_file_retention_leave_the_metadata(tmp_path):
+    root, io = str(tmp_path), StoreFileIO(LOCAL)
+    retention = {"delta.deletedFileRetentionDuration": "interval 2 milliseconds"}
+    state = convert(None, None, _version(root, 0, [_add("f0", "x", 0, 0)]), io)
+    for version in range(1, 6):
+        change = dataclasses.replace(
+            _version(root, version, [_add(f"f{version}", "x", 0, 0)]), configuration=retention
+        )
+        state = convert(state.metadata, state.location, change, io)
+    # Versions 3, 4 and 5 (timestamps within 2 ms of version 5's) keep their snapshots.
+    assert [s.summary["delta-version"] for s in state.metadata.snapshots] == ["3", "4", "5"]
+    assert [e.snapshot_id for e in state.metadata.snapshot_log] == [
+        s.snapshot_id for s in state.metadata.snapshots
+    ]
+    assert len(_live(state.metadata, io)) == 6  # the files stay: expiry drops history, not data

@@ -57,6 +57,31 @@ _INTERVAL = re.compile(
 )
 
 
+_UNIT_MS = {
+    "nanosecond": 1e-6,
+    "microsecond": 1e-3,
+    "millisecond": 1,
+    "second": 1_000,
+    "minute": 60_000,
+    "hour": 3_600_000,
+    "day": 86_400_000,
+    "week": 604_800_000,
+}
+
+
+def interval_ms(configuration: Mapping[str, str], key: str, default: str) -> int:
+    """A duration property (``interval 7 days``, ``30 seconds``) in milliseconds (``default`` when
+    unset; values are checked by ``value_problems`` before a write).
+
+    >>> interval_ms({}, "delta.deletedFileRetentionDuration", "interval 1 week")
+    604800000
+    >>> interval_ms({"d": "interval 30 seconds"}, "d", "1 day")
+    30000
+    """
+    text = str(configuration.get(key, default)).strip().lower().removeprefix("interval").split()
+    return int(float(text[0]) * _UNIT_MS[text[1].rstrip("s")])
+
+
 def value_problems(configuration: Mapping[str, str]) -> list[str]:
     """A sentence for each known property whose value Delta would refuse.
 

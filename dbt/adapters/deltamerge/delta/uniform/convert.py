@@ -5,39 +5,31 @@ before): the snapshot id is drawn from the table's uuid and the Delta version, t
 for them, timestamps are the Delta commit's. Two writers converting the same version write files
 of the same content under the same names, and the first one's stays (``fileio``).
 
-A version's adds go into one new manifest (``added``); a manifest holding a file the version
-removes is rewritten with that file ``deleted`` and the others ``existing``; the others are
-carried over untouched, so converting a commit costs what it changed, not the table's history.
-When a snapshot would list more than ``MAX_MANIFESTS`` manifests they are merged into one.
+A version that changed data gets a snapshot (``manifests``); one that changed only metadata is a
+metadata file without one. Snapshots older than the Delta table's file retention (the lesser of
+``delta.logRetentionDuration`` and ``delta.deletedFileRetentionDuration``, as Delta's converter
+bounds Iceberg's history) leave the metadata: Iceberg time travel reaches as far back as Delta's
+does once VACUUM ran, and the metadata file stays the size of that window, not of the history.
 """
 
 from __future__ import annotations
 
-import hashlib
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from pyiceberg.io import FileIO
-from pyiceberg.manifest import (
-    DataFile,
-    ManifestEntry,
-    ManifestEntryStatus,
-    ManifestFile,
-    write_manifest,
-    write_manifest_list,
-)
 from pyiceberg.partitioning import PartitionSpec
 from pyiceberg.schema import Schema
 from pyiceberg.table.metadata import MetadataLogEntry, TableMetadataV2
 from pyiceberg.table.refs import MAIN_BRANCH, SnapshotRef, SnapshotRefType
-from pyiceberg.table.snapshots import Operation, Snapshot, SnapshotLogEntry, Summary
+from pyiceberg.table.snapshots import SnapshotLogEntry
 from pyiceberg.table.sorting import UNSORTED_SORT_ORDER
 from pyspark.sql import types as T
 
-from dbt.adapters.deltamerge.delta.log.iceberg_compat import ICEBERG_CONFIG_PREFIX, ICEBERG_METADATA_FOLDER
-from dbt.adapters.deltamerge.delta.uniform.files import data_file, file_uri
+from dbt.adapters.deltamerge.delta.log.iceberg_compat import ICEBERG_CONFIG_PREFIX
+from dbt.adapters.deltamerge.delta.log.properties import interval_ms
+from dbt.adapters.deltamerge.delta.uniform.manifests import write_snapshot
 from dbt.adapters.deltamerge.delta.uniform.schema import (
     PARTITION_FIELD_START,
     iceberg_schema,
@@ -46,33 +38,17 @@ from dbt.adapters.deltamerge.delta.uniform.schema import (
     same_schema,
     same_spec,
 )
+from dbt.adapters.deltamerge.delta.uniform.version import (
+    DELTA_TIMESTAMP,
+    DELTA_VERSION,
+    DeltaVersion,
+    metadata_folder,
+    metadata_name,
+)
 
-MAX_MANIFESTS = 16
 # Metadata files a metadata file lists as its predecessors (Iceberg's default).
 MAX_METADATA_LOG = 100
-DELTA_VERSION = "delta-version"
-DELTA_TIMESTAMP = "delta-timestamp"
 _NAME_MAPPING = "schema.name-mapping.default"
-
-
-@dataclass(frozen=True)
-class DeltaVersion:
-    """What one Delta version holds and changed, as the Iceberg side needs it.
-
-    ``adds``/``removed`` are the commit's (paths as the log spells them); with ``full`` the adds
-    are every live file of the version and the Iceberg snapshot replaces whatever was there.
-    """
-
-    version: int
-    timestamp_ms: int
-    root: str  # the table's location: a local path or an object-store URI
-    table_id: str  # Delta's metaData.id
-    schema: T.StructType
-    partition_columns: list[str]
-    configuration: Mapping[str, str]
-    adds: Sequence[Mapping[str, Any]] = ()
-    removed: frozenset[str] = frozenset()
-    full: bool = False
 
 
 @dataclass(frozen=True)
@@ -82,27 +58,6 @@ class Converted:
     metadata: TableMetadataV2
     location: str
     snapshot: bool = field(default=True)
-
-
-def metadata_folder(root: str) -> str:
-    """Where a table's Iceberg metadata lives (``<table>/metadata``, as Delta's converter writes it)."""
-    return f"{root.rstrip('/')}/{ICEBERG_METADATA_FOLDER}"
-
-
-def metadata_name(table_uuid: str, version: int) -> str:
-    """The metadata file of Delta version ``version``: ``v<N>-<uuid>.metadata.json`` (a uuid of the
-    table's and the version, so every writer names it alike).
-
-    >>> metadata_name("9a1b4c1e-0000-4000-8000-000000000000", 3)
-    'v3-44189ded-0790-53d1-81aa-90e373a07547.metadata.json'
-    """
-    return f"v{version}-{uuid.uuid5(uuid.UUID(table_uuid), str(version))}.metadata.json"
-
-
-def snapshot_id(table_uuid: str, version: int) -> int:
-    """Iceberg's snapshot id of Delta version ``version``: positive, 63 bits, the same for every writer."""
-    digest = hashlib.sha256(f"{table_uuid}:{version}".encode()).digest()
-    return int.from_bytes(digest[:8], "big") & ((1 << 63) - 1) or 1
 
 
 def convert(
@@ -124,11 +79,13 @@ def convert(
     sequence = previous.last_sequence_number if previous is not None else 0
     if changes_data:
         sequence += 1
-        made = _snapshot(
+        made = write_snapshot(
             change, table_uuid, current, schema, {s.spec_id: s for s in specs}, spec, sequence, io
         )
         snapshots.append(made)
         current_id = made.snapshot_id
+    oldest = change.timestamp_ms - retention_ms(change.configuration)
+    snapshots = [s for s in snapshots if s.timestamp_ms >= oldest or s.snapshot_id == current_id]
     refs = (
         {
             MAIN_BRANCH: SnapshotRef.model_validate(
@@ -150,6 +107,8 @@ def convert(
         snapshot_log.append(
             SnapshotLogEntry.model_validate({"snapshot_id": current_id, "timestamp_ms": change.timestamp_ms})
         )
+    kept = {s.snapshot_id for s in snapshots}
+    snapshot_log = [entry for entry in snapshot_log if entry.snapshot_id in kept]
     metadata = TableMetadataV2.model_validate(
         dict(
             location=change.root,
@@ -175,6 +134,15 @@ def convert(
         )
     )
     return Converted(metadata, location, changes_data)
+
+
+def retention_ms(configuration: Mapping[str, str]) -> int:
+    """How far back the Iceberg side keeps snapshots: the lesser of the Delta table's log and file
+    retentions (30 days, 7 days by default; Delta's converter's ``history.expire.max-snapshot-age-ms``)."""
+    return min(
+        interval_ms(configuration, "delta.logRetentionDuration", "interval 30 days"),
+        interval_ms(configuration, "delta.deletedFileRetentionDuration", "interval 1 week"),
+    )
 
 
 def _schemas(previous: TableMetadataV2 | None, delta_schema: T.StructType) -> tuple[list[Schema], Schema]:
@@ -223,135 +191,3 @@ def _properties(change: DeltaVersion) -> dict[str, str]:
         DELTA_TIMESTAMP: str(change.timestamp_ms),
         _NAME_MAPPING: name_mapping(change.schema).model_dump_json(),
     }
-
-
-def _snapshot(
-    change: DeltaVersion,
-    table_uuid: str,
-    parent: Snapshot | None,
-    schema: Schema,
-    specs: Mapping[int, PartitionSpec],
-    spec: PartitionSpec,
-    sequence: int,
-    io: FileIO,
-) -> Snapshot:
-    """The snapshot of a version that changed data: its manifests and manifest list written."""
-    made_id = snapshot_id(table_uuid, change.version)
-    folder = metadata_folder(change.root)
-    added = [
-        data_file(a, root=change.root, schema=change.schema, iceberg=schema, spec=spec) for a in change.adds
-    ]
-    carried, rewritten, deleted = _carried(change, parent, io)
-    manifests: list[ManifestFile] = []
-    tag = "f" if change.full else "m"  # a rebuild's files are not an incremental step's of the same version
-    names = (f"{folder}/{made_id}-{tag}{i}.avro" for i in range(1 << 30))
-    if len(carried) + len(rewritten) + 1 > MAX_MANIFESTS:
-        # Merge those of the current spec into one (a manifest holds files of one spec).
-        merged = [
-            e for m in carried if m.partition_spec_id == spec.spec_id for e in m.fetch_manifest_entry(io)
-        ]
-        merged += [e for m, entries in rewritten if m.partition_spec_id == spec.spec_id for e in entries]
-        carried = [m for m in carried if m.partition_spec_id != spec.spec_id]
-        rewritten = [(m, e) for m, e in rewritten if m.partition_spec_id != spec.spec_id]
-        if merged:
-            manifests.append(_write(io, next(names), schema, spec, made_id, existing=merged, deleted=deleted))
-    for manifest, entries in rewritten:
-        own = specs[manifest.partition_spec_id]
-        manifests.append(_write(io, next(names), schema, own, made_id, existing=entries, deleted=deleted))
-    if added:
-        manifests.append(_write(io, next(names), schema, spec, made_id, added=added))
-    manifests = [*carried, *manifests]
-    manifest_list = f"{folder}/snap-{made_id}-{tag}.avro"
-    with write_manifest_list(
-        format_version=2,
-        output_file=io.new_output(manifest_list),
-        snapshot_id=made_id,
-        parent_snapshot_id=parent.snapshot_id if parent is not None else None,
-        sequence_number=sequence,
-        avro_compression="deflate",
-    ) as writer:
-        writer.add_manifests(manifests)
-    removed_count = len(deleted)
-    operation = (
-        Operation.APPEND if not removed_count else (Operation.OVERWRITE if added else Operation.DELETE)
-    )
-    summary = Summary(
-        operation,
-        **{
-            DELTA_VERSION: str(change.version),
-            DELTA_TIMESTAMP: str(change.timestamp_ms),
-            "added-data-files": str(len(added)),
-            "deleted-data-files": str(removed_count),
-            "added-records": str(sum(f.record_count for f in added)),
-        },
-    )
-    return Snapshot.model_validate(
-        dict(
-            snapshot_id=made_id,
-            parent_snapshot_id=parent.snapshot_id if parent is not None else None,
-            sequence_number=sequence,
-            timestamp_ms=change.timestamp_ms,
-            manifest_list=manifest_list,
-            summary=summary,
-            schema_id=schema.schema_id,
-        )
-    )
-
-
-def _carried(
-    change: DeltaVersion, parent: Snapshot | None, io: FileIO
-) -> tuple[list[ManifestFile], list[tuple[ManifestFile, list[ManifestEntry]]], set[str]]:
-    """The parent's manifests kept as they are, the entries of those to rewrite, and the paths
-    this version deletes (Iceberg's spelling)."""
-    if parent is None:
-        return [], [], set()
-    manifests = parent.manifests(io)
-    if change.full:  # every live file of the parent is deleted, the version's are added
-        every = [(m, m.fetch_manifest_entry(io, discard_deleted=True)) for m in manifests]
-        return [], every, {e.data_file.file_path for _, entries in every for e in entries}
-    removed = {file_uri(change.root, path) for path in change.removed}
-    if not removed:
-        return list(manifests), [], set()
-    carried, rewritten = [], []
-    found: set[str] = set()
-    for manifest in manifests:
-        entries = manifest.fetch_manifest_entry(io, discard_deleted=True)
-        paths = {e.data_file.file_path for e in entries}
-        if paths & removed:
-            rewritten.append((manifest, entries))
-            found |= paths & removed
-        else:
-            carried.append(manifest)
-    return carried, rewritten, found
-
-
-def _write(
-    io: FileIO,
-    path: str,
-    schema: Schema,
-    spec: PartitionSpec,
-    made_id: int,
-    *,
-    added: Sequence[DataFile] = (),
-    existing: Sequence[ManifestEntry] = (),
-    deleted: set[str] | frozenset[str] = frozenset(),
-) -> ManifestFile:
-    """One manifest: ``added`` files, then ``existing`` entries (those in ``deleted`` as deleted)."""
-    with write_manifest(
-        format_version=2,
-        spec=spec,
-        schema=schema,
-        output_file=io.new_output(path),
-        snapshot_id=made_id,
-        avro_compression="deflate",
-    ) as writer:
-        for file in added:
-            writer.add(
-                ManifestEntry.from_args(status=ManifestEntryStatus.ADDED, snapshot_id=made_id, data_file=file)
-            )
-        for entry in existing:
-            if entry.data_file.file_path in deleted:
-                writer.delete(entry)
-            else:
-                writer.existing(entry)
-    return writer.to_manifest_file()

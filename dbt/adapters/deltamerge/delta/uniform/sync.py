@@ -28,14 +28,9 @@ from pyiceberg.table.metadata import TableMetadataV2
 from dbt.adapters.deltamerge.delta.location import TableLocation
 from dbt.adapters.deltamerge.delta.log.replay import log_state
 from dbt.adapters.deltamerge.delta.log.snapshot import Snapshot, load_snapshot
-from dbt.adapters.deltamerge.delta.uniform.convert import (
-    DELTA_VERSION,
-    Converted,
-    DeltaVersion,
-    convert,
-    metadata_folder,
-)
+from dbt.adapters.deltamerge.delta.uniform.convert import Converted, convert
 from dbt.adapters.deltamerge.delta.uniform.fileio import StoreFileIO
+from dbt.adapters.deltamerge.delta.uniform.version import DELTA_VERSION, DeltaVersion, metadata_folder
 
 HINT = "version-hint.text"
 # Versions converted one by one before the side is rebuilt from the latest (Delta's
@@ -79,25 +74,27 @@ def iceberg_state(table: TableLocation) -> IcebergState | None:
 
 
 def sync_iceberg(table: TableLocation, latest: Snapshot) -> int:
-    """Convert every Delta version up to ``latest`` (and any committed meanwhile); return the Delta
-    version the Iceberg side shows after."""
+    """Convert every Delta version up to ``latest`` (and any committed meanwhile), point the hint
+    at the last; return the Delta version the Iceberg side shows after."""
     io = StoreFileIO(table.store)
+    state = iceberg_state(table)
     for _ in range(_MAX_ROUNDS):
-        state = iceberg_state(table)
         shown = state.delta_version if state is not None else -1
+        if shown > latest.version:
+            return shown  # another writer converted a newer version than this one read
         if shown < latest.version:
             state = _convert_up_to(table, latest, state, io)
+        assert state is not None
+        if _hint(table) != _name(state):
             _point(table, state)
-        elif state is not None and shown > latest.version:
-            return shown  # another writer converted a newer version than this one read
-        if _latest_version(table) <= latest.version:
-            again = iceberg_state(table)
-            if again is not None and again.delta_version >= latest.version:
-                return again.delta_version
-        else:
-            newest = load_snapshot(table)
+        if _latest_version(table) > latest.version:  # committed meanwhile: its writer may have
+            newest = load_snapshot(table)  # pointed the hint before this one did
             assert newest is not None
             latest = newest
+        elif _hint(table) == _name(state):
+            return state.delta_version
+        else:
+            state = iceberg_state(table)  # another writer pointed it since: go on from what it names
     raise RuntimeError(f"the Iceberg side did not settle after {_MAX_ROUNDS} rounds of concurrent commits")
 
 
@@ -192,7 +189,16 @@ def _written(converted: Converted, io: StoreFileIO) -> IcebergState:
     return IcebergState(kept, converted.location)
 
 
+def _name(state: IcebergState) -> str:
+    """What the hint says to name ``state``'s metadata file: its name without the suffix."""
+    return state.location.rsplit("/", 1)[1].removesuffix(".metadata.json")
+
+
+def _hint(table: TableLocation) -> str | None:
+    path = f"{metadata_folder(table.path)}/{HINT}"
+    return table.store.read_bytes(path).decode("utf-8").strip() if table.store.exists(path) else None
+
+
 def _point(table: TableLocation, state: IcebergState) -> None:
-    """Point ``version-hint.text`` at ``state``'s metadata file (its name without the suffix)."""
-    name = state.location.rsplit("/", 1)[1].removesuffix(".metadata.json")
-    table.store.replace(f"{metadata_folder(table.path)}/{HINT}", name.encode("utf-8"))
+    """Point ``version-hint.text`` at ``state``'s metadata file."""
+    table.store.replace(f"{metadata_folder(table.path)}/{HINT}", _name(state).encode("utf-8"))
