@@ -14,9 +14,9 @@ from pyspark.sql import types as T
 
 from dbt.adapters.deltamerge.delta.stores import LOCAL
 from dbt.adapters.deltamerge.delta.uniform.convert import convert
+from dbt.adapters.deltamerge.delta.uniform.fileio import StoreFileIO
 from dbt.adapters.deltamerge.delta.uniform.manifests import MAX_MANIFESTS
 from dbt.adapters.deltamerge.delta.uniform.version import DeltaVersion, metadata_name, snapshot_id
-from dbt.adapters.deltamerge.delta.uniform.fileio import StoreFileIO
 
 TABLE_ID = "6f1c1b8e-3f7a-4a53-9f59-3d5f0a6f2b10"
 SCHEMA = T.StructType(
