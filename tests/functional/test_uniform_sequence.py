@@ -43,7 +43,7 @@ def delta_rows(path: str, columns: list[str], version: int | None = None) -> lis
         .register("t", DeltaTable(path, version=version))
         .execute(f"select {', '.join(columns)} from t")
     )
-    return sorted(tuple(r.values()) for r in pa.table(got.read_all()).to_pylist())
+    return sorted((tuple(r.values()) for r in pa.table(got.read_all()).to_pylist()), key=repr)
 
 
 def iceberg_io() -> dict[str, str]:
@@ -63,7 +63,7 @@ def check_readers(path: str, columns: list[str]) -> None:
     assert state is not None and state.delta_version == DeltaTable(path).version()
     expected = delta_rows(path, columns)
     scanned = StaticTable.from_metadata(state.location, iceberg_io()).scan().to_arrow().select(columns)
-    assert sorted(tuple(r.values()) for r in scanned.to_pylist()) == expected, state.delta_version
+    assert sorted((tuple(r.values()) for r in scanned.to_pylist()), key=repr) == expected, state.delta_version
     if "://" in path:
         return  # DuckDB's S3 reads need its httpfs extension, which is not installed here
     import_extension("avro")
@@ -71,7 +71,7 @@ def check_readers(path: str, columns: list[str]) -> None:
     con = duckdb.connect()
     con.execute("LOAD avro; LOAD iceberg;")
     by_duckdb = con.execute(f"select {', '.join(columns)} from iceberg_scan('{state.location}')").fetchall()
-    assert sorted(by_duckdb) == expected, state.delta_version
+    assert sorted(by_duckdb, key=repr) == expected, state.delta_version
 
 
 @pytest.mark.stores
@@ -136,4 +136,6 @@ def test_iceberg_readers_follow_every_merge(spark, lake_root, seed):
     table = StaticTable.from_metadata(state.location, iceberg_io())
     for version in sorted(by_version):
         scanned = table.scan(snapshot_id=by_version[version]).to_arrow().select(columns)
-        assert sorted(tuple(r.values()) for r in scanned.to_pylist()) == delta_rows(path, columns, version)
+        assert sorted((tuple(r.values()) for r in scanned.to_pylist()), key=repr) == delta_rows(
+            path, columns, version
+        )
