@@ -38,9 +38,13 @@ from range(40)
 select id, concat('new', cast(id as string)) as name, case when id % 3 = 0 then 'eu' else 'us' end as region,
        case when id % 5 = 0 then 'D' else 'U' end as op, date'2026-06-01' as day
 from range(30, 60)
-{% else %}
+{% elif step == 2 %}
 select id, 'again' as name, 'eu' as region, 'U' as op, date'2026-07-01' as day, id * 10 as score
 from range(55, 65)
+{% else %}
+select id, 'tagged' as name, 'eu' as region, 'U' as op, date'2026-08-01' as day, id as score,
+       array('x') as tags
+from range(60, 62)
 {% endif %}
 """
 
@@ -106,6 +110,13 @@ class TestUniformIceberg:
         third = assert_readers_agree(path)
         assert "score" in [f.name for f in DeltaTable(path).schema().fields]
         assert {r[0] for r in third}.isdisjoint(range(5))
+
+        # A new column Iceberg cannot take yet (an array), by schema evolution: refused, nothing committed.
+        before = DeltaTable(path).version()
+        refused = run_dbt(["run", "--vars", json.dumps({"step": 3, "evolve": True})], expect_pass=False)
+        assert "column `tags` is an array" in refused.results[0].message
+        assert "Nothing was committed" in refused.results[0].message
+        assert DeltaTable(path).version() == before
 
         # Time travel: the Iceberg snapshot of each Delta version holds that version's rows.
         iceberg = StaticTable.from_metadata(metadata_location(path))

@@ -15,9 +15,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from dbt.adapters.deltamerge.delta.errors import UnsupportedTableFeature
 from dbt.adapters.deltamerge.delta.location import TableLocation
 from dbt.adapters.deltamerge.delta.log.features import check_removable
-from dbt.adapters.deltamerge.delta.log.iceberg_compat import iceberg_enabled
+from dbt.adapters.deltamerge.delta.log.iceberg_compat import compat_problems, compat_v2, iceberg_enabled
 from dbt.adapters.deltamerge.delta.log.identity import advanced_schema
 from dbt.adapters.deltamerge.delta.log.mapping import mapping_mode, physical_names
 from dbt.adapters.deltamerge.delta.log.protocol import Protocol
@@ -155,6 +156,7 @@ def commit_files(
     if any("metaData" in a for a in leading) and info.is_blind_append:
         info = replace(info, is_blind_append=False)
     protocol, properties, domains = _effective(current, leading)
+    _check_compat(location, leading, properties)
     if actions.removed and options.data_change:
         check_removable(properties, table=location.path)  # rearranging rows is no change of them
     logged = [
@@ -206,6 +208,20 @@ def _effective(
         if "metaData" in action:
             properties = dict(action["metaData"].get("configuration") or {})
     return protocol, properties, current.domains if current else {}
+
+
+def _check_compat(
+    location: TableLocation, leading: Sequence[dict[str, Any]], properties: Mapping[str, str]
+) -> None:
+    """Refuse a new definition of an IcebergCompatV2 table that breaks its rules (a column of a type
+    Iceberg lacks, added by schema evolution): nothing is committed."""
+    for action in leading:
+        if "metaData" in action and compat_v2(properties):
+            problems = compat_problems(properties, str(action["metaData"].get("schemaString") or ""))
+            if problems:
+                raise UnsupportedTableFeature(
+                    f"Delta table at {location}: " + "; ".join(problems) + ". Nothing was committed."
+                )
 
 
 def _with_identity_marks(
