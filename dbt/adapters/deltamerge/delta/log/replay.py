@@ -34,6 +34,19 @@ _CHECKPOINT = re.compile(
 )
 
 
+def read_commit(table: TableLocation, version: int) -> list[dict[str, Any]]:
+    """The actions of one commit file."""
+    text = table.store.read_bytes(table.commit_file(version)).decode("utf-8")
+    return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+
+def latest_version(table: TableLocation) -> int:
+    """The highest committed version on disk (-1 when none), by listing the log."""
+    names = table.store.list_names(table.log_folder)
+    versions = [int(n[:20]) for n in names if len(n) == 25 and n.endswith(".json") and n[:20].isdigit()]
+    return max(versions, default=-1)
+
+
 @dataclass(frozen=True)
 class LogState:
     """Each live file's newest ``add`` action (by decoded path) and each live metadata domain."""

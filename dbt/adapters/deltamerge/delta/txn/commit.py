@@ -29,6 +29,7 @@ from dbt.adapters.deltamerge.delta.errors import ConcurrentModification
 from dbt.adapters.deltamerge.delta.faults import commit_gate, crash_point
 from dbt.adapters.deltamerge.delta.ledger import record
 from dbt.adapters.deltamerge.delta.location import TableLocation
+from dbt.adapters.deltamerge.delta.log.replay import latest_version, read_commit
 from dbt.adapters.deltamerge.delta.log.stats import stats_to_json
 from dbt.adapters.deltamerge.delta.txn.conflicts import ConcurrentTransaction, ReadSet, check_winner
 from dbt.adapters.deltamerge.delta.txn.stamps import (
@@ -97,19 +98,6 @@ class CommitInfo:
 def encode_actions(actions: Sequence[dict[str, Any]]) -> bytes:
     """Newline-delimited JSON, one action per line (``add.stats`` is already a string)."""
     return "".join(stats_to_json(a) + "\n" for a in actions).encode("utf-8")
-
-
-def read_commit(table: TableLocation, version: int) -> list[dict[str, Any]]:
-    """The actions of one commit file."""
-    text = table.store.read_bytes(table.commit_file(version)).decode("utf-8")
-    return [json.loads(line) for line in text.splitlines() if line.strip()]
-
-
-def latest_version(table: TableLocation) -> int:
-    """The highest committed version on disk (-1 when none), by listing the log."""
-    names = table.store.list_names(table.log_folder)
-    versions = [int(n[:20]) for n in names if len(n) == 25 and n.endswith(".json") and n[:20].isdigit()]
-    return max(versions, default=-1)
 
 
 def commit(

@@ -15,7 +15,6 @@ import json
 from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any
-from urllib.parse import unquote
 
 from pyiceberg.conversions import to_bytes
 from pyiceberg.manifest import DataFile, DataFileContent, FileFormat
@@ -39,22 +38,10 @@ from pyiceberg.types import (
 from pyspark.sql import types as T
 
 from dbt.adapters.deltamerge.delta.log.mapping import COLUMN_ID, physical_name
+from dbt.adapters.deltamerge.delta.paths import local_path
 
 _EPOCH = dt.date(1970, 1, 1)
 _STRING_TRUNCATION = 32  # Delta's statistics truncate strings at 32 characters
-
-
-def file_uri(root: str, add_path: str) -> str:
-    """The absolute location Iceberg names a data file by (an object-store URI, or a local path).
-
-    >>> file_uri("/w/t", "k=a%20b/part-0.parquet"), file_uri("s3://lake/t", "p.parquet")
-    ('/w/t/k=a b/part-0.parquet', 's3://lake/t/p.parquet')
-    """
-    if "://" in add_path or add_path.startswith("/"):
-        return add_path
-    if add_path.startswith("file:"):
-        return "/" + unquote(add_path[len("file:") :]).lstrip("/")
-    return f"{root.rstrip('/')}/{unquote(add_path)}"
 
 
 def data_file(
@@ -69,7 +56,7 @@ def data_file(
     values, nulls, lower, upper = _metrics(schema, stats, int(records))
     return DataFile.from_args(
         content=DataFileContent.DATA,
-        file_path=file_uri(root, str(add["path"])),
+        file_path=local_path(root, str(add["path"])),
         file_format=FileFormat.PARQUET,
         partition=partition_record(add.get("partitionValues") or {}, schema, iceberg, spec),
         record_count=int(records),

@@ -26,7 +26,8 @@ from pyiceberg.partitioning import PartitionSpec
 from pyiceberg.schema import Schema
 from pyiceberg.table.snapshots import Operation, Snapshot, Summary
 
-from dbt.adapters.deltamerge.delta.uniform.files import data_file, file_uri
+from dbt.adapters.deltamerge.delta.paths import local_path
+from dbt.adapters.deltamerge.delta.uniform.files import data_file
 from dbt.adapters.deltamerge.delta.uniform.version import (
     DELTA_TIMESTAMP,
     DELTA_VERSION,
@@ -124,7 +125,7 @@ def _carried(
     if change.full:  # every live file of the parent is deleted, the version's are added
         every = [(m, m.fetch_manifest_entry(io, discard_deleted=True)) for m in manifests]
         return [], every, {e.data_file.file_path for _, entries in every for e in entries}
-    removed = {file_uri(change.root, path) for path in change.removed}
+    removed = {local_path(change.root, path) for path in change.removed}
     if not removed:
         return list(manifests), [], set()
     carried, rewritten = [], []

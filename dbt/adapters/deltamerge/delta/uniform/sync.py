@@ -17,7 +17,6 @@ next commit, or ``dbt run-operation iceberg_sync``, catches up.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -26,7 +25,7 @@ from pyiceberg.serializers import FromInputFile, ToOutputFile
 from pyiceberg.table.metadata import TableMetadataV2
 
 from dbt.adapters.deltamerge.delta.location import TableLocation
-from dbt.adapters.deltamerge.delta.log.replay import log_state
+from dbt.adapters.deltamerge.delta.log.replay import latest_version, log_state, read_commit
 from dbt.adapters.deltamerge.delta.log.snapshot import Snapshot, load_snapshot
 from dbt.adapters.deltamerge.delta.uniform.convert import Converted, convert
 from dbt.adapters.deltamerge.delta.uniform.fileio import StoreFileIO
@@ -87,7 +86,7 @@ def sync_iceberg(table: TableLocation, latest: Snapshot) -> int:
         assert state is not None
         if _hint(table) != _name(state):
             _point(table, state)
-        if _latest_version(table) > latest.version:  # committed meanwhile: its writer may have
+        if latest_version(table) > latest.version:  # committed meanwhile: its writer may have
             newest = load_snapshot(table)  # pointed the hint before this one did
             assert newest is not None
             latest = newest
@@ -96,13 +95,6 @@ def sync_iceberg(table: TableLocation, latest: Snapshot) -> int:
         else:
             state = iceberg_state(table)  # another writer pointed it since: go on from what it names
     raise RuntimeError(f"the Iceberg side did not settle after {_MAX_ROUNDS} rounds of concurrent commits")
-
-
-def _latest_version(table: TableLocation) -> int:
-    names = table.store.list_names(table.log_folder)
-    return max(
-        (int(n[:20]) for n in names if len(n) == 25 and n.endswith(".json") and n[:20].isdigit()), default=-1
-    )
 
 
 def _convert_up_to(
@@ -159,11 +151,10 @@ def _incremental(table: TableLocation, snapshot: Snapshot, actions: list[dict[st
 
 def _commit_actions(table: TableLocation, version: int) -> list[dict[str, Any]] | None:
     """The actions of a commit (None: the log no longer keeps its file)."""
-    path = table.commit_file(version)
-    if not table.store.exists(path):
+    try:
+        return read_commit(table, version)
+    except FileNotFoundError:
         return None
-    text = table.store.read_bytes(path).decode("utf-8")
-    return [json.loads(line) for line in text.splitlines() if line.strip()]
 
 
 def _timestamp(actions: list[dict[str, Any]], snapshot: Snapshot) -> int:
