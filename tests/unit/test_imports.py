@@ -23,8 +23,9 @@ READ_PATH = {"statements.run", "statements.run.fresh", "statements.run.history",
 # since a statement's text is a value of its own, statements/parse/text.py, lexed and parsed once;
 # 131 since 2026-12-07: merge/keys.py, an assignment's key resolved as Delta resolves it; 132
 # since delta/log/iceberg_compat.py, IcebergCompatV2's rules checked with the table features; the
-# Iceberg side itself, delta/uniform and pyiceberg, loads only for a UniForm table's commit).
-LOADED_AT_MOST = 132
+# Iceberg side itself, delta/uniform and pyiceberg, loads only for a UniForm table's commit); 133
+# since delta/catalogs.py, the profile's Iceberg REST catalogs each invocation's Stores holds).
+LOADED_AT_MOST = 133
 
 
 def _loaded() -> list[str]:

@@ -29,6 +29,7 @@ import pyarrow.parquet as pq
 
 from dbt.adapters.deltamerge.common.store_options import effective_options, is_object_uri, refused_scheme
 from dbt.adapters.deltamerge.delta import object_storage as remote
+from dbt.adapters.deltamerge.delta.catalogs import IcebergCatalogs
 from dbt.adapters.deltamerge.delta.errors import StorageError
 from dbt.adapters.deltamerge.delta.faults import crash_point
 
@@ -302,7 +303,8 @@ class Stores:
     made from its profile (``Invocation.stores``); every ``TableLocation`` carries the one it was
     placed with, so a table's storage calls, and its binding's, use the options that placed it.
     ``Stores()`` reaches object stores as the environment's variables say (as delta-rs does
-    without ``storage_options``)."""
+    without ``storage_options``). ``catalogs``: the Iceberg REST catalogs the configuration names,
+    where its UniForm tables are registered (``catalogs.py``; none unless configured)."""
 
     def __init__(
         self,
@@ -311,6 +313,7 @@ class Stores:
     ) -> None:
         shared = effective_options(os.environ, {}) if options is None else options
         self.object = ObjectStore(remote.ObjectClients(shared, buckets))
+        self.catalogs = IcebergCatalogs()
 
     def configure(
         self, options: Mapping[str, str], buckets: Mapping[tuple[str, str], Mapping[str, str]] | None = None

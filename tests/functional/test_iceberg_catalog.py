@@ -1,0 +1,186 @@
+"""A UniForm table registered in a real Iceberg REST catalog (Apache Iceberg's own server) and kept
+current there after each commit, read back through the catalog by pyiceberg.
+
+The commits are plain Python (``test_uniform_faults.append_copy``: no Spark job), so the catalog's
+faults can be played cheaply: a catalog that is down, or answers 401 or 500 (a fault proxy in front
+of the real server), leaves the Delta commit standing and says so, and the next commit catches the
+catalog up; a table another writer committed to through the catalog is never overwritten; writers
+racing leave the catalog at the latest Delta version.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from deltalake import DeltaTable
+from pyiceberg.catalog.rest import RestCatalog
+
+from dbt.adapters.deltamerge.delta import Stores, TableLocation, ledger
+from dbt.adapters.deltamerge.delta.data import WriteRequest, write_dataframe
+from dbt.adapters.deltamerge.delta.uniform import (
+    iceberg_state,
+    registration_properties,
+    unpublish,
+)
+from tests.functional.test_uniform_faults import UNIFORM, append_copy, delta_rows
+from tests.iceberg_rest import RestCatalogServer, start_rest_catalog
+from tests.s3faults import FaultProxy
+
+NAME = ("sales", "events")
+
+
+@pytest.fixture(scope="module")
+def rest_catalog(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RestCatalogServer]:
+    server = start_rest_catalog(str(tmp_path_factory.mktemp("iceberg-rest")))
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def proxy(rest_catalog: RestCatalogServer) -> Iterator[FaultProxy]:
+    proxy = FaultProxy(rest_catalog.uri)
+    yield proxy
+    proxy.stop()
+
+
+def catalog_rows(client: RestCatalog, snapshot_id: int | None = None) -> list[tuple]:
+    got = client.load_table(NAME).scan(snapshot_id=snapshot_id).to_arrow()
+    return sorted(tuple(r.values()) for r in got.select(["id", "v"]).to_pylist())
+
+
+def shown_version(client: RestCatalog) -> int:
+    return int(client.load_table(NAME).metadata.properties["delta-version"])
+
+
+def make_table(spark: Any, path: str, stores: Stores, name: tuple[str, str] = NAME) -> TableLocation:
+    location = TableLocation.of(path, stores)
+    frame = spark.sql("select cast(id as int) as id, concat('v', cast(id as string)) as v from range(20)")
+    properties = {**UNIFORM, **registration_properties("lake", *name)}
+    write_dataframe(spark, frame, WriteRequest(location, "create_or_replace", properties=properties))
+    return location
+
+
+def stores_with(properties: dict[str, str]) -> Stores:
+    stores = Stores()
+    stores.catalogs.configure({"lake": properties})
+    return stores
+
+
+def test_registered_at_create_and_kept_current_with_every_version_readable(spark, tmp_path, rest_catalog):
+    client = RestCatalog("check", **rest_catalog.properties())
+    table = make_table(spark, str(tmp_path / "events"), stores_with(rest_catalog.properties()))
+    assert shown_version(client) == 0
+    assert catalog_rows(client) == delta_rows(table.path)
+
+    for expected in (1, 2, 3):
+        assert append_copy(table) == expected
+        assert shown_version(client) == expected
+    assert catalog_rows(client) == delta_rows(table.path) and len(delta_rows(table.path)) > 20
+    loaded = client.load_table(NAME)
+    by_version = {int(s.summary["delta-version"]): s.snapshot_id for s in loaded.metadata.snapshots}
+    assert sorted(by_version) == [0, 1, 2, 3]
+    assert catalog_rows(client, by_version[1]) == delta_rows(table.path, 1)
+    # The catalog's table is ours: same uuid, same location, the data files the log names.
+    state = iceberg_state(table)
+    assert state is not None and loaded.metadata.table_uuid == state.metadata.table_uuid
+    assert loaded.metadata.location.rstrip("/").endswith("events")
+
+    assert unpublish(client, NAME, str(state.metadata.table_uuid))
+    assert not client.table_exists(NAME)
+    assert DeltaTable(table.path).version() == 3  # the files stay: a drop there is no purge
+
+
+@pytest.mark.parametrize("status", [401, 500])
+def test_a_refusing_catalog_leaves_the_commit_and_says_so_then_the_next_commit_catches_up(
+    spark, tmp_path, rest_catalog, proxy, status
+):
+    secret = "client-id:very-secret-value"
+    stores = stores_with({**rest_catalog.properties(proxy.endpoint), "token": secret})
+    table = make_table(spark, str(tmp_path / "events"), stores, ("refusing", f"events_{status}"))
+    name = ("refusing", f"events_{status}")
+    client = RestCatalog("check", **rest_catalog.properties())
+    assert int(client.load_table(name).metadata.properties["delta-version"]) == 0
+
+    # Every table commit refused (pyiceberg asks again once after a 401, with a fresh token).
+    commits = f"/v1/namespaces/refusing/tables/events_{status}$"
+    proxy.rules({"method": "POST", "path": commits, "status": status, "times": 100})
+    with ledger() as done:
+        assert append_copy(table) == 1
+    [said] = done.notices
+    assert said.startswith(
+        f"Delta version 1 of {table.path} was committed and its Iceberg metadata written; "
+        f"the Iceberg catalog's lake.refusing.events_{status} was not brought to it"
+    ), said
+    assert "iceberg_sync" in said and "very-secret-value" not in said
+    assert DeltaTable(table.path).version() == 1
+    assert int(client.load_table(name).metadata.properties["delta-version"]) == 0
+
+    proxy.reset()  # the catalog takes commits again
+    assert append_copy(table) == 2
+    assert int(client.load_table(name).metadata.properties["delta-version"]) == 2
+    rows = client.load_table(name).scan().to_arrow().select(["id", "v"]).to_pylist()
+    assert sorted(tuple(r.values()) for r in rows) == delta_rows(table.path)
+
+
+def test_a_catalog_that_is_down_is_caught_up_by_the_next_commit(spark, tmp_path, rest_catalog):
+    proxy = FaultProxy(rest_catalog.uri)
+    stores = stores_with(rest_catalog.properties(proxy.endpoint))
+    table = make_table(spark, str(tmp_path / "events"), stores, ("down", "events"))
+    client = RestCatalog("check", **rest_catalog.properties())
+    proxy.stop()  # nothing listens there now
+    with ledger() as done:
+        assert append_copy(table) == 1
+    [said] = done.notices
+    assert "was committed and its Iceberg metadata written" in said
+    assert int(client.load_table(("down", "events")).metadata.properties["delta-version"]) == 0
+
+    stores.catalogs.configure({"lake": rest_catalog.properties()})  # the catalog back (a new address)
+    assert append_copy(table) == 2
+    assert int(client.load_table(("down", "events")).metadata.properties["delta-version"]) == 2
+
+
+def test_a_snapshot_another_writer_committed_through_the_catalog_is_never_overwritten(
+    spark, tmp_path, rest_catalog
+):
+    name = ("foreign", "events")
+    table = make_table(spark, str(tmp_path / "events"), stores_with(rest_catalog.properties()), name)
+    client = RestCatalog("check", **rest_catalog.properties())
+    theirs = client.load_table(name)
+    theirs.append(theirs.scan().to_arrow().slice(0, 1))  # an Iceberg writer's commit there
+    foreign = client.load_table(name).metadata.current_snapshot_id
+
+    with ledger() as done:
+        assert append_copy(table) == 1
+    [said] = done.notices
+    assert "which no Delta version of this table made" in said and "not overwritten" in said
+    assert client.load_table(name).metadata.current_snapshot_id == foreign
+
+
+def test_writers_racing_leave_the_catalog_at_the_latest_delta_version(spark, tmp_path, rest_catalog):
+    name = ("racing", "events")
+    stores = stores_with(rest_catalog.properties())
+    table = make_table(spark, str(tmp_path / "events"), stores, name)
+    errors: list[BaseException] = []
+
+    def writer() -> None:
+        try:
+            for _ in range(4):
+                append_copy(TableLocation.of(table.path, stores))
+        except BaseException as error:
+            errors.append(error)
+
+    threads = [threading.Thread(target=writer) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not errors
+    latest = DeltaTable(table.path).version()
+    assert latest == 12
+    client = RestCatalog("check", **rest_catalog.properties())
+    assert int(client.load_table(name).metadata.properties["delta-version"]) == latest
+    rows = client.load_table(name).scan().to_arrow().select(["id", "v"]).to_pylist()
+    assert sorted(tuple(r.values()) for r in rows) == delta_rows(table.path)
