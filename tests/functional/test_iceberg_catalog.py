@@ -10,12 +10,16 @@ racing leave the catalog at the latest Delta version.
 
 from __future__ import annotations
 
+import json
+import os
 import threading
 from collections.abc import Iterator
 from typing import Any
 
+import pyarrow as pa
 import pytest
-from deltalake import DeltaTable
+from dbt.tests.util import run_dbt
+from deltalake import DeltaTable, QueryBuilder
 from pyiceberg.catalog.rest import RestCatalog
 
 from dbt.adapters.deltamerge.delta import Stores, TableLocation, ledger
@@ -25,6 +29,7 @@ from dbt.adapters.deltamerge.delta.uniform import (
     registration_properties,
     unpublish,
 )
+from tests.functional.helpers import table_path
 from tests.functional.test_uniform_faults import UNIFORM, append_copy, delta_rows
 from tests.iceberg_rest import RestCatalogServer, start_rest_catalog
 from tests.s3faults import FaultProxy
@@ -184,3 +189,128 @@ def test_writers_racing_leave_the_catalog_at_the_latest_delta_version(spark, tmp
     assert int(client.load_table(name).metadata.properties["delta-version"]) == latest
     rows = client.load_table(name).scan().to_arrow().select(["id", "v"]).to_pylist()
     assert sorted(tuple(r.values()) for r in rows) == delta_rows(table.path)
+
+
+ORDERS = """
+{{ config(materialized='incremental', incremental_strategy='delta_merge', unique_key='id', database='lake') }}
+{% if var('step', 0) == 0 %}
+select cast(id as int) as id, concat('o', cast(id as string)) as item from range(40)
+{% else %}
+select cast(id as int) as id, 'changed' as item from range(30, 50)
+{% endif %}
+"""
+SOURCES = """
+sources:
+  - name: lake_orders
+    database: lake
+    schema: "{{ target.schema }}"
+    tables: [{name: orders}]
+"""
+
+
+class TestThreePartNames:
+    """Models registered in an Iceberg REST catalog by their ``database`` (``catalog.schema.table``)."""
+
+    @pytest.fixture(scope="class")
+    def flaky(self, rest_catalog: RestCatalogServer) -> Iterator[FaultProxy]:
+        proxy = FaultProxy(rest_catalog.uri)
+        yield proxy
+        proxy.stop()
+
+    @pytest.fixture(scope="class")
+    def dbt_profile_target(self, dbt_profile_target, rest_catalog, flaky):
+        catalogs = {"lake": rest_catalog.properties(), "flaky": rest_catalog.properties(flaky.endpoint)}
+        return {**dbt_profile_target, "iceberg_catalogs": catalogs}
+
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {
+            "orders.sql": ORDERS,
+            "counted.sql": "{{ config(materialized='table') }} select count(*) as n from {{ ref('orders') }}",
+            "from_source.sql": "-- depends_on: {{ ref('orders') }}\n"
+            "select count(*) as n from {{ source('lake_orders', 'orders') }}",
+            "flaky.sql": "{{ config(materialized='table', database='flaky') }} select 1 as id",
+            "nowhere.sql": "{{ config(materialized='table', database='nowhere') }} select 1 as id",
+            "sources.yml": SOURCES,
+        }
+
+    def test_a_model_is_registered_by_its_database_and_kept_current(self, project, rest_catalog):
+        run_dbt(["run", "--exclude", "nowhere"])
+        client = RestCatalog("check", **rest_catalog.properties())
+        name = (project.test_schema, "orders")
+        path = table_path(project, "orders")
+        assert int(client.load_table(name).metadata.properties["delta-version"]) == 0
+        assert table_rows(client, name) == delta_rows_of(path)
+        assert project.run_sql(f"select n from {project.test_schema}.counted", fetch="one")[0] == 40
+        assert project.run_sql(f"select n from {project.test_schema}.from_source", fetch="one")[0] == 40
+        # A model without a database stays in Spark's catalog only.
+        assert not client.table_exists((project.test_schema, "counted"))
+
+        run_dbt(["run", "-s", "orders", "--vars", json.dumps({"step": 1})])
+        assert DeltaTable(path).version() == 1
+        loaded = client.load_table(name)
+        assert int(loaded.metadata.properties["delta-version"]) == 1
+        assert table_rows(client, name) == delta_rows_of(path) and len(delta_rows_of(path)) == 50
+        first = next(s for s in loaded.metadata.snapshots if s.summary["delta-version"] == "0")
+        assert table_rows(client, name, first.snapshot_id) == delta_rows_of(path, 0)
+
+    def test_docs_list_a_registered_model_under_its_catalog(self, project):
+        run_dbt(["run", "--exclude", "nowhere"])
+        run_dbt(["docs", "generate"])
+        with open(os.path.join(project.project_root, "target", "catalog.json")) as found:
+            catalog = json.load(found)
+        assert "model.test.orders" in catalog["nodes"], sorted(catalog["nodes"])
+        orders = catalog["nodes"]["model.test.orders"]
+        assert orders["metadata"]["database"] == "lake"
+        assert set(orders["columns"]) == {"id", "item"}
+        assert catalog["nodes"]["model.test.counted"]["metadata"]["database"] is None
+
+    def test_a_database_naming_no_catalog_is_refused(self, project):
+        refused = run_dbt(["run", "-s", "nowhere"], expect_pass=False)
+        message = refused.results[0].message
+        assert "database 'nowhere' names no Iceberg catalog of the profile" in message
+        assert "flaky, lake" in message
+
+    def test_a_failing_catalog_fails_the_model_saying_the_version_committed(
+        self, project, rest_catalog, flaky
+    ):
+        run_dbt(["run", "-s", "flaky"])
+        client = RestCatalog("check", **rest_catalog.properties())
+        name = (project.test_schema, "flaky")
+        before = DeltaTable(table_path(project, "flaky")).version()
+        assert int(client.load_table(name).metadata.properties["delta-version"]) == before
+        flaky.rules({"method": "POST", "path": "/tables/flaky$", "status": 500, "times": 100})
+        failed = run_dbt(["run", "-s", "flaky"], expect_pass=False)
+        message = failed.results[0].message
+        assert f"Delta version {before + 1} of" in message and "was committed" in message, message
+        assert f"flaky.{project.test_schema}.flaky was not brought to it" in message
+        assert DeltaTable(table_path(project, "flaky")).version() == before + 1
+        assert int(client.load_table(name).metadata.properties["delta-version"]) == before
+
+        flaky.reset()
+        args = json.dumps({"relation": f"{project.test_schema}.flaky"})
+        run_dbt(["run-operation", "iceberg_sync", "--args", args])
+        assert int(client.load_table(name).metadata.properties["delta-version"]) == before + 1
+
+    def test_a_dropped_model_leaves_the_catalog(self, project, rest_catalog):
+        run_dbt(["run", "-s", "orders"])
+        client = RestCatalog("check", **rest_catalog.properties())
+        assert client.table_exists((project.test_schema, "orders"))
+        relation = project.adapter.Relation.create(
+            database="lake", schema=project.test_schema, identifier="orders", type="table"
+        ).incorporate(is_delta=True)
+        with project.adapter.connection_named("drop"):
+            project.adapter.drop_relation(relation)
+        assert not client.table_exists((project.test_schema, "orders"))
+        assert DeltaTable(table_path(project, "orders")).version() >= 0  # no purge: the files stay
+
+
+def table_rows(client: RestCatalog, name: tuple[str, str], snapshot_id: int | None = None) -> list[tuple]:
+    got = client.load_table(name).scan(snapshot_id=snapshot_id).to_arrow()
+    return sorted(tuple(r.values()) for r in got.select(["id", "item"]).to_pylist())
+
+
+def delta_rows_of(path: str, version: int | None = None) -> list[tuple]:
+    table = DeltaTable(path, version=version)  # column mapping: delta-rs's query engine reads it
+    got = QueryBuilder().register("t", table).execute("select id, item from t").read_all()
+    return sorted(tuple(r.values()) for r in pa.table(got).to_pylist())

@@ -24,8 +24,9 @@ READ_PATH = {"statements.run", "statements.run.fresh", "statements.run.history",
 # 131 since 2026-12-07: merge/keys.py, an assignment's key resolved as Delta resolves it; 132
 # since delta/log/iceberg_compat.py, IcebergCompatV2's rules checked with the table features; the
 # Iceberg side itself, delta/uniform and pyiceberg, loads only for a UniForm table's commit); 133
-# since delta/catalogs.py, the profile's Iceberg REST catalogs each invocation's Stores holds).
-LOADED_AT_MOST = 133
+# since delta/catalogs.py, the profile's Iceberg REST catalogs each invocation's Stores holds; 135
+# since relation.py (three-part names) and docs_catalog.py (the adapter's docs catalog methods)).
+LOADED_AT_MOST = 135
 
 
 def _loaded() -> list[str]:

@@ -13,7 +13,6 @@ The sessions themselves are ``spark.embedded`` and ``spark.connect``.
 
 from __future__ import annotations
 
-import difflib
 import os
 import threading
 from collections.abc import Iterator
@@ -27,6 +26,7 @@ from dbt.adapters.spark.connections import SparkConnectionManager, SparkCredenti
 from dbt_common.dataclass_schema import StrEnum, ValidationError
 from dbt_common.exceptions import DbtDatabaseError, DbtRuntimeError
 
+from dbt.adapters.deltamerge.common.config_values import unknown_keys
 from dbt.adapters.deltamerge.common.store_options import (
     bucket_of,
     bucket_options,
@@ -84,6 +84,13 @@ class DeltaMergeCredentials(SparkCredentials):
     bucket_storage_options: dict[str, dict[str, str]] | None = None
     # Every model's ``table_format`` where its config sets none (``iceberg``: UniForm tables).
     table_format: str | None = None
+    # Iceberg REST catalogs by name (``uri``, ``warehouse``, ``credential`` / ``token`` / ``scope``,
+    # ...: the REST spec's client properties): a model whose ``database`` names one is a UniForm
+    # table registered there (``catalog.schema.table``), kept current after each commit.
+    iceberg_catalogs: dict[str, dict[str, str]] | None = None
+
+    # dbt-databricks' name for the default ``database``: the Iceberg catalog every model is in.
+    _ALIASES = {"catalog": "database"}
 
     @classmethod
     def validate(cls, data: Any) -> None:
@@ -115,7 +122,24 @@ class DeltaMergeCredentials(SparkCredentials):
             )
         if self.method == ConnectionMethod.CONNECT:
             connect.check_url(self.host)
+        database = self.database if self.database != self.schema else None
+        self.database = None  # dbt-spark refuses a database other than the schema
         super().__post_init__()
+        self.database = database
+        catalogs = sorted(self.iceberg_catalogs or {})
+        if database is not None and database not in catalogs:
+            raise DbtRuntimeError(
+                f"`database` (or `catalog`) is {database}: it must name an Iceberg REST catalog of "
+                f"`iceberg_catalogs` (named: {', '.join(catalogs) or 'none'}); Spark's own catalog has "
+                "two-part names"
+            )
+        problems = [
+            f"iceberg_catalogs.{n}: `uri` is missing"
+            for n in catalogs
+            if not (self.iceberg_catalogs or {})[n].get("uri")
+        ]
+        if problems:
+            raise DbtRuntimeError("; ".join(problems))
         problems = [p for k, v in (self.bucket_storage_options or {}).items() for p in bucket_problems(k, v)]
         if problems:
             raise DbtRuntimeError("; ".join(problems))
@@ -156,19 +180,6 @@ class DeltaMergeCredentials(SparkCredentials):
             "server_idle_minutes",
             "server_warmup_rounds",
         )
-
-
-def unknown_keys(data: dict[str, Any], known: set[str]) -> list[str]:
-    """A problem for each key of a profile target no field reads, with the nearest known key.
-
-    >>> unknown_keys({"warehous": "./w", "schema": "a"}, {"warehouse", "schema", "method"})
-    ['unknown profile key `warehous`: did you mean `warehouse`?']
-    """
-    problems = []
-    for key in sorted(k for k in data if k not in known):
-        close = difflib.get_close_matches(key, sorted(known), n=1)
-        problems.append(f"unknown profile key `{key}`" + (f": did you mean `{close[0]}`?" if close else ""))
-    return problems
 
 
 def project_dir() -> str:
@@ -217,6 +228,7 @@ def store_settings(creds: DeltaMergeCredentials) -> dict[str, str]:
     this process starts (``spark/committer.py``)."""
     options = effective_options(os.environ, creds.storage_options or {})
     current().stores.configure(options, own_buckets(creds, options))
+    current().stores.catalogs.configure(creds.iceberg_catalogs or {})
     if (
         creds.storage_options is None
         and not creds.bucket_storage_options

@@ -8,8 +8,7 @@ and returns an ``AdapterResponse`` carrying Delta's metrics.
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 from typing import Any, cast
@@ -18,22 +17,23 @@ from dbt.adapters.base import ConstraintSupport, available
 from dbt.adapters.base.relation import BaseRelation
 from dbt.adapters.contracts.connection import AdapterResponse
 from dbt.adapters.contracts.relation import RelationType
-from dbt.adapters.spark.impl import SparkAdapter, SparkConfig
+from dbt.adapters.spark.impl import SparkConfig
 from dbt_common.contracts.constraints import ConstraintType
 from dbt_common.exceptions import DbtRuntimeError
 from pyspark.sql import SparkSession
 
 from dbt.adapters.deltamerge import binding
 from dbt.adapters.deltamerge.common.config_values import dry_run_var
-from dbt.adapters.deltamerge.connections import DeltaMergeConnectionManager, session_of
+from dbt.adapters.deltamerge.connections import DeltaMergeConnectionManager
 from dbt.adapters.deltamerge.delta import load_snapshot
 from dbt.adapters.deltamerge.delta.log import DEFAULT_RETENTION_HOURS
 from dbt.adapters.deltamerge.delta.txn import WriteResult
+from dbt.adapters.deltamerge.docs_catalog import DocsCatalogAdapter, information
 from dbt.adapters.deltamerge.errors import model_errors, named_errors
 from dbt.adapters.deltamerge.invocation import current
 from dbt.adapters.deltamerge.merge import DryRun
 from dbt.adapters.deltamerge.model.response import dry_run_response, not_written_response, write_response
-from dbt.adapters.deltamerge.model.spec import Materialization, ModelSpec, batch_window
+from dbt.adapters.deltamerge.model.spec import Materialization, ModelSpec, batch_window, with_profile
 from dbt.adapters.deltamerge.model.write import (
     CatalogEntry,
     ModelRun,
@@ -42,6 +42,7 @@ from dbt.adapters.deltamerge.model.write import (
     locate,
     write_model,
 )
+from dbt.adapters.deltamerge.relation import DeltaMergeRelation
 from dbt.adapters.deltamerge.statements.parse.text import SqlText
 from dbt.adapters.deltamerge.statements.run.travel import TRAVEL_MARK, with_versions
 
@@ -54,10 +55,11 @@ class DeltaMergeConfig(SparkConfig):
     tblproperties: dict[str, str] | None = None
 
 
-class DeltaMergeAdapter(SparkAdapter):
+class DeltaMergeAdapter(DocsCatalogAdapter):
     """dbt-spark's adapter whose Delta materializations run on the deltamerge engine."""
 
     ConnectionManager = DeltaMergeConnectionManager
+    Relation = DeltaMergeRelation
     AdapterSpecificConfigs = DeltaMergeConfig
     # Delta enforces NOT NULL and CHECK on every write; the others are informational (dbt warns).
     CONSTRAINT_SUPPORT = {
@@ -79,55 +81,18 @@ class DeltaMergeAdapter(SparkAdapter):
         relations = super()._build_spark_relation_list(row_list, relation_info_func)
         catalog = current().catalog  # the first read of each name needs no catalog round trip
         for relation in relations:
-            if _information(relation):
-                catalog.listed(str(relation.schema), str(relation.identifier), _information(relation))
+            if information(relation):
+                catalog.listed(str(relation.schema), str(relation.identifier), information(relation))
         # Our bound tables show "Provider: parquet" (a table whose files carry deletion vectors is
         # a view, over a files table of its own that dbt never sees): their marker makes them Delta.
         return [
             r.incorporate(is_delta=True, type=RelationType.Table)
-            if binding.listed_as_ours(_information(r))
+            if binding.listed_as_ours(information(r))
             else r
             for r in relations
-            if f"{binding.FILES_OF_PROPERTY}=" not in _information(r)
+            if f"{binding.FILES_OF_PROPERTY}=" not in information(r)
             and TRAVEL_MARK not in str(r.identifier)  # an old version's entry (time travel)
         ]
-
-    def parse_columns_from_information(self, relation: BaseRelation) -> list[Any]:
-        from dbt.adapters.deltamerge import docs_catalog  # the catalog's columns: not loaded for a write
-
-        columns = super().parse_columns_from_information(relation)
-        snapshot = docs_catalog.delta_snapshot(_information(relation), current().stores)
-        if snapshot is None:
-            return columns
-        stats = docs_catalog.catalog_stats(snapshot)
-        return [dataclasses.replace(c, table_stats=stats) for c in columns]
-
-    def _get_columns_for_catalog(self, relation: BaseRelation) -> Iterable[dict[str, Any]]:
-        from dbt.adapters.deltamerge import docs_catalog
-
-        with docs_catalog.held_snapshot(_information(relation), current().stores) as snapshot:
-            rows = list(super()._get_columns_for_catalog(relation))  # its statistics: the same snapshot
-        if snapshot is not None:
-            description, comments = docs_catalog.catalog_comments(snapshot)
-        elif relation.is_view:
-            description, comments = docs_catalog.view_comments(
-                self.spark_session(), str(relation.schema), str(relation.identifier)
-            )
-        else:  # dbt-spark's catalog has no comments for other tables
-            description, comments = None, {}
-        for row in rows:
-            # dbt-spark numbers columns from 0; dbt's catalog (and every other adapter) from 1.
-            row["column_index"] = int(row["column_index"]) + 1
-            if snapshot is not None or relation.is_view:
-                row["table_comment"] = description
-                row["column_comment"] = comments.get(str(row.get("column_name") or "").lower())
-            yield row
-
-    def spark_session(self) -> SparkSession:
-        """The Spark session of this thread's connection (embedded or Spark Connect)."""
-        connection = self.connections.get_thread_connection()
-        _ = connection.handle  # opens the connection if needed
-        return session_of(connection)
 
     @available
     def delta_dry_run(self, value: Any) -> bool:
@@ -143,13 +108,24 @@ class DeltaMergeAdapter(SparkAdapter):
         any key fails the model naming it before anything runs or is dropped."""
         model = str(relation.identifier)
         with model_errors(model):
-            return self._spec(model, config, materialization).write.file_format
+            return self._spec(model, config, materialization, relation).write.file_format
 
-    def _spec(self, model: str, config: dict[str, Any], materialization: str) -> ModelSpec:
-        """The model's config parsed once, over the profile's default ``table_format``."""
-        default = self.config.credentials.table_format
-        if default and config.get("table_format") is None:
-            config = {**config, "table_format": default}
+    def _spec(
+        self, model: str, config: dict[str, Any], materialization: str, relation: BaseRelation | None = None
+    ) -> ModelSpec:
+        """The model's config parsed once, over the profile (its ``table_format``, its Iceberg
+        catalogs: a model whose ``database`` names one is registered there)."""
+        creds = self.config.credentials
+        name = (relation.database, str(relation.schema), model) if relation is not None else (None, "", model)
+        config = dict(
+            with_profile(
+                model,
+                config,
+                table_format=creds.table_format,
+                name=name,
+                catalogs=sorted(creds.iceberg_catalogs or {}),
+            )
+        )
         return ModelSpec.from_config(model, config, materialization)
 
     @available
@@ -167,7 +143,7 @@ class DeltaMergeAdapter(SparkAdapter):
         with model_errors(model):
             # Config first: its errors cost no Spark work.
             materialization = str(run["materialization"])
-            spec = self._spec(model, config, materialization)
+            spec = self._spec(model, config, materialization, relation)
             contract = run.get("contract")
             model_run = ModelRun(
                 materialization=cast(Materialization, materialization),  # our macros pass one of them
@@ -229,7 +205,7 @@ class DeltaMergeAdapter(SparkAdapter):
             if cached is None:
                 return None, True
             try:
-                listing = _information(cached)
+                listing = information(cached)
                 return binding.listed(listing, stores, delta=binding.delta_catalog(spark)), False
             except ValueError:  # listed without its properties (a relation dbt added since)
                 pass
@@ -242,7 +218,7 @@ class DeltaMergeAdapter(SparkAdapter):
 
         model = str(relation.identifier)
         with model_errors(model):
-            spec = self._spec(model, config, "seed")
+            spec = self._spec(model, config, "seed", relation)
             spark = self.spark_session()
             df = seed_dataframe(spark, agate_table, self._seed_types(agate_table, config))
             table = self._model_table(spark, relation, spec, incremental=False)
@@ -309,6 +285,11 @@ class DeltaMergeAdapter(SparkAdapter):
     def delta_iceberg_sync(self, relation: Any) -> dict[str, Any]:
         """The Iceberg side of a UniForm table brought to its latest Delta version."""
         return self._operation(f"iceberg_sync of {relation}", "iceberg_sync_table", relation)
+
+    @available
+    def delta_unregister(self, relation: Any) -> bool:
+        """Drop a model's table from the Iceberg catalog it is registered in (before dbt drops it)."""
+        return bool(self._operation(f"drop of {relation}", "iceberg_unregister", relation))
 
     @available
     def delta_reorg(self, relation: Any, where: Any = None) -> dict[str, Any]:
@@ -381,11 +362,6 @@ def _python_model(spark: SparkSession, code: str, model: str) -> Any:
     from dbt.adapters.deltamerge.python_models import python_model_frame
 
     return python_model_frame(spark, code, model=model)
-
-
-def _information(relation: BaseRelation) -> str:
-    """dbt-spark's ``show table extended`` text of a listed relation."""
-    return getattr(relation, "information", None) or ""
 
 
 def _bound_as(table: ModelTable) -> Callable[[int], None]:

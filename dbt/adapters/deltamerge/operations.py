@@ -189,24 +189,34 @@ def _checked(operation: str, problems: list[str]) -> None:
 
 
 def iceberg_sync_table(spark: SparkSession, relation: Any) -> dict[str, Any]:
-    """Bring the Iceberg side of ``relation``'s UniForm table to its latest Delta version (after a
-    commit whose conversion failed: the commit said so); the version it shows and its metadata file."""
-    from dbt.adapters.deltamerge.delta.uniform import iceberg_enabled, iceberg_state, sync_iceberg
+    """The Iceberg side of ``relation``'s UniForm table, and its Iceberg catalog, at its latest version."""
+    from dbt.adapters.deltamerge.delta import uniform
 
     schema, identifier, location = _delta_table(spark, relation, "iceberg_sync")
     snapshot = load_snapshot(location)
-    if snapshot is None or not iceberg_enabled(snapshot.metadata.configuration):
+    if snapshot is None or not uniform.iceberg_enabled(snapshot.metadata.configuration):
         raise ModelWriteError(
             f"iceberg_sync: {schema}.{identifier} is no UniForm table (create it with table_format: "
             "iceberg, or delta.enableIcebergCompatV2 and delta.universalFormat.enabledFormats=iceberg)"
         )
-    shown = sync_iceberg(location, snapshot)
-    state = iceberg_state(location)
+    shown = uniform.sync_iceberg(location, snapshot)
+    state = uniform.iceberg_state(location)
+    place = uniform.registration(snapshot.metadata.configuration)
     return {
         "table_path": location.path,
         "delta_version": shown,
         "metadata_location": state.location if state is not None else None,
+        "catalog": str(place) if place else None,
+        "catalog_delta_version": uniform.publish_registered(location, snapshot),
     }
+
+
+def iceberg_unregister(spark: SparkSession, relation: Any) -> bool:
+    """``relation``'s table dropped from its Iceberg catalog (no purge); True if it was there."""
+    from dbt.adapters.deltamerge.delta.uniform import unregister
+
+    found = binding.binding(spark, str(relation.schema), str(relation.identifier), current().stores)
+    return found is not None and unregister(found.location, load_snapshot(found.location))
 
 
 def _delta_table(spark: SparkSession, relation: Any, what: str) -> tuple[str, str, TableLocation]:

@@ -9,6 +9,7 @@ any other value of the wrong kind is a problem, never silently the default.
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -264,3 +265,16 @@ def dry_run_var(value: Any) -> bool:
     if spelled in ("false", "0", "no"):
         return False
     raise ValueError(f"var deltamerge_dry_run must be true or false, got {value!r}")
+
+
+def unknown_keys(data: dict[str, Any], known: set[str]) -> list[str]:
+    """A problem for each key of a profile target no field reads, with the nearest known key.
+
+    >>> unknown_keys({"warehous": "./w", "schema": "a"}, {"warehouse", "schema", "method"})
+    ['unknown profile key `warehous`: did you mean `warehouse`?']
+    """
+    problems = []
+    for key in sorted(k for k in data if k not in known):
+        close = difflib.get_close_matches(key, sorted(known), n=1)
+        problems.append(f"unknown profile key `{key}`" + (f": did you mean `{close[0]}`?" if close else ""))
+    return problems

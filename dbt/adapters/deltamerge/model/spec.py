@@ -27,6 +27,7 @@ from dbt.adapters.deltamerge.delta.log import (
     MAPPING_MODE,
     TABLE_FORMAT_ICEBERG,
     change_data_feed_enabled,
+    registration_properties,
     value_problems,
 )
 from dbt.adapters.deltamerge.merge import MergeSpec
@@ -121,6 +122,48 @@ class WriteSpec:
         if problems:
             raise SpecError(model, problems)
         return spec
+
+
+def with_profile(
+    model: str,
+    config: Mapping[str, Any],
+    *,
+    table_format: str | None,
+    name: tuple[str | None, str, str],
+    catalogs: list[str],
+) -> Mapping[str, Any]:
+    """A model's config over its profile: the profile's ``table_format`` where the config sets none;
+    a ``database`` (``name``'s first part) naming an Iceberg catalog of the profile (``catalogs``)
+    makes the table UniForm and registered there as ``database.schema.identifier``.
+
+    >>> with_profile("m", {}, table_format=None, name=("lake", "s", "t"), catalogs=["lake"])["tblproperties"]
+    {'deltamerge.iceberg.catalog': 'lake', 'deltamerge.iceberg.identifier': 's.t'}
+    >>> with_profile("m", {}, table_format=None, name=("lak", "s", "t"), catalogs=["lake"])
+    ... # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    dbt.adapters.deltamerge.common.config_values.SpecError: Model 'm': invalid config:
+      - database 'lak' names no Iceberg catalog of the profile (iceberg_catalogs: lake); ...
+    """
+    database, schema, identifier = name
+    if table_format and config.get("table_format") is None:
+        config = {**config, "table_format": table_format}
+    if not database or database == schema:
+        return config
+    if database not in catalogs:
+        raise SpecError(
+            model,
+            [
+                f"database {database!r} names no Iceberg catalog of the profile (iceberg_catalogs: "
+                f"{', '.join(catalogs) or 'none'}); Spark's own catalog has two-part names"
+            ],
+        )
+    if str(config.get("table_format") or "iceberg").lower() != "iceberg":
+        raise SpecError(model, [f"database {database!r} is an Iceberg catalog: table_format must be iceberg"])
+    properties = {
+        **(config.get("tblproperties") or {}),
+        **registration_properties(database, schema, identifier),
+    }
+    return {**config, "table_format": "iceberg", "tblproperties": properties}
 
 
 def _iceberg_format(properties: dict[str, str], deletion_vectors: bool) -> list[str]:

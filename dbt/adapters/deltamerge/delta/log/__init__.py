@@ -26,7 +26,13 @@ from dbt.adapters.deltamerge.delta.log.definition import (
 from dbt.adapters.deltamerge.delta.log.deletion_vectors import serialize
 from dbt.adapters.deltamerge.delta.log.evolution import can_write, evolved_schema, schema_changes
 from dbt.adapters.deltamerge.delta.log.features import check_writable, configuration_problems
-from dbt.adapters.deltamerge.delta.log.iceberg_compat import TABLE_FORMAT_ICEBERG, compat_v2
+from dbt.adapters.deltamerge.delta.log.iceberg_compat import (
+    TABLE_FORMAT_ICEBERG,
+    Registration,
+    compat_v2,
+    registration,
+    registration_properties,
+)
 from dbt.adapters.deltamerge.delta.log.identity import (
     Identity,
     explicit_values_refused,
@@ -61,6 +67,7 @@ __all__ = [
     "TXN_RETENTION_PROPERTY",
     "Identity",
     "Redefinition",
+    "Registration",
     "TableChange",
     "can_write",
     "change_data_feed_enabled",
@@ -79,6 +86,8 @@ __all__ = [
     "materialized_columns",
     "metadata",
     "redefined",
+    "registration",
+    "registration_properties",
     "schema_changes",
     "schema_from_json",
     "schema_to_json",

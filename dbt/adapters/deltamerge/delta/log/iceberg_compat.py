@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 COMPAT_V1 = "delta.enableIcebergCompatV1"
@@ -142,3 +143,38 @@ def _field_problems(name: str, data_type: object) -> list[str]:
     if kind in what:
         return [f"column `{name}` is {what[kind]} are not written yet"]
     return [f"column `{name}` is of type {kind}, which Iceberg v2 does not have"]
+
+
+# The table's Delta properties naming the Iceberg REST catalog it is registered in, and its name
+# there (``uniform.catalog`` keeps it current there after each commit).
+REGISTERED_IN = "deltamerge.iceberg.catalog"
+REGISTERED_AS = "deltamerge.iceberg.identifier"
+
+
+@dataclass(frozen=True)
+class Registration:
+    """Where a table is registered: a catalog of the profile and ``(namespace, name)`` there."""
+
+    catalog: str
+    identifier: tuple[str, str]
+
+    def __str__(self) -> str:
+        return ".".join((self.catalog, *self.identifier))
+
+
+def registration(configuration: Mapping[str, str]) -> Registration | None:
+    """Where the table's properties say it is registered (None: in no Iceberg catalog).
+
+    >>> registration({REGISTERED_IN: "lake", REGISTERED_AS: "sales.orders"})
+    Registration(catalog='lake', identifier=('sales', 'orders'))
+    """
+    catalog, name = configuration.get(REGISTERED_IN), configuration.get(REGISTERED_AS)
+    if not catalog or not name or "." not in name:
+        return None
+    namespace, table = name.rsplit(".", 1)
+    return Registration(catalog, (namespace, table))
+
+
+def registration_properties(catalog: str, namespace: str, name: str) -> dict[str, str]:
+    """The Delta properties registering a table as ``catalog.namespace.name``."""
+    return {REGISTERED_IN: catalog, REGISTERED_AS: f"{namespace}.{name}"}

@@ -18,7 +18,12 @@ from typing import Any
 from dbt.adapters.deltamerge.delta.errors import UnsupportedTableFeature
 from dbt.adapters.deltamerge.delta.location import TableLocation
 from dbt.adapters.deltamerge.delta.log.features import check_removable
-from dbt.adapters.deltamerge.delta.log.iceberg_compat import compat_problems, compat_v2, iceberg_enabled
+from dbt.adapters.deltamerge.delta.log.iceberg_compat import (
+    compat_problems,
+    compat_v2,
+    iceberg_enabled,
+    registration,
+)
 from dbt.adapters.deltamerge.delta.log.identity import advanced_schema
 from dbt.adapters.deltamerge.delta.log.mapping import mapping_mode, physical_names
 from dbt.adapters.deltamerge.delta.log.protocol import Protocol
@@ -193,6 +198,10 @@ def commit_files(
         from dbt.adapters.deltamerge.delta.uniform import sync_after_commit
 
         sync_after_commit(location, snapshot)
+    if current is not None and registration(current.metadata.configuration) != registration(properties):
+        from dbt.adapters.deltamerge.delta.uniform import unregister_moved  # registered elsewhere now
+
+        unregister_moved(location, current, snapshot)
     return WriteResult(version, info.operation, dict(info.operation_metrics), snapshot)
 
 

@@ -19,22 +19,18 @@ from dbt.adapters.deltamerge.delta.location import TableLocation
 from dbt.adapters.deltamerge.delta.log.iceberg_compat import (
     COMPAT_V2,
     ENABLED_FORMATS,
+    REGISTERED_AS,
+    REGISTERED_IN,
     TABLE_FORMAT_ICEBERG,
+    Registration,
     compat_problems,
     compat_v2,
     iceberg_enabled,
-)
-from dbt.adapters.deltamerge.delta.log.snapshot import Snapshot
-from dbt.adapters.deltamerge.delta.uniform.catalog import (
-    REGISTERED_AS,
-    REGISTERED_IN,
-    CatalogConflict,
-    Registration,
-    publish,
     registration,
     registration_properties,
-    unpublish,
 )
+from dbt.adapters.deltamerge.delta.log.snapshot import Snapshot
+from dbt.adapters.deltamerge.delta.uniform.catalog import CatalogConflict, publish, unpublish
 from dbt.adapters.deltamerge.delta.uniform.sync import HINT, IcebergState, iceberg_state, sync_iceberg
 
 __all__ = [
@@ -58,6 +54,8 @@ __all__ = [
     "sync_after_commit",
     "sync_iceberg",
     "unpublish",
+    "unregister",
+    "unregister_moved",
 ]
 
 
@@ -109,3 +107,31 @@ def publish_registered(table: TableLocation, snapshot: Snapshot) -> int | None:
             "older version until the next commit or `dbt run-operation iceberg_sync` catches it up."
         )
         return None
+
+
+def unregister_moved(table: TableLocation, before: Snapshot, after: Snapshot) -> None:
+    """After a commit that changed where the table's properties say it is registered (a model's
+    ``database`` changed and the table replaced, or the properties set): the old catalog entry
+    dropped (if it is still this table's), so no catalog shows a version that is no longer the
+    latest. A failure is told, never raised (the commit stands)."""
+    old = registration(before.metadata.configuration)
+    if old is not None and old != registration(after.metadata.configuration):
+        unregister(table, before, f"Delta version {after.version} of {table} was committed; ")
+
+
+def unregister(table: TableLocation, snapshot: Snapshot | None, committed: str = "") -> bool:
+    """Drop the table from the Iceberg catalog its ``snapshot``'s properties name (its files stay);
+    True if it was there. A failure is told (``ledger.notice``), never raised."""
+    place = registration(snapshot.metadata.configuration) if snapshot is not None else None
+    if place is None or snapshot is None:
+        return False
+    catalogs = table.stores.catalogs
+    try:
+        return unpublish(catalogs.client(place.catalog), place.identifier, snapshot.metadata.id)
+    except Exception as error:
+        said = catalogs.redacted(str(error).splitlines()[0] if str(error) else "")
+        notice(
+            f"{committed}the Iceberg catalog's {place} still names the table ({type(error).__name__}: "
+            f"{said}): drop it there, or run again to retry"
+        )
+        return False

@@ -1,22 +1,21 @@
 """A UniForm table in an Iceberg REST catalog: registered once, kept current after each commit.
 
-The table's Delta properties say where it is registered (``REGISTERED_IN``: the catalog's name in
-the profile, ``REGISTERED_AS``: ``namespace.name``), so every commit of it, by any path (a model,
-a SQL statement, OPTIMIZE, RESTORE), keeps the catalog current. The first publish registers the
-Iceberg metadata file (the REST spec's register-table); each later one is a table commit of what
-the catalog lacks: the new schemas and specs, the new snapshots (ours, already written beside the
-log: the catalog records them, the data is not copied), ``main`` pointed at the latest, expired
-snapshots removed, the properties. Its requirements (the table's uuid, ``main``'s snapshot, the
-current schema and spec as the catalog had them) make the commit fail if anyone committed between
-our read and our write: a writer of ours reloads and goes on (the catalog ends at the latest Delta
-version); a table the catalog holds that is not this one, or a snapshot there no Delta version of
-this table made, is never overwritten: the publish is refused, naming it.
+The table's Delta properties say where it is registered (``log.iceberg_compat.REGISTERED_IN``: the
+catalog's name in the profile, ``REGISTERED_AS``: ``namespace.name``), so every commit of it, by any
+path (a model, a SQL statement, OPTIMIZE, RESTORE), keeps the catalog current. The first publish
+registers the Iceberg metadata file (the REST spec's register-table); each later one is a table
+commit of what the catalog lacks: the new schemas and specs, the new snapshots (ours, already
+written beside the log: the catalog records them, the data is not copied), ``main`` pointed at the
+latest, expired snapshots removed, the properties. Its requirements (the table's uuid, ``main``'s
+snapshot, the current schema and spec as the catalog had them) make the commit fail if anyone
+committed between our read and our write: a writer of ours reloads and goes on (the catalog ends at
+the latest Delta version); a table the catalog holds that is not this one, or a snapshot there no
+Delta version of this table made, is never overwritten: the publish is refused, naming it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from pyiceberg.exceptions import CommitFailedException, NoSuchTableError, TableAlreadyExistsError
@@ -41,43 +40,11 @@ from pyiceberg.table.update import (
 
 from dbt.adapters.deltamerge.delta.uniform.version import DELTA_VERSION
 
-# The table's Delta properties naming where it is registered (``uniform.catalog``).
-REGISTERED_IN = "deltamerge.iceberg.catalog"
-REGISTERED_AS = "deltamerge.iceberg.identifier"
 _ROUNDS = 20
 
 
 class CatalogConflict(RuntimeError):
     """The catalog holds something under the table's name that this table's log did not make."""
-
-
-@dataclass(frozen=True)
-class Registration:
-    """Where a table is registered: a catalog of the profile and ``(namespace, name)`` there."""
-
-    catalog: str
-    identifier: tuple[str, str]
-
-    def __str__(self) -> str:
-        return ".".join((self.catalog, *self.identifier))
-
-
-def registration(configuration: Mapping[str, str]) -> Registration | None:
-    """Where the table's properties say it is registered (None: in no Iceberg catalog).
-
-    >>> registration({REGISTERED_IN: "lake", REGISTERED_AS: "sales.orders"})
-    Registration(catalog='lake', identifier=('sales', 'orders'))
-    """
-    catalog, name = configuration.get(REGISTERED_IN), configuration.get(REGISTERED_AS)
-    if not catalog or not name or "." not in name:
-        return None
-    namespace, table = name.rsplit(".", 1)
-    return Registration(catalog, (namespace, table))
-
-
-def registration_properties(catalog: str, namespace: str, name: str) -> dict[str, str]:
-    """The Delta properties registering a table as ``catalog.namespace.name``."""
-    return {REGISTERED_IN: catalog, REGISTERED_AS: f"{namespace}.{name}"}
 
 
 def publish(client: Any, identifier: tuple[str, str], metadata: TableMetadata, location: str) -> int:
