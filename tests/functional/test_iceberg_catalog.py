@@ -192,7 +192,8 @@ def test_writers_racing_leave_the_catalog_at_the_latest_delta_version(spark, tmp
 
 
 ORDERS = """
-{{ config(materialized='incremental', incremental_strategy='delta_merge', unique_key='id', database='lake') }}
+{{ config(materialized='incremental', incremental_strategy='delta_merge', unique_key='id',
+    database=var('orders_catalog', 'lake')) }}
 {% if var('step', 0) == 0 %}
 select cast(id as int) as id, concat('o', cast(id as string)) as item from range(40)
 {% else %}
@@ -218,8 +219,18 @@ class TestThreePartNames:
         proxy.stop()
 
     @pytest.fixture(scope="class")
-    def dbt_profile_target(self, dbt_profile_target, rest_catalog, flaky):
-        catalogs = {"lake": rest_catalog.properties(), "flaky": rest_catalog.properties(flaky.endpoint)}
+    def other(self, tmp_path_factory: pytest.TempPathFactory) -> Iterator[RestCatalogServer]:
+        server = start_rest_catalog(str(tmp_path_factory.mktemp("other-rest")))
+        yield server
+        server.stop()
+
+    @pytest.fixture(scope="class")
+    def dbt_profile_target(self, dbt_profile_target, rest_catalog, flaky, other):
+        catalogs = {
+            "lake": rest_catalog.properties(),
+            "flaky": rest_catalog.properties(flaky.endpoint),
+            "other": other.properties(),
+        }
         return {**dbt_profile_target, "iceberg_catalogs": catalogs}
 
     @pytest.fixture(scope="class")
@@ -291,6 +302,31 @@ class TestThreePartNames:
         args = json.dumps({"relation": f"{project.test_schema}.flaky"})
         run_dbt(["run-operation", "iceberg_sync", "--args", args])
         assert int(client.load_table(name).metadata.properties["delta-version"]) == before + 1
+
+    def test_a_model_moved_to_another_catalog_leaves_the_first(self, project, rest_catalog, other):
+        run_dbt(["run", "-s", "orders"])
+        lake = RestCatalog("lake", **rest_catalog.properties())
+        elsewhere = RestCatalog("other", **other.properties())
+        name = (project.test_schema, "orders")
+        path = table_path(project, "orders")
+        assert lake.table_exists(name) and not elsewhere.table_exists(name)
+
+        moved = run_dbt(["run", "-s", "orders", "--vars", json.dumps({"orders_catalog": "other"})])
+        assert moved.results[0].status == "success"
+        operations = [h["operation"] for h in DeltaTable(path).history(2)]
+        assert operations == ["MERGE", "SET TBLPROPERTIES"], operations
+        assert DeltaTable(path).metadata().configuration["deltamerge.iceberg.catalog"] == "other"
+        assert not lake.table_exists(name)
+        latest = DeltaTable(path).version()
+        assert int(elsewhere.load_table(name).metadata.properties["delta-version"]) == latest
+        assert table_rows(elsewhere, name) == delta_rows_of(path)
+
+        # Out of every Iceberg catalog: the entry goes, the table stays; then back.
+        run_dbt(["run", "-s", "orders", "--vars", json.dumps({"orders_catalog": None})])
+        assert not elsewhere.table_exists(name) and not lake.table_exists(name)
+        assert "deltamerge.iceberg.catalog" not in DeltaTable(path).metadata().configuration
+        run_dbt(["run", "-s", "orders"])
+        assert int(lake.load_table(name).metadata.properties["delta-version"]) == DeltaTable(path).version()
 
     def test_a_dropped_model_leaves_the_catalog(self, project, rest_catalog):
         run_dbt(["run", "-s", "orders"])

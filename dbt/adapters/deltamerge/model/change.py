@@ -5,19 +5,32 @@ contract's constraints brought to an existing table (committed before the write,
 checked), the schema the write leaves (``on_schema_change``, a merge's schema evolution:
 ``schema_change.planned_schema``, decided against the table as the contract leaves it), the
 change data feed and deletion vectors switched on, and the clustering columns committed after
-the write where they differ. A new table's (or a replaced table's) definition is the write
-request's, not a change: only its clustering rides here.
+the write where they differ, and the Iceberg catalog the table is registered in moved where the
+model's ``database`` now says (committed before the write, so that the write's own commit keeps the
+new catalog current; the commit path drops the old entry). A new table's (or a replaced table's)
+definition is the write request's, not a change: only its clustering rides here.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
+from dataclasses import replace
 from typing import TYPE_CHECKING, Literal
 
 from pyspark.sql import types as T
 
+from dbt.adapters.deltamerge.common.config_values import SpecError
 from dbt.adapters.deltamerge.delta import Snapshot
-from dbt.adapters.deltamerge.delta.log import Redefinition, TableChange, redefined
+from dbt.adapters.deltamerge.delta.log import (
+    REGISTERED_AS,
+    REGISTERED_IN,
+    Redefinition,
+    TableChange,
+    iceberg_enabled,
+    redefined,
+    registration,
+)
 from dbt.adapters.deltamerge.model.schema_change import planned_schema
 from dbt.adapters.deltamerge.model.spec import ModelSpec
 
@@ -43,6 +56,7 @@ def table_change(
     if current is None or replaces:
         return TableChange(cluster_by=cluster_by)
     before = _to_contract(contract, current) if contract is not None else None
+    before = _to_registration(spec, current, before)
     base = redefined(current, before) if before is not None else current
     schema: T.StructType | None = None
     if write == "merge":
@@ -76,3 +90,31 @@ def _to_contract(contract: ModelContract, snapshot: Snapshot) -> Redefinition | 
     operation = "ADD CONSTRAINT" if change.add else "DROP CONSTRAINT" if change.drop else "CHANGE COLUMN"
     configuration = change.properties(snapshot.metadata.configuration)
     return Redefinition(operation, params, configuration, schema)
+
+
+def _to_registration(spec: ModelSpec, current: Snapshot, before: Redefinition | None) -> Redefinition | None:
+    """``before`` with the table's registration moved where the model's config puts it (another
+    Iceberg catalog or name, or none); ``before`` itself when it is where the config says."""
+    wanted = {k: v for k, v in spec.write.tblproperties.items() if k in (REGISTERED_IN, REGISTERED_AS)}
+    configuration = dict(before.configuration if before is not None else current.metadata.configuration)
+    if registration(configuration) == registration(wanted):
+        return before
+    if wanted and not iceberg_enabled(configuration):
+        raise SpecError(
+            spec.model,
+            [
+                f"database {wanted[REGISTERED_IN]!r} registers the model in an Iceberg catalog, but its "
+                "existing table is no UniForm table (enabling UniForm on an existing table is not "
+                "supported yet): run it with --full-refresh"
+            ],
+        )
+    moved = {k: v for k, v in configuration.items() if k not in (REGISTERED_IN, REGISTERED_AS)} | wanted
+    if before is not None:
+        return replace(before, configuration=moved)
+    params = (
+        {"properties": json.dumps(wanted)}
+        if wanted
+        else {"propertyKeys": json.dumps([REGISTERED_IN, REGISTERED_AS])}
+    )
+    operation = "SET TBLPROPERTIES" if wanted else "UNSET TBLPROPERTIES"
+    return Redefinition(operation, params, moved, current.schema)

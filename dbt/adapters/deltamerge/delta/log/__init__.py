@@ -27,9 +27,12 @@ from dbt.adapters.deltamerge.delta.log.deletion_vectors import serialize
 from dbt.adapters.deltamerge.delta.log.evolution import can_write, evolved_schema, schema_changes
 from dbt.adapters.deltamerge.delta.log.features import check_writable, configuration_problems
 from dbt.adapters.deltamerge.delta.log.iceberg_compat import (
+    REGISTERED_AS,
+    REGISTERED_IN,
     TABLE_FORMAT_ICEBERG,
     Registration,
     compat_v2,
+    iceberg_enabled,
     registration,
     registration_properties,
 )
@@ -60,6 +63,8 @@ __all__ = [
     "DEFAULT_TXN_RETENTION",
     "MAPPING_MODE",
     "NO_CHANGE",
+    "REGISTERED_AS",
+    "REGISTERED_IN",
     "STABLE_COLUMNS",
     "STABLE_ROW_COMMIT_VERSION",
     "STABLE_ROW_ID",
@@ -79,6 +84,7 @@ __all__ = [
     "evolved_schema",
     "explicit_values_refused",
     "find_field",
+    "iceberg_enabled",
     "identity_columns",
     "identity_value_column",
     "log_state",
