@@ -32,6 +32,7 @@ from dbt.adapters.deltamerge.delta.uniform import (
 from tests.functional.helpers import table_path
 from tests.functional.test_uniform_faults import UNIFORM, append_copy, delta_rows
 from tests.iceberg_rest import RestCatalogServer, start_rest_catalog
+from tests.iceberg_spark import read_through_catalog
 from tests.s3faults import FaultProxy
 
 NAME = ("sales", "events")
@@ -264,6 +265,23 @@ class TestThreePartNames:
         assert table_rows(client, name) == delta_rows_of(path) and len(delta_rows_of(path)) == 50
         first = next(s for s in loaded.metadata.snapshots if s.summary["delta-version"] == "0")
         assert table_rows(client, name, first.snapshot_id) == delta_rows_of(path, 0)
+
+    def test_spark_with_iceberg_s_runtime_reads_it_through_the_catalog(self, project, rest_catalog):
+        run_dbt(["run", "-s", "orders"])
+        client = RestCatalog("check", **rest_catalog.properties())
+        loaded = client.load_table((project.test_schema, "orders"))
+        path = table_path(project, "orders")
+        first = next(s for s in loaded.metadata.snapshots if s.summary["delta-version"] == "0")
+        table = f"cat.{project.test_schema}.orders"
+        got = read_through_catalog(
+            rest_catalog.properties(),
+            {
+                "latest": f"select id, item from {table}",
+                "first": f"select id, item from {table} version as of {first.snapshot_id}",
+            },
+        )
+        assert sorted(tuple(r) for r in got["latest"]) == delta_rows_of(path)
+        assert sorted(tuple(r) for r in got["first"]) == delta_rows_of(path, 0)
 
     def test_docs_list_a_registered_model_under_its_catalog(self, project):
         run_dbt(["run", "--exclude", "nowhere"])
