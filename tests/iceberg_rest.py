@@ -12,6 +12,7 @@ credentials: a fault proxy in front of it (``tests.s3faults``) plays a catalog r
 
 from __future__ import annotations
 
+import hashlib
 import os
 import subprocess
 from dataclasses import dataclass
@@ -24,8 +25,10 @@ POM = Path(__file__).parent / "fixtures" / "iceberg_rest" / "pom.xml"
 
 
 def server_jars() -> Path:
-    """The folder of the server's jars, copied from Maven Central on first use."""
-    folder = cache_dir().parent / f"iceberg-rest-{VERSION}"
+    """The folder of the server's jars, copied from Maven Central on first use (one folder for
+    each content of the pom)."""
+    digest = hashlib.sha1(POM.read_bytes()).hexdigest()[:10]
+    folder = cache_dir().parent / f"iceberg-rest-{VERSION}-{digest}"
     done = folder / ".complete"
     if done.exists():
         return folder
@@ -57,6 +60,30 @@ class RestCatalogServer:
 
     def stop(self) -> None:
         stop_process(self.process)
+
+
+def s3_catalog_env(endpoint: str, access_key: str, secret_key: str, region: str) -> dict[str, str]:
+    """The server's ``CATALOG_*`` settings for tables on the tests' S3 server: Iceberg's S3FileIO
+    (its own metadata files, written at each commit through it, go there)."""
+    return {
+        "CATALOG_IO__IMPL": "org.apache.iceberg.aws.s3.S3FileIO",
+        "CATALOG_S3_ENDPOINT": endpoint,
+        "CATALOG_S3_PATH__STYLE__ACCESS": "true",
+        "CATALOG_S3_ACCESS__KEY__ID": access_key,
+        "CATALOG_S3_SECRET__ACCESS__KEY": secret_key,
+        "CATALOG_CLIENT_REGION": region,
+        "AWS_REGION": region,
+    }
+
+
+def s3_client_properties(endpoint: str, access_key: str, secret_key: str, region: str) -> dict[str, str]:
+    """pyiceberg's properties reading the tests' S3 server (a client reading a table's files)."""
+    return {
+        "s3.endpoint": endpoint,
+        "s3.access-key-id": access_key,
+        "s3.secret-access-key": secret_key,
+        "s3.region": region,
+    }
 
 
 def start_rest_catalog(folder: str, extra: dict[str, str] | None = None) -> RestCatalogServer:

@@ -29,9 +29,10 @@ from dbt.adapters.deltamerge.delta.uniform import (
     registration_properties,
     unpublish,
 )
+from tests.backend import ON_S3
 from tests.functional.helpers import table_path
 from tests.functional.test_uniform_faults import UNIFORM, append_copy, delta_rows
-from tests.iceberg_rest import RestCatalogServer, start_rest_catalog
+from tests.iceberg_rest import RestCatalogServer, s3_catalog_env, s3_client_properties, start_rest_catalog
 from tests.iceberg_spark import read_through_catalog
 from tests.s3faults import FaultProxy
 
@@ -368,3 +369,39 @@ def delta_rows_of(path: str, version: int | None = None) -> list[tuple]:
     table = DeltaTable(path, version=version)  # column mapping: delta-rs's query engine reads it
     got = QueryBuilder().register("t", table).execute("select id, item from t").read_all()
     return sorted(tuple(r.values()) for r in pa.table(got).to_pylist())
+
+
+@pytest.fixture(scope="module")
+def store_catalog(request, tmp_path_factory) -> Iterator[tuple[RestCatalogServer, dict[str, str]]]:
+    """A REST catalog server for tables on the tests' store: with ``make test-stores``, S3 (the
+    server writes its own metadata files there through Iceberg's S3FileIO)."""
+    extra: dict[str, str] = {}
+    reading: dict[str, str] = {}
+    if ON_S3:
+        s3 = request.getfixturevalue("s3_server")
+        keys = (s3.endpoint, s3.access_key, s3.secret_key, "us-east-1")
+        extra, reading = s3_catalog_env(*keys), s3_client_properties(*keys)
+    server = start_rest_catalog(str(tmp_path_factory.mktemp("store-rest")), extra)
+    yield server, reading
+    server.stop()
+
+
+@pytest.mark.stores
+def test_a_table_on_the_store_is_registered_kept_current_and_read_through_the_catalog(
+    spark, lake_root, store_catalog
+):
+    server, reading = store_catalog
+    stores = stores_with(server.properties())
+    name = ("store", "events")
+    table = make_table(spark, f"{lake_root}/events", stores, name)
+    more = spark.sql("select cast(id as int) as id, concat('w', cast(id as string)) as v from range(20, 30)")
+    write_dataframe(spark, more, WriteRequest(table, "append"))
+    client = RestCatalog("check", **server.properties(), **reading)
+    loaded = client.load_table(name)
+    assert int(loaded.metadata.properties["delta-version"]) == 1
+    assert loaded.metadata.location.rstrip("/") == table.path.rstrip("/")
+    got = sorted(tuple(r.values()) for r in loaded.scan().to_arrow().select(["id", "v"]).to_pylist())
+    assert got == sorted([(i, f"v{i}") for i in range(20)] + [(i, f"w{i}") for i in range(20, 30)])
+    first = next(s for s in loaded.metadata.snapshots if s.summary["delta-version"] == "0")
+    at_first = loaded.scan(snapshot_id=first.snapshot_id).to_arrow().select(["id"]).to_pylist()
+    assert sorted(r["id"] for r in at_first) == list(range(20))
