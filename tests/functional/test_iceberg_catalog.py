@@ -100,7 +100,7 @@ def test_registered_at_create_and_kept_current_with_every_version_readable(spark
     assert DeltaTable(table.path).version() == 3  # the files stay: a drop there is no purge
 
 
-@pytest.mark.parametrize("status", [401, 500])
+@pytest.mark.parametrize("status", [401, 409, 500])
 def test_a_refusing_catalog_leaves_the_commit_and_says_so_then_the_next_commit_catches_up(
     spark, tmp_path, rest_catalog, proxy, status
 ):
