@@ -71,6 +71,8 @@ setup(
             # DuckDB's iceberg extension (it needs the avro one) reads the Iceberg side of our tables.
             "duckdb-extension-iceberg==1.5.5",
             "duckdb-extension-avro==1.5.5",
+            # ... and httpfs: its REST catalog client (ATTACH ... TYPE iceberg) and S3 reads.
+            "duckdb-extension-httpfs==1.5.5",
         ],
     },
 )

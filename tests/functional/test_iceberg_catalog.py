@@ -16,10 +16,12 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
+import duckdb
 import pyarrow as pa
 import pytest
 from dbt.tests.util import run_dbt
 from deltalake import DeltaTable, QueryBuilder
+from duckdb_extensions import import_extension
 from pyiceberg.catalog.rest import RestCatalog
 
 from dbt.adapters.deltamerge.delta import Stores, TableLocation, ledger
@@ -283,6 +285,19 @@ class TestThreePartNames:
         )
         assert sorted(tuple(r) for r in got["latest"]) == delta_rows_of(path)
         assert sorted(tuple(r) for r in got["first"]) == delta_rows_of(path, 0)
+
+    def test_duckdb_reads_it_through_the_catalog(self, project, rest_catalog):
+        run_dbt(["run", "-s", "orders"])
+        for extension in ("httpfs", "avro", "iceberg"):  # the extensions' wheels: no download
+            import_extension(extension)
+        con = duckdb.connect()
+        con.execute("LOAD httpfs; LOAD avro; LOAD iceberg;")
+        con.execute(
+            f"ATTACH '{rest_catalog.warehouse}' AS cat "
+            f"(TYPE iceberg, ENDPOINT '{rest_catalog.uri}', AUTHORIZATION_TYPE 'none')"
+        )
+        got = con.execute(f"select id, item from cat.{project.test_schema}.orders").fetchall()
+        assert sorted(got) == delta_rows_of(table_path(project, "orders"))
 
     def test_docs_list_a_registered_model_under_its_catalog(self, project):
         run_dbt(["run", "--exclude", "nowhere"])
