@@ -9,16 +9,14 @@ snapshot or at a given one (Iceberg time travel), as that engine reads them.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import subprocess
 import sys
-import urllib.request
 from pathlib import Path
 from typing import Any
 
-from tests.s3server import cache_dir
+from tests.s3server import cache_dir, maven_jar
 
 PYSPARK = "4.1.4"
 RUNTIME = "iceberg-spark-runtime-4.1_2.13"
@@ -63,19 +61,7 @@ def reader_python() -> Path:
 
 def runtime_jar() -> Path:
     """Iceberg's Spark runtime jar, downloaded into the cache on first use (its SHA-1 checked)."""
-    jar = cache_dir() / f"{RUNTIME}-{RUNTIME_VERSION}.jar"
-    if jar.exists():
-        return jar
-    jar.parent.mkdir(parents=True, exist_ok=True)
-    partial = jar.with_suffix(f".{os.getpid()}.part")
-    urllib.request.urlretrieve(URL, partial)
-    with urllib.request.urlopen(URL + ".sha1") as answer:
-        expected = answer.read().decode().split()[0]
-    if hashlib.sha1(partial.read_bytes()).hexdigest() != expected:
-        partial.unlink()
-        raise RuntimeError(f"{URL}: SHA-1 differs from Maven Central's")
-    partial.replace(jar)
-    return jar
+    return maven_jar(URL)
 
 
 def read_through_catalog(catalog: dict[str, str], queries: dict[str, str]) -> dict[str, list[list[Any]]]:

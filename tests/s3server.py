@@ -29,18 +29,24 @@ def cache_dir() -> Path:
 
 def s3proxy_jar() -> Path:
     """The S3Proxy jar, downloaded into the cache on first use (its SHA-1 checked)."""
-    jar = cache_dir() / JAR
+    return maven_jar(URL)
+
+
+def maven_jar(url: str) -> Path:
+    """The jar at ``url`` on Maven Central, downloaded into the cache on first use and checked
+    against the SHA-1 Maven Central publishes beside it."""
+    jar = cache_dir() / url.rsplit("/", 1)[1]
     if jar.exists():
         return jar
     jar.parent.mkdir(parents=True, exist_ok=True)
     partial = jar.with_suffix(f".{os.getpid()}.part")
-    urllib.request.urlretrieve(URL, partial)
-    with urllib.request.urlopen(URL + ".sha1") as answer:
+    urllib.request.urlretrieve(url, partial)
+    with urllib.request.urlopen(url + ".sha1") as answer:
         expected = answer.read().decode().split()[0]
     digest = hashlib.sha1(partial.read_bytes()).hexdigest()
     if digest != expected:
         partial.unlink()
-        raise RuntimeError(f"{URL}: SHA-1 {digest}, Maven Central says {expected}")
+        raise RuntimeError(f"{url}: SHA-1 {digest}, Maven Central says {expected}")
     partial.replace(jar)
     return jar
 

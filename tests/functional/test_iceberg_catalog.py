@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -33,7 +32,7 @@ from dbt.adapters.deltamerge.delta.uniform import (
 )
 from tests.backend import ON_S3
 from tests.functional.helpers import table_path
-from tests.functional.test_uniform_faults import UNIFORM, append_copy, delta_rows
+from tests.functional.test_uniform_faults import UNIFORM, append_copy, append_in_threads, delta_rows
 from tests.iceberg_rest import RestCatalogServer, s3_catalog_env, s3_client_properties, start_rest_catalog
 from tests.iceberg_spark import read_through_catalog
 from tests.s3faults import FaultProxy
@@ -172,21 +171,7 @@ def test_writers_racing_leave_the_catalog_at_the_latest_delta_version(spark, tmp
     name = ("racing", "events")
     stores = stores_with(rest_catalog.properties())
     table = make_table(spark, str(tmp_path / "events"), stores, name)
-    errors: list[BaseException] = []
-
-    def writer() -> None:
-        try:
-            for _ in range(4):
-                append_copy(TableLocation.of(table.path, stores))
-        except BaseException as error:
-            errors.append(error)
-
-    threads = [threading.Thread(target=writer) for _ in range(3)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    assert not errors
+    assert append_in_threads(table, threads=3, commits=4) == []
     latest = DeltaTable(table.path).version()
     assert latest == 12
     client = RestCatalog("check", **rest_catalog.properties())
@@ -361,6 +346,29 @@ class TestThreePartNames:
         assert "deltamerge.iceberg.catalog" not in DeltaTable(path).metadata().configuration
         run_dbt(["run", "-s", "orders"])
         assert int(lake.load_table(name).metadata.properties["delta-version"]) == DeltaTable(path).version()
+
+    def test_a_renamed_model_takes_its_new_name_in_the_catalog(self, project, rest_catalog):
+        run_dbt(["run", "-s", "flaky"])  # registered as flaky.<schema>.flaky (the same server)
+        client = RestCatalog("check", **rest_catalog.properties())
+        old, new = (project.test_schema, "flaky"), (project.test_schema, "flaky_renamed")
+        assert client.table_exists(old)
+        adapter = project.adapter
+
+        def relation(name: str) -> Any:
+            return adapter.Relation.create(
+                database="flaky", schema=project.test_schema, identifier=name, type="table"
+            )
+
+        with adapter.connection_named("rename"):
+            adapter.rename_relation(relation("flaky"), relation("flaky_renamed"))
+        path = table_path(project, "flaky")  # the table stays where it is; its names change
+        assert DeltaTable(path).metadata().configuration["deltamerge.iceberg.identifier"] == ".".join(new)
+        assert not client.table_exists(old)
+        loaded = client.load_table(new)
+        assert int(loaded.metadata.properties["delta-version"]) == DeltaTable(path).version()
+        assert (
+            project.run_sql(f"select count(*) from {project.test_schema}.flaky_renamed", fetch="one")[0] == 1
+        )
 
     def test_a_dropped_model_leaves_the_catalog(self, project, rest_catalog):
         run_dbt(["run", "-s", "orders"])

@@ -67,6 +67,25 @@ def append_copy(table: TableLocation) -> int:
     return result.version
 
 
+def append_in_threads(table: TableLocation, *, threads: int, commits: int) -> list[BaseException]:
+    """``threads`` threads each committing ``commits`` copies at once (``append_copy``); their errors."""
+    errors: list[BaseException] = []
+
+    def writer() -> None:
+        try:
+            for _ in range(commits):
+                append_copy(TableLocation.of(table.path, table.stores))
+        except BaseException as error:
+            errors.append(error)
+
+    running = [threading.Thread(target=writer) for _ in range(threads)]
+    for thread in running:
+        thread.start()
+    for thread in running:
+        thread.join()
+    return errors
+
+
 def _stats_of(table: TableLocation, path: str) -> str:
     snapshot = load_snapshot(table)
     assert snapshot is not None
@@ -150,20 +169,7 @@ def test_concurrent_writers_leave_the_iceberg_side_at_the_latest_version(table):
         subprocess.Popen([sys.executable, "-c", APPEND, table.path, "4"], env=env, stderr=subprocess.PIPE)
         for _ in range(3)
     ]
-    errors: list[BaseException] = []
-
-    def writer() -> None:
-        try:
-            for _ in range(3):
-                append_copy(TableLocation.of(table.path))
-        except BaseException as error:
-            errors.append(error)
-
-    threads = [threading.Thread(target=writer) for _ in range(2)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    errors = append_in_threads(TableLocation.of(table.path), threads=2, commits=3)
     for process in processes:
         assert process.wait(timeout=300) == 0, process.stderr.read() if process.stderr else ""
     assert errors == []

@@ -217,3 +217,23 @@ def test_a_bucket_of_its_own_is_reached_with_its_options_and_wrong_entries_are_n
     ):
         with pytest.raises(DbtRuntimeError, match=named):
             DeltaMergeCredentials.from_dict({**BASE, "bucket_storage_options": entry})
+
+
+LAKE = {"lake": {"uri": "http://catalog:8181", "credential": "client:secret"}}
+
+
+def test_the_profile_s_catalog_is_the_default_database_and_must_be_an_iceberg_catalog():
+    creds = DeltaMergeCredentials.from_dict({**BASE, "iceberg_catalogs": LAKE, "catalog": "lake"})
+    assert creds.database == "lake"  # dbt-databricks's `catalog`, an alias of `database`
+    same = DeltaMergeCredentials.from_dict({**BASE, "database": "analytics"})
+    assert same.database is None  # dbt-spark's database = schema: Spark's two-part names
+    with pytest.raises(DbtRuntimeError, match=r"`database` \(or `catalog`\) is nowhere: .*\(named: lake\)"):
+        DeltaMergeCredentials.from_dict({**BASE, "iceberg_catalogs": LAKE, "database": "nowhere"})
+    with pytest.raises(DbtRuntimeError, match="iceberg_catalogs.bare: `uri`"):
+        DeltaMergeCredentials.from_dict({**BASE, "iceberg_catalogs": {"bare": {"warehouse": "w"}}})
+
+
+def test_a_catalog_s_secrets_stay_out_of_what_dbt_prints():
+    creds = DeltaMergeCredentials.from_dict({**BASE, "iceberg_catalogs": LAKE})
+    printed = dict(creds.connection_info())
+    assert "iceberg_catalogs" not in printed and "secret" not in repr(printed)

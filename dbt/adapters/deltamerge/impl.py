@@ -287,9 +287,22 @@ class DeltaMergeAdapter(DocsCatalogAdapter):
         return self._operation(f"iceberg_sync of {relation}", "iceberg_sync_table", relation)
 
     @available
-    def delta_unregister(self, relation: Any) -> bool:
+    def delta_unregister(self, relation: BaseRelation) -> bool:
         """Drop a model's table from the Iceberg catalog it is registered in (before dbt drops it)."""
-        return bool(self._operation(f"drop of {relation}", "iceberg_unregister", relation))
+        from dbt.adapters.deltamerge.model import registration  # loaded by a drop
+
+        with named_errors(f"drop of {relation}"):
+            schema, identifier = str(relation.schema), str(relation.identifier)
+            return registration.unregister_dropped(self.spark_session(), schema, identifier, current().stores)
+
+    @available
+    def delta_follow_rename(self, relation: BaseRelation) -> int | None:
+        """After dbt renamed a relation to ``relation``: its Iceberg catalog entry renamed too."""
+        from dbt.adapters.deltamerge.model import registration
+
+        with named_errors(f"rename to {relation}"):
+            schema, identifier = str(relation.schema), str(relation.identifier)
+            return registration.follow_rename(self.spark_session(), schema, identifier, current().stores)
 
     @available
     def delta_reorg(self, relation: Any, where: Any = None) -> dict[str, Any]:

@@ -211,14 +211,6 @@ def iceberg_sync_table(spark: SparkSession, relation: Any) -> dict[str, Any]:
     }
 
 
-def iceberg_unregister(spark: SparkSession, relation: Any) -> bool:
-    """``relation``'s table dropped from its Iceberg catalog (no purge); True if it was there."""
-    from dbt.adapters.deltamerge.delta.uniform import unregister
-
-    found = binding.binding(spark, str(relation.schema), str(relation.identifier), current().stores)
-    return found is not None and unregister(found.location, load_snapshot(found.location))
-
-
 def _delta_table(spark: SparkSession, relation: Any, what: str) -> tuple[str, str, TableLocation]:
     """``(schema, identifier, table location)`` of a relation or ``"schema.table"`` text."""
     if not isinstance(relation, str) and not hasattr(relation, "identifier"):
