@@ -229,7 +229,7 @@ def test_the_profile_s_catalog_is_the_default_database_and_must_be_an_iceberg_ca
     assert same.database is None  # dbt-spark's database = schema: Spark's two-part names
     with pytest.raises(DbtRuntimeError, match=r"`database` \(or `catalog`\) is nowhere: .*\(named: lake\)"):
         DeltaMergeCredentials.from_dict({**BASE, "iceberg_catalogs": LAKE, "database": "nowhere"})
-    with pytest.raises(DbtRuntimeError, match="iceberg_catalogs.bare: `uri`"):
+    with pytest.raises(DbtRuntimeError, match=r"iceberg_catalogs\.bare: `uri`"):
         DeltaMergeCredentials.from_dict({**BASE, "iceberg_catalogs": {"bare": {"warehouse": "w"}}})
 
 
