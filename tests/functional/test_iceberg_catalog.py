@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -131,6 +132,20 @@ def test_a_refusing_catalog_leaves_the_commit_and_says_so_then_the_next_commit_c
     assert int(client.load_table(name).metadata.properties["delta-version"]) == 2
     rows = client.load_table(name).scan().to_arrow().select(["id", "v"]).to_pylist()
     assert sorted(tuple(r.values()) for r in rows) == delta_rows(table.path)
+
+
+def test_a_catalog_that_never_answers_is_given_up_and_caught_up_later(spark, tmp_path, rest_catalog, proxy):
+    properties = {**rest_catalog.properties(proxy.endpoint), "request-timeout": "2"}
+    table = make_table(spark, str(tmp_path / "events"), stores_with(properties), ("hung", "events"))
+    client = RestCatalog("check", **rest_catalog.properties())
+    proxy.rules({"method": "POST", "path": "/v1/namespaces/hung/tables/events$", "delay": 6, "times": 1})
+    with ledger() as done:
+        assert append_copy(table) == 1  # back within the timeout, not after the catalog's answer
+    [said] = done.notices
+    assert "Delta version 1 of" in said and "Timeout" in said, said
+    time.sleep(6)  # the held commit reaches the catalog late: the next publish finds either state
+    assert append_copy(table) == 2
+    assert int(client.load_table(("hung", "events")).metadata.properties["delta-version"]) == 2
 
 
 def test_a_catalog_that_is_down_is_caught_up_by_the_next_commit(spark, tmp_path, rest_catalog):

@@ -3,7 +3,9 @@
 A profile may name Iceberg REST catalogs (``iceberg_catalogs``: a name → the REST spec's client
 properties, as pyiceberg and Iceberg's Java client spell them: ``uri``, ``warehouse``, ``prefix``,
 ``credential`` (OAuth2 client credentials ``id:secret``), ``token``, ``scope``,
-``oauth2-server-uri``, ``header.*``). A UniForm table registered in one is kept current there after
+``oauth2-server-uri``, ``header.*``; and ours, ``request-timeout``: seconds a request may take,
+``REQUEST_TIMEOUT`` unless set, for pyiceberg's client waits forever on a catalog that accepts and
+never answers). A UniForm table registered in one is kept current there after
 each commit (``uniform.catalog``). ``Stores.catalogs`` holds the invocation's (as its object stores'
 clients): a client is made on first use and kept; ``configure`` drops those made with other
 properties. Secrets never leave here as text: ``redacted`` masks them in any message.
@@ -18,6 +20,8 @@ from typing import Any
 # Properties whose values are secrets: masked wherever a message could show them.
 SECRET_PROPERTIES = ("credential", "token", "client-secret", "s3.secret-access-key", "s3.session-token")
 MASK = "****"
+TIMEOUT_PROPERTY = "request-timeout"
+REQUEST_TIMEOUT = 60.0
 
 
 class UnknownCatalogError(KeyError):
@@ -66,10 +70,9 @@ class IcebergCatalogs:
                 raise UnknownCatalogError(
                     f"no Iceberg catalog `{name}` is named in the profile (named: {known})"
                 )
-            properties = self._configs[name]
-        from pyiceberg.catalog.rest import RestCatalog
-
-        made = RestCatalog(name, **properties)
+            properties = dict(self._configs[name])
+        timeout = float(properties.pop(TIMEOUT_PROPERTY, REQUEST_TIMEOUT))
+        made = _time_limited_catalog(name, properties, timeout)
         with self._lock:
             return self._clients.setdefault(name, made)
 
@@ -88,3 +91,28 @@ class IcebergCatalogs:
                     if ":" in secret:  # an OAuth2 client's secret part alone
                         text = text.replace(secret.split(":", 1)[1], MASK)
         return text
+
+
+def _time_limited_catalog(name: str, properties: dict[str, str], seconds: float) -> Any:
+    """pyiceberg's REST catalog client whose every request (its first, ``/v1/config``, included) is
+    given up after ``seconds`` unless it asks for its own limit: a hung catalog fails the publish
+    (told as the catalog behind); it does not hang the run after its Delta commit. pyiceberg 0.12
+    sets no timeout on its ``requests`` session: ours is mounted on it as it is made."""
+    from pyiceberg.catalog.rest import RestCatalog
+    from requests import Session
+    from requests.adapters import HTTPAdapter
+
+    class TimeLimited(HTTPAdapter):
+        def send(self, request: Any, *args: Any, **kwargs: Any) -> Any:
+            if kwargs.get("timeout") is None:
+                kwargs["timeout"] = seconds
+            return super().send(request, *args, **kwargs)
+
+    class TimeLimitedCatalog(RestCatalog):
+        def _create_session(self) -> Session:
+            session = super()._create_session()
+            for prefix in ("http://", "https://"):
+                session.mount(prefix, TimeLimited())
+            return session
+
+    return TimeLimitedCatalog(name, **properties)
