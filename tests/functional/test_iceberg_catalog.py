@@ -148,6 +148,14 @@ def test_a_catalog_that_never_answers_is_given_up_and_caught_up_later(spark, tmp
     assert int(client.load_table(("hung", "events")).metadata.properties["delta-version"]) == 2
 
 
+def test_oauth2_client_credentials_ask_the_catalog_for_a_token(spark, tmp_path, rest_catalog, proxy):
+    properties = {**rest_catalog.properties(proxy.endpoint), "credential": "dbt-client:its-secret"}
+    make_table(spark, str(tmp_path / "events"), stores_with(properties), ("oauth", "events"))
+    paths = [(kind, path) for kind, path, _ in proxy.requests()]
+    assert ("POST", "/v1/oauth/tokens") in paths  # the REST spec's client-credentials exchange
+    assert ("POST", "/v1/namespaces/oauth/register") in paths
+
+
 def test_a_catalog_that_is_down_is_caught_up_by_the_next_commit(spark, tmp_path, rest_catalog):
     proxy = FaultProxy(rest_catalog.uri)
     stores = stores_with(rest_catalog.properties(proxy.endpoint))
