@@ -242,4 +242,5 @@ _LONGEST_FIRST = (
     "test_concurrent_dbt_runs.py",
     "test_concurrent_statements.py",
     "test_dml_differential.py",
+    "test_iceberg_catalog.py",  # ~2 min: a REST catalog server, Spark with Iceberg's runtime
 )
