@@ -74,7 +74,7 @@ def sync_after_commit(table: TableLocation, snapshot: Snapshot) -> int | None:
     except Exception as error:
         notice(
             f"Delta version {snapshot.version} of {table} was committed; its Iceberg metadata was not "
-            f"written ({type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}). "
+            f"written ({_said(error, table)}). "
             "The Delta data is written (do not re-run to redo it); Iceberg readers see the version "
             "before until the next commit or `dbt run-operation iceberg_sync` catches up."
         )
@@ -99,10 +99,9 @@ def publish_registered(table: TableLocation, snapshot: Snapshot) -> int | None:
             raise RuntimeError("the table has no Iceberg metadata yet")
         return publish(catalogs.client(place.catalog), place.identifier, state.metadata, state.location)
     except Exception as error:
-        said = catalogs.redacted(str(error).splitlines()[0] if str(error) else "")
         notice(
             f"Delta version {snapshot.version} of {table} was committed and its Iceberg metadata written; "
-            f"the Iceberg catalog's {place} was not brought to it ({type(error).__name__}: {said}). "
+            f"the Iceberg catalog's {place} was not brought to it ({_said(error, table)}). "
             "The Delta data is written (do not re-run to redo it); readers through the catalog see an "
             "older version until the next commit or `dbt run-operation iceberg_sync` catches it up."
         )
@@ -129,9 +128,14 @@ def unregister(table: TableLocation, snapshot: Snapshot | None, committed: str =
     try:
         return unpublish(catalogs.client(place.catalog), place.identifier, snapshot.metadata.id)
     except Exception as error:
-        said = catalogs.redacted(str(error).splitlines()[0] if str(error) else "")
         notice(
-            f"{committed}the Iceberg catalog's {place} still names the table ({type(error).__name__}: "
-            f"{said}): drop it there, or run again to retry"
+            f"{committed}the Iceberg catalog's {place} still names the table ({_said(error, table)}): "
+            "drop it there, or run again to retry"
         )
         return False
+
+
+def _said(error: Exception, table: TableLocation) -> str:
+    """An error's kind and first line, every catalog secret of the table's configuration masked."""
+    text = str(error).splitlines()[0] if str(error) else ""
+    return f"{type(error).__name__}: {table.stores.catalogs.redacted(text)}"
