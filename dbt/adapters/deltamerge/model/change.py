@@ -104,8 +104,8 @@ def _to_registration(spec: ModelSpec, current: Snapshot, before: Redefinition | 
             spec.model,
             [
                 f"database {wanted[REGISTERED_IN]!r} registers the model in an Iceberg catalog, but its "
-                "existing table is no UniForm table (enabling UniForm on an existing table is not "
-                "supported yet): run it with --full-refresh"
+                "existing table is no UniForm table yet: a run upgrades it in place before its write "
+                "(REORG ... UPGRADE UNIFORM), a dry run does not"
             ],
         )
     moved = {k: v for k, v in configuration.items() if k not in (REGISTERED_IN, REGISTERED_AS)} | wanted

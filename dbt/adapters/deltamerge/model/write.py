@@ -30,7 +30,7 @@ from dbt.adapters.deltamerge.delta import (
     place_table,
 )
 from dbt.adapters.deltamerge.delta.data import WriteRequest, write_dataframe
-from dbt.adapters.deltamerge.delta.log import TableChange
+from dbt.adapters.deltamerge.delta.log import TableChange, iceberg_enabled
 from dbt.adapters.deltamerge.delta.txn import WriteResult
 from dbt.adapters.deltamerge.errors import ModelWriteError
 from dbt.adapters.deltamerge.merge import DryRun, check_before_creating, dry_run_merge, merge_into
@@ -110,13 +110,15 @@ def write_model(
         return NotWritten(_NOT_PREVIEWED[write])
     replaces = _replaces(spec, run, write)
     current = _current(table, spec, write, replaces)
+    name = f"{table.schema}.{table.identifier}"
+    if current is not None and not replaces and not run.dry_run and iceberg_enabled(spec.write.tblproperties):
+        current = _made_uniform(spark, current, name)
     stored = _stored_rows(df, spec)
     contract = run.contract
     change = table_change(spec, write, current, lambda: stored.schema, contract=contract, replaces=replaces)
     if run.dry_run:
         assert spec.merge is not None and current is not None  # a merge's table exists (``_current``)
         return dry_run_merge(spark, df, current, spec.merge, change=change)
-    name = f"{table.schema}.{table.identifier}"
     if current is not None:
         from dbt.adapters.deltamerge.delta.commands import commit_before  # a command: loaded by a write
 
@@ -148,6 +150,18 @@ def _current(table: ModelTable, spec: ModelSpec, write: Write, replaces: bool) -
     if snapshot is None and write == "merge":
         raise ModelWriteError(f"Model '{spec.model}': no Delta table at {table.location} to merge into")
     return snapshot
+
+
+def _made_uniform(spark: SparkSession, current: Snapshot, name: str) -> Snapshot:
+    """The table of a model whose config asks for ``table_format: iceberg`` (or a ``database``
+    naming an Iceberg catalog) made a UniForm table in place first, where it is not one yet: one
+    commit of its own, rows unchanged (``commands.upgrade_uniform``, as ``REORG ... UPGRADE
+    UNIFORM``); the run's write then commits on it and keeps its Iceberg side current."""
+    if iceberg_enabled(current.metadata.configuration):
+        return current
+    from dbt.adapters.deltamerge.delta.commands import upgrade_uniform  # a command: loaded by a write
+
+    return upgrade_uniform(spark, current, name).snapshot
 
 
 def _stored_rows(df: DataFrame, spec: ModelSpec) -> DataFrame:

@@ -1,5 +1,5 @@
 """The commands' room: one command each (OPTIMIZE, Z-order, auto compaction, VACUUM, CONVERT,
-column and table redefinition, comments, the change feed's reader).
+column and table redefinition, comments, the change feed's reader, UniForm's upgrade in place).
 
 Nothing imported with the adapter imports this face (``tests/unit/test_imports.py``): a dbt
 command that writes nothing (``parse``, ``ls``, ``compile``) loads no command; the statements'
@@ -36,6 +36,7 @@ from dbt.adapters.deltamerge.delta.commands.redefine import (
     recluster,
     redefine,
 )
+from dbt.adapters.deltamerge.delta.commands.uniform_upgrade import not_iceberg_compatible, upgrade_uniform
 from dbt.adapters.deltamerge.delta.commands.vacuum import vacuum
 from dbt.adapters.deltamerge.delta.commands.zorder import ZOrderError
 
@@ -50,6 +51,7 @@ __all__ = [
     "commit_after",
     "commit_before",
     "convert_to_delta",
+    "not_iceberg_compatible",
     "optimize",
     "parse_partition_schema",
     "plan_bins",
@@ -57,6 +59,7 @@ __all__ = [
     "recluster",
     "redefine",
     "set_descriptions",
+    "upgrade_uniform",
     "vacuum",
     "zorder_problems",
 ]

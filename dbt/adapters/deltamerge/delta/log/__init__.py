@@ -27,6 +27,7 @@ from dbt.adapters.deltamerge.delta.log.deletion_vectors import serialize
 from dbt.adapters.deltamerge.delta.log.evolution import can_write, evolved_schema, schema_changes
 from dbt.adapters.deltamerge.delta.log.features import check_writable, configuration_problems
 from dbt.adapters.deltamerge.delta.log.iceberg_compat import (
+    COMPAT_V2,
     REGISTERED_AS,
     REGISTERED_IN,
     TABLE_FORMAT_ICEBERG,
@@ -59,6 +60,7 @@ from dbt.adapters.deltamerge.delta.log.vector_files import vector_file, z85_enco
 __all__ = [
     "AUTO_COMPACT",
     "CDF_PROPERTY",
+    "COMPAT_V2",
     "DEFAULT_RETENTION_HOURS",
     "DEFAULT_TXN_RETENTION",
     "MAPPING_MODE",

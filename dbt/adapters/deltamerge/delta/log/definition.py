@@ -167,7 +167,20 @@ def definition_actions(original: Snapshot, changed: Snapshot) -> list[dict[str, 
 
 def with_metadata(current: Snapshot, metadata: TableMetadata) -> Snapshot:
     """``current`` with ``metadata`` (a new schema or properties), the protocol raised to declare
-    every feature they need (a CHECK constraint, a NOT NULL column, a column default, ...)."""
+    every feature they need (a CHECK constraint, a NOT NULL column, a column default, ...).
+
+    Column mapping switched on (``ALTER TABLE ... SET TBLPROPERTIES ('delta.columnMapping.mode' =
+    'name')``) gives every column an id and its own name as physical name, as its data files
+    hold it (Delta's ``assignColumnIdAndPhysicalName``): a mapped schema without them is a table
+    no reader can read."""
+    if (
+        mapping_mode(metadata.configuration) != "none"
+        and mapping_mode(current.metadata.configuration) == "none"
+    ):
+        unmapped = schema_from_json(metadata.schema_string)
+        mapped, top = mapped_schema(unmapped, unmapped, metadata.configuration)
+        configuration = {**metadata.configuration, MAX_COLUMN_ID: str(top)}
+        metadata = replace(metadata, schema_string=schema_to_json(mapped), configuration=configuration)
     return _with(current, metadata)
 
 

@@ -27,6 +27,9 @@ DELETION_VECTORS = "delta.enableDeletionVectors"
 MAPPING_MODE = "delta.columnMapping.mode"
 # dbt-databricks's model config for a UniForm table, and the properties it stands for.
 TABLE_FORMAT_ICEBERG = {COMPAT_V2: "true", ENABLED_FORMATS: "iceberg"}
+# The ``add`` tag naming the IcebergCompat version a data file was written under (Delta's
+# ``AddFile.Tags.ICEBERG_COMPAT_VERSION``): files without it are rewritten by REORG ... UPGRADE UNIFORM.
+ICEBERG_COMPAT_TAG = "ICEBERG_COMPAT_VERSION"
 # Where a UniForm table's Iceberg metadata lives, under the table (as Delta's converter writes it).
 ICEBERG_METADATA_FOLDER = "metadata"
 # Iceberg table properties passed through from Delta's (the prefix stripped), as Delta does.
@@ -71,6 +74,30 @@ def enabled_formats(configuration: Mapping[str, str]) -> tuple[str, ...]:
 def iceberg_enabled(configuration: Mapping[str, str]) -> bool:
     """Whether every commit of the table also writes its Iceberg metadata (UniForm)."""
     return "iceberg" in enabled_formats(configuration) and compat_v2(configuration)
+
+
+def upgraded_configuration(configuration: Mapping[str, str]) -> dict[str, str]:
+    """``configuration`` made a UniForm table's, as Delta's ``REORG ... UPGRADE UNIFORM`` makes it:
+    IcebergCompatV2 on (V1 off), ``iceberg`` among the enabled formats, column mapping by name
+    where the table has none, deletion vectors off.
+
+    >>> sorted(upgraded_configuration({DELETION_VECTORS: "true", COMPAT_V1: "true"}).items())
+    ... # doctest: +NORMALIZE_WHITESPACE
+    [('delta.columnMapping.mode', 'name'), ('delta.enableDeletionVectors', 'false'),
+     ('delta.enableIcebergCompatV1', 'false'), ('delta.enableIcebergCompatV2', 'true'),
+     ('delta.universalFormat.enabledFormats', 'iceberg')]
+    """
+    upgraded = {**configuration, COMPAT_V2: "true"}
+    if COMPAT_V1 in upgraded:
+        upgraded[COMPAT_V1] = "false"
+    formats = enabled_formats(configuration)
+    if "iceberg" not in formats:
+        upgraded[ENABLED_FORMATS] = ",".join([*formats, "iceberg"])
+    if str(configuration.get(MAPPING_MODE, "none")).lower() == "none":
+        upgraded[MAPPING_MODE] = "name"
+    if DELETION_VECTORS in upgraded:
+        upgraded[DELETION_VECTORS] = "false"
+    return upgraded
 
 
 def compat_problems(configuration: Mapping[str, str], schema_string: str) -> list[str]:

@@ -8,10 +8,11 @@ the log's actions.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from dbt.adapters.deltamerge.delta.log.iceberg_compat import ICEBERG_COMPAT_TAG, compat_v2
 from dbt.adapters.deltamerge.delta.log.snapshot import AddFile
 from dbt.adapters.deltamerge.delta.txn.commit import now_ms
 
@@ -63,10 +64,20 @@ class ChangeFile:
         }
 
 
-def add_actions(files: Sequence[WrittenFile]) -> list[dict[str, object]]:
-    """``add`` actions for freshly written files, stamped now."""
+def add_actions(
+    files: Sequence[WrittenFile], configuration: Mapping[str, str] | None = None
+) -> list[dict[str, object]]:
+    """``add`` actions for freshly written files, stamped now; in an IcebergCompatV2 table (its
+    properties after the commit: ``configuration``) each tagged ``ICEBERG_COMPAT_VERSION = 2`` as
+    Delta's writer tags them (its ``REORG ... UPGRADE UNIFORM`` rewrites the files without the tag)."""
     stamp = now_ms()
-    return [f.add_action(modification_time=stamp) for f in files]
+    adds = [f.add_action(modification_time=stamp) for f in files]
+    if configuration is not None and compat_v2(configuration):
+        for action in adds:
+            add = action["add"]
+            assert isinstance(add, dict)
+            add["tags"] = {**add.get("tags", {}), ICEBERG_COMPAT_TAG: "2"}
+    return adds
 
 
 @dataclass(frozen=True)

@@ -74,7 +74,7 @@ class PendingCommit:
         actions = [
             *leading,
             *[f.remove_action(stamp) for f in removed],
-            *add_actions(written),
+            *add_actions(written, _effective(snapshot, leading)[1]),
             *[c.cdc_action() for c in changes],
         ]
         # Round-trip through JSON: the record on disk and the commit must be the same data.
@@ -167,7 +167,7 @@ def commit_files(
     logged = [
         *leading,
         *[_stored(f.remove_action(stamp), current) for f in actions.removed],
-        *add_actions(actions.written),
+        *add_actions(actions.written, properties),
         *actions.readded,
         *[c.cdc_action() for c in actions.changes],
     ]

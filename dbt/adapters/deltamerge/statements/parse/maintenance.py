@@ -31,10 +31,12 @@ class SetPropertiesStatement:
 
 @dataclass(frozen=True)
 class ReorgStatement:
-    """``REORG TABLE t [WHERE predicate] APPLY (PURGE)``."""
+    """``REORG TABLE t [WHERE predicate] APPLY (PURGE)``, or with ``upgrade_uniform`` (the
+    IcebergCompat version) ``REORG TABLE t APPLY (UPGRADE UNIFORM(ICEBERG_COMPAT_VERSION = 2))``."""
 
     parts: tuple[str, ...]
     condition: str | None
+    upgrade_uniform: int | None = None
 
 
 @dataclass(frozen=True)
@@ -71,7 +73,7 @@ _UNSET = re.compile(
     re.IGNORECASE | re.DOTALL,
 )
 _REORG = re.compile(
-    r"^\s*reorg\s+table\s+(?P<table>.+?)(?:\s+where\s+(?P<where>.+?))?\s+apply\s*\((?P<how>[^)]*)\)\s*;?\s*$",
+    r"^\s*reorg\s+table\s+(?P<table>.+?)(?:\s+where\s+(?P<where>.+?))?\s+apply\s*\((?P<how>.*)\)\s*;?\s*$",
     re.IGNORECASE | re.DOTALL,
 )
 
@@ -92,7 +94,7 @@ def parse_maintenance(
     ClusterByStatement(parts=('t',), columns=())
 
     >>> parse_maintenance(SqlText("REORG TABLE s.t WHERE p = 'x' APPLY (PURGE)"))
-    ReorgStatement(parts=('s', 't'), condition="p = 'x'")
+    ReorgStatement(parts=('s', 't'), condition="p = 'x'", upgrade_uniform=None)
     >>> parse_maintenance(SqlText("alter table t unset tblproperties if exists ('a', b.c)"))
     SetPropertiesStatement(parts=('t',), properties=(('a', ''), ('b.c', '')), unset=True, if_exists=True)
     >>> parse_maintenance(SqlText("alter table t set tblproperties ('a' = 1)"))
@@ -122,15 +124,48 @@ def parse_maintenance(
             _table(match["table"]), keys, unset=True, if_exists=bool(match["exists"])
         )
     if (match := _REORG.match(sql)) is not None:
-        if match["how"].strip().upper() != "PURGE":
+        where, how = match["where"], match["how"].strip()
+        version = _upgrade_uniform(how, where)
+        if version is None and how.upper() != "PURGE":
             raise StatementParseError(
-                f"REORG TABLE ... APPLY ({match['how']}): only APPLY (PURGE) is supported"
+                f"REORG TABLE ... APPLY ({how}): only APPLY (PURGE) and "
+                "APPLY (UPGRADE UNIFORM(ICEBERG_COMPAT_VERSION=2)) are supported"
             )
-        where = match["where"]
         return ReorgStatement(
-            _table(match["table"]), sql_of(sqlglot.parse_one(where, dialect=SPARK)) if where else None
+            _table(match["table"]),
+            sql_of(sqlglot.parse_one(where, dialect=SPARK)) if where else None,
+            version,
         )
     return None
+
+
+_UPGRADE = re.compile(
+    r"^upgrade\s+uniform\s*\(\s*iceberg_compat_version\s*=\s*(?P<version>\d+)\s*\)$", re.IGNORECASE
+)
+
+
+def _upgrade_uniform(how: str, where: str | None) -> int | None:
+    """The IcebergCompat version ``APPLY (UPGRADE UNIFORM(ICEBERG_COMPAT_VERSION = n))`` names
+    (None: another APPLY); versions other than 2 and a WHERE are refused as Delta refuses them.
+
+    >>> _upgrade_uniform("UPGRADE UNIFORM ( ICEBERG_COMPAT_VERSION = 2 )", None)
+    2
+    """
+    match = _UPGRADE.match(how)
+    if match is None:
+        return None
+    version = int(match["version"])
+    if version != 2:
+        raise StatementParseError(
+            f"[DELTA_ICEBERG_COMPAT_VIOLATION.COMPAT_VERSION_NOT_SUPPORTED] IcebergCompatVersion = {version} "
+            "is not supported here: only ICEBERG_COMPAT_VERSION=2 is written"
+        )
+    if where:
+        raise StatementParseError(
+            "REORG TABLE ... WHERE ... APPLY (UPGRADE UNIFORM(...)): the upgrade rewrites the whole "
+            "table; drop the WHERE"
+        )
+    return version
 
 
 def _table(text: str) -> tuple[str, ...]:

@@ -24,12 +24,20 @@ from dbt.adapters.deltamerge.delta import AddFile, Snapshot, UnsupportedTableFea
 from dbt.adapters.deltamerge.delta.commands import (
     OptimizeOptions,
     ZOrderError,
+    not_iceberg_compatible,
     optimize,
     redefine,
+    upgrade_uniform,
     zorder_problems,
 )
 from dbt.adapters.deltamerge.delta.data import read_files, write_files
-from dbt.adapters.deltamerge.delta.log import check_writable, configuration_problems
+from dbt.adapters.deltamerge.delta.log import (
+    COMPAT_V2,
+    check_writable,
+    compat_v2,
+    configuration_problems,
+    mapping_mode,
+)
 from dbt.adapters.deltamerge.delta.txn import (
     CommitActions,
     CommitInfo,
@@ -67,6 +75,15 @@ def set_properties(
     if after == before:
         return WriteResult(None, operation, {}, snapshot)
     problems = configuration_problems(after, before)
+    if compat_v2(after) and not compat_v2(before):  # switched on where every file keeps its rules
+        problems = [p for p in problems if COMPAT_V2 not in p]
+        _refuse_stale_files(snapshot, f"{operation} on {name}", name)
+    modes = (mapping_mode(before), mapping_mode(after))
+    if modes[0] != modes[1] and modes != ("none", "name"):  # Delta's allowMappingModeChange
+        raise UnsupportedTableFeature(
+            f"[DELTA_UNSUPPORTED_COLUMN_MAPPING_MODE_CHANGE] Changing column mapping mode from "
+            f"'{modes[0]}' to '{modes[1]}' is not supported ({operation} on {name}). Nothing was committed."
+        )
     if problems:
         raise UnsupportedTableFeature(
             f"{operation} on {name}: "
@@ -79,6 +96,29 @@ def set_properties(
         else {"properties": json.dumps(dict(statement.properties))}
     )
     return redefine(spark, snapshot, name, operation=operation, params=params, configuration=after)
+
+
+def _refuse_stale_files(snapshot: Snapshot, doing: str, name: str) -> None:
+    """Refuse switching IcebergCompatV2 on by its property while live files were written before it
+    (no field ids, partition values only in the log: Iceberg readers that resolve columns by field
+    id read them as NULLs), which Delta's ALTER leaves in place; the upgrade that rewrites them is
+    named."""
+    stale = not_iceberg_compatible(snapshot)
+    if stale:
+        raise UnsupportedTableFeature(
+            f"{doing}: {COMPAT_V2}=true while {len(stale)} of {len(snapshot.files)} live files were not "
+            "written as IcebergCompatV2 asks (Iceberg readers that resolve columns by field id would "
+            f"read them as NULLs). Run REORG TABLE {name} APPLY (UPGRADE UNIFORM(ICEBERG_COMPAT_VERSION=2)), "
+            "which rewrites them and switches UniForm on in one commit. Nothing was committed."
+        )
+
+
+def reorg(spark: SparkSession, snapshot: Snapshot, statement: ReorgStatement, name: str) -> WriteResult:
+    """REORG TABLE ... APPLY (PURGE), or APPLY (UPGRADE UNIFORM(...)): the table made a UniForm
+    table in place (``commands.upgrade_uniform``)."""
+    if statement.upgrade_uniform is not None:
+        return upgrade_uniform(spark, snapshot, name)
+    return reorg_purge(spark, snapshot, statement)
 
 
 def reorg_purge(spark: SparkSession, snapshot: Snapshot, statement: ReorgStatement) -> WriteResult:

@@ -71,7 +71,7 @@ from dbt.adapters.deltamerge.statements.run import dml
 from dbt.adapters.deltamerge.statements.run.alter import add_constraint, alter_column, drop_constraint
 from dbt.adapters.deltamerge.statements.run.ddl import add_columns, create_table, drop_columns, rename_column
 from dbt.adapters.deltamerge.statements.run.insert import insert_into
-from dbt.adapters.deltamerge.statements.run.maintenance import optimize_table, reorg_purge, set_properties
+from dbt.adapters.deltamerge.statements.run.maintenance import optimize_table, reorg, set_properties
 from dbt.adapters.deltamerge.statements.run.views import ViewError, resolve_as_delta, temp_view_plan
 
 
@@ -201,7 +201,7 @@ RUNNERS: dict[type, Runner] = {
         spark, snapshot, s.name, s.expression, name
     ),
     SetPropertiesStatement: lambda spark, s, snapshot, name: set_properties(spark, snapshot, s, name),
-    ReorgStatement: lambda spark, s, snapshot, _: reorg_purge(spark, snapshot, s),
+    ReorgStatement: lambda spark, s, snapshot, name: reorg(spark, snapshot, s, name),
     OptimizeStatement: lambda spark, s, snapshot, _: optimize_table(spark, snapshot, s),
     ClusterByStatement: lambda _, s, snapshot, name: recluster(snapshot, s.columns, name),
     InsertStatement: lambda spark, s, snapshot, name: insert_into(spark, s, snapshot, name),
