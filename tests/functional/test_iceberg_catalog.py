@@ -254,6 +254,7 @@ class TestThreePartNames:
             "select count(*) as n from {{ source('lake_orders', 'orders') }}",
             "flaky.sql": "{{ config(materialized='table', database='flaky') }} select 1 as id",
             "nowhere.sql": "{{ config(materialized='table', database='nowhere') }} select 1 as id",
+            "later.sql": ORDERS.replace("var('orders_catalog', 'lake')", "var('later_catalog', none)"),
             "sources.yml": SOURCES,
         }
 
@@ -369,6 +370,18 @@ class TestThreePartNames:
         assert "deltamerge.iceberg.catalog" not in DeltaTable(path).metadata().configuration
         run_dbt(["run", "-s", "orders"])
         assert int(lake.load_table(name).metadata.properties["delta-version"]) == DeltaTable(path).version()
+
+    def test_a_plain_model_given_a_database_is_upgraded_in_place_and_registered(self, project, rest_catalog):
+        run_dbt(["run", "-s", "later"])
+        path = table_path(project, "later")
+        assert "delta.enableIcebergCompatV2" not in DeltaTable(path).metadata().configuration
+        run_dbt(["run", "-s", "later", "--vars", json.dumps({"later_catalog": "lake", "step": 1})])
+        operations = [h["operation"] for h in DeltaTable(path).history(3)]
+        assert operations == ["MERGE", "SET TBLPROPERTIES", "REORG"], operations
+        client = RestCatalog("check", **rest_catalog.properties())
+        name = (project.test_schema, "later")
+        assert int(client.load_table(name).metadata.properties["delta-version"]) == DeltaTable(path).version()
+        assert table_rows(client, name) == delta_rows_of(path) and len(delta_rows_of(path)) == 50
 
     def test_a_renamed_model_takes_its_new_name_in_the_catalog(self, project, rest_catalog):
         run_dbt(["run", "-s", "flaky"])  # registered as flaky.<schema>.flaky (the same server)
