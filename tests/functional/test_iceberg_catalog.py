@@ -405,6 +405,13 @@ class TestThreePartNames:
         assert (
             project.run_sql(f"select count(*) from {project.test_schema}.flaky_renamed", fetch="one")[0] == 1
         )
+        # A user's own ALTER TABLE ... RENAME TO (a hook, run-operation, dbt show) is followed too.
+        project.run_sql(f"alter table {project.test_schema}.flaky_renamed rename to user_renamed")
+        user = (project.test_schema, "user_renamed")
+        assert DeltaTable(path).metadata().configuration["deltamerge.iceberg.identifier"] == ".".join(user)
+        assert not client.table_exists(new) and client.table_exists(user)
+        loaded = client.load_table(user)
+        assert int(loaded.metadata.properties["delta-version"]) == DeltaTable(path).version()
 
     def test_a_dropped_model_leaves_the_catalog(self, project, rest_catalog):
         run_dbt(["run", "-s", "orders"])

@@ -11,6 +11,7 @@ session itself).
 
 from __future__ import annotations
 
+import re
 from functools import partial
 from typing import Any
 
@@ -29,6 +30,8 @@ from dbt.adapters.deltamerge.statements.parse.text import SqlText
 from dbt.adapters.deltamerge.statements.run.travel import with_versions
 
 logger = AdapterLogger("deltamerge")
+# ``ALTER TABLE ... RENAME TO``: Spark renames; a registered table's Iceberg catalog entry follows.
+_RENAME = re.compile(r"\balter\s+table\b.*\brename\s+to\b", re.IGNORECASE | re.DOTALL)
 
 
 class DeltaCursor(Cursor):
@@ -81,6 +84,26 @@ class DeltaCursor(Cursor):
             # A database error, as dbt's other adapters raise for SQL the database refuses.
             raise DbtDatabaseError(str(exc).strip()) from exc
         self._rows = None
+        if _RENAME.search(sql):
+            self._follow_rename(text)
+
+    def _follow_rename(self, text: SqlText) -> None:
+        """After Spark ran ``ALTER TABLE old RENAME TO new`` (dbt's ``rename_relation`` or a user's):
+        a table registered in an Iceberg REST catalog takes the new name there too
+        (``model/registration.follow_rename``: a ``SET TBLPROPERTIES`` commit)."""
+        from dbt.adapters.deltamerge.statements.parse.ddl import renamed_table
+
+        names = renamed_table(text)
+        if names is None:
+            return
+        from dbt.adapters.deltamerge.model import registration  # such renames only
+
+        old, new = names
+        schema = (
+            new[-2] if len(new) > 1 else old[-2] if len(old) > 1 else self.spark.catalog.currentDatabase()
+        )
+        with named_errors(f"the Iceberg catalog entry of {schema}.{new[-1]} (renamed in Spark's catalog)"):
+            registration.follow_rename(self.spark, schema, new[-1], current().stores)
 
     def _history(self, sql: str) -> bool:
         """DESCRIBE HISTORY / DETAIL or RESTORE of a Delta-bound name; False for another statement."""

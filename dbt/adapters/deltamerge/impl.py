@@ -296,15 +296,6 @@ class DeltaMergeAdapter(DocsCatalogAdapter):
             return registration.unregister_dropped(self.spark_session(), schema, identifier, current().stores)
 
     @available
-    def delta_follow_rename(self, relation: BaseRelation) -> int | None:
-        """After dbt renamed a relation to ``relation``: its Iceberg catalog entry renamed too."""
-        from dbt.adapters.deltamerge.model import registration
-
-        with named_errors(f"rename to {relation}"):
-            schema, identifier = str(relation.schema), str(relation.identifier)
-            return registration.follow_rename(self.spark_session(), schema, identifier, current().stores)
-
-    @available
     def delta_reorg(self, relation: Any, where: Any = None) -> dict[str, Any]:
         """REORG TABLE ... APPLY (PURGE) of a model's Delta table (a relation, or ``"schema.table"``)."""
         return self._operation(f"reorg of {relation}", "reorg_table", relation, where)

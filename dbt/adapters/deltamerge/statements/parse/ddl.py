@@ -114,6 +114,24 @@ def parse_ddl(text: SqlText) -> DdlStatement | None:
     return None
 
 
+def renamed_table(text: SqlText) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
+    """The old and new name parts of ``ALTER TABLE old RENAME TO new`` (Spark runs it), or None.
+
+    >>> renamed_table(SqlText("alter table s.a rename to `b c`"))
+    (('s', 'a'), ('b c',))
+    >>> renamed_table(SqlText("alter table s.a rename column x to y")) is None
+    True
+    """
+    tree = text.tree
+    if not isinstance(tree, exp.Alter) or str(tree.args.get("kind", "")).upper() != "TABLE":
+        return None
+    actions = tree.actions
+    if len(actions) != 1 or not isinstance(actions[0], exp.AlterRename):
+        return None
+    new = actions[0].this
+    return (table_parts(tree.this), table_parts(new)) if isinstance(new, exp.Table) else None
+
+
 def _rename_or_drop(parts: tuple[str, ...], action: exp.Expr) -> DdlStatement | None:
     """``RENAME COLUMN`` / ``DROP COLUMN[S]`` of top-level columns, or None (Spark's own ALTERs).
 
