@@ -21,6 +21,11 @@ and Derby metastore: ~60 s a round on 2 cores, for the same engine and commit pr
 same reason) start both invocations at once with no gate: whatever the timing, every
 invocation that reports success committed its own version, the failed ones name a Delta
 conflict, and the rows equal the successful merges applied in turn.
+
+A registered UniForm model (``database='lake'``, both profiles naming one Iceberg REST catalog
+server): two gated invocations merge disjoint partitions, in both commit orders; both succeed and
+the catalog ends at the latest Delta version with exactly Delta's rows (runs where the gated
+rounds run).
 """
 
 from __future__ import annotations
@@ -246,3 +251,77 @@ def test_two_invocations_started_together_without_a_gate(race, free_round):
         assert _rows(location / model) == race["expected"][model]
         assert problems(str(location / model)) == []
         assert _marked(location / model)
+
+
+UNIFORM_SCHEMA = "race_uniform"
+UNIFORM_CONFIG = (
+    "{{{{ config(materialized='incremental', incremental_strategy='delta_merge', unique_key=['id', 'part'], "
+    "location_root='{location}', database='lake', partition_by=['part']) }}}}\n"
+)
+
+
+@pytest.fixture(scope="module")
+def uniform_race(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory):
+    """Two projects whose profiles name one Iceberg REST catalog ``lake``, and one registered
+    UniForm model (``database='lake'``, partitioned by ``part``) both write."""
+    from tests.iceberg_rest import start_rest_catalog
+
+    root = tmp_path_factory.mktemp("uniform-race")
+    server = start_rest_catalog(str(root / "rest"))
+    url = request.getfixturevalue("cluster").connect_url if ON_CONNECT else None
+    catalogs = "      iceberg_catalogs:\n        lake: " + json.dumps(server.properties()) + "\n"
+    profile = (
+        connect_profile("race", url, UNIFORM_SCHEMA)
+        if url
+        else PROFILE.replace("race\n", f"{UNIFORM_SCHEMA}\n")
+    )
+    projects = {}
+    for name in ("a", "b"):  # one schema: both name the table alike in Spark's and the Iceberg catalog
+        projects[name] = _project(root, name, url)
+        (projects[name] / "profiles.yml").write_text(profile.rstrip("\n") + "\n" + catalogs)
+    location = root / "tables"
+    first = "select cast(id as int) as id, 'v0' as v, if(id % 2 = 0, 'a', 'b') as part from range(200)"
+    (projects["a"] / "models" / "events.sql").write_text(UNIFORM_CONFIG.format(location=location) + first)
+    code, out = _finish(_start(projects["a"], None, None))
+    assert code == 0, out[-3000:]
+    yield {"root": root, "location": location, "projects": projects, "server": server}
+    server.stop()
+
+
+@pytest.mark.skipif(
+    not ON_CONNECT and os.environ.get("DELTAMERGE_RACE_ROUNDS") != "all", reason="JVM per run"
+)
+@pytest.mark.parametrize("first", ["a", "b"])
+def test_two_invocations_race_on_a_registered_uniform_table(uniform_race, first):
+    """Both read one version (the commit gate), each merges its own partition, ``first`` commits
+    first: both succeed, and the catalog ends at the latest Delta version with Delta's rows (the
+    second writer's Iceberg side and catalog commit build on the first's, never overwrite it)."""
+    from pyiceberg.catalog.rest import RestCatalog
+
+    root, location, projects = uniform_race["root"], uniform_race["location"], uniform_race["projects"]
+    path = str(location / "events")
+    before = DeltaTable(path).version()
+    for name in ("a", "b"):
+        rows = f"select cast(id as int) as id, '{name}{first}' as v, '{name}' as part from range(200, 230)"
+        sql = f"{rows} where id % 2 = {0 if name == 'a' else 1}"
+        (projects[name] / "models" / "events.sql").write_text(UNIFORM_CONFIG.format(location=location) + sql)
+    gate = root / f"gate-{first}"
+    gate.mkdir()
+    roles = {first: "first", "b" if first == "a" else "a": "second"}
+    processes = {name: _start(projects[name], gate, role) for name, role in roles.items()}
+    outcome = {name: _finish(p) for name, p in processes.items()}
+    assert all(code == 0 for code, _ in outcome.values()), {n: o[-3000:] for n, (_, o) in outcome.items()}
+    versions = sorted(_responses(projects[n])["events"]["adapter_response"]["delta_version"] for n in "ab")
+    assert versions == [before + 1, before + 2] and DeltaTable(path).version() == before + 2
+
+    client = RestCatalog("check", **uniform_race["server"].properties())
+    table = client.load_table((UNIFORM_SCHEMA, "events"))
+    assert int(table.metadata.properties["delta-version"]) == before + 2
+    shown = table.scan().to_arrow().select(["id", "v", "part"]).to_pylist()
+    expected = {(r["id"], r["v"], r["part"]) for r in live_rows(path)}
+    assert sorted(tuple(r.values()) for r in shown) == sorted(expected) and len(expected) == 230
+    assert {f"{n}{first}" for _, v, _ in expected for n in "ab" if v == f"{n}{first}"} == {
+        "a" + first,
+        "b" + first,
+    }
+    assert problems(path) == []
