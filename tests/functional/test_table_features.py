@@ -320,8 +320,9 @@ WRITES: dict[str, dict[str, str]] = {
     },
 }
 
-# On an object store, a table mapping column names is bound in the catalog only with Delta's jars
-# (``binding/entry._version_folder``): the S3 run writes to the others;
+# On an object store, a partitioned table mapping column names without its partition values in
+# its files is bound in the catalog only with Delta's jars (``binding/manifest.bindable``): both
+# mapping fixtures are such tables, and the S3 run writes to the others;
 # ``make test``'s S3 sample takes two of them (deletion vectors with row ids, the change feed).
 _ON_THIS_STORE = sorted(
     n

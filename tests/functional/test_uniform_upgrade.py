@@ -68,9 +68,7 @@ def test_reorg_upgrade_uniform_rewrites_our_table_for_every_reader(spark, delta_
     assert len(expected) == 32
 
     # Setting the property alone would leave files Iceberg readers misread: refused, naming the upgrade.
-    with pytest.raises(
-        EngineError, match=r"live files were not written as IcebergCompatV2 asks"
-    ) as refused:
+    with pytest.raises(EngineError, match=r"live files were not written as IcebergCompatV2 asks") as refused:
         _run(
             spark,
             f"ALTER TABLE {table} SET TBLPROPERTIES ('delta.columnMapping.mode' = 'name', "
@@ -213,3 +211,41 @@ class TestModelGainsTableFormatIceberg:
         assert history[1] == "REORG" and len(history) == 3, history
         rows = assert_readers_agree(path)
         assert len(rows) == 30
+
+
+BOUND = """
+{{ config(materialized='incremental', incremental_strategy='delta_merge', unique_key='id',
+    table_format='iceberg', partition_by=['region']) }}
+select id, named_struct('Street', concat('s', cast(id as string)), 'n', id * 2) as address,
+       case when id % 2 = 0 then 'eu' else 'us' end as region
+from range({{ var('start', 0) }}, {{ var('start', 0) + 20 }})
+"""
+
+
+@pytest.mark.stores
+class TestUniformModelInSparksCatalog:
+    """A UniForm model (column mapping: its files hold physical names) is read through Spark's
+    catalog by logical names, nested fields too, by ``ref`` and by SQL; on the object store
+    (``make test-stores``) through the view over the manifest's files."""
+
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {
+            "located.sql": BOUND,
+            "streets.sql": "select region, count(*) as n, max(address.Street) as top "
+            "from {{ ref('located') }} group by region",
+        }
+
+    def test_rows_by_logical_names_after_create_and_merge(self, project):
+        run_dbt(["run"])
+        run_dbt(["run", "--vars", json.dumps({"start": 10})])
+        got = project.run_sql(
+            f"select id, address.Street, address.n, region from {project.test_schema}.located", fetch="all"
+        )
+        assert sorted(tuple(r) for r in got) == [
+            (i, f"s{i}", i * 2, "eu" if i % 2 == 0 else "us") for i in range(30)
+        ]
+        streets = project.run_sql(f"select region, n from {project.test_schema}.streets", fetch="all")
+        assert sorted(tuple(r) for r in streets) == [("eu", 15), ("us", 15)]
+        configuration = DeltaTable(table_path(project, "located")).metadata().configuration
+        assert configuration["delta.columnMapping.mode"] == "name"

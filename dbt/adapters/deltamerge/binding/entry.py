@@ -54,7 +54,7 @@ from dbt.adapters.deltamerge.delta import (
     storage,
     table_path_of,
 )
-from dbt.adapters.deltamerge.delta.log import mapping_mode, schema_from_json
+from dbt.adapters.deltamerge.delta.log import schema_from_json
 from dbt.adapters.deltamerge.spark.metastore import recover_partitions
 from dbt.adapters.deltamerge.spark.view_text import make_room
 
@@ -291,8 +291,7 @@ def _create_entry(
     files_of = string_literal(f"{schema}.{identifier}")
     files_props = f"TBLPROPERTIES ('{binding_view.FILES_OF_PROPERTY}' = {files_of})"
     if on_store:
-        partitions = set(snapshot.partition_columns)
-        data = T.StructType([f for f in columns.fields if f.name not in partitions])
+        data = manifest.files_columns(snapshot, columns)
         spark.sql(manifest.files_table_statement(files, data, folder, files_props))
         has_masks = binding_view.has_masks(snapshot.location.stores, folder)
         statement = manifest.view_statement(
@@ -312,11 +311,12 @@ def _version_folder(spark: SparkSession, snapshot: Snapshot, root: str, on_store
     manifest on an object store (which has no links)."""
     if not on_store:
         return link_version(spark, snapshot, root)
-    if mapping_mode(snapshot.metadata.configuration) != "none":
+    if not manifest.bindable(snapshot):
         raise DeltaError(
-            f"Delta table at {snapshot.table_path}: a table that maps column names (delta.columnMapping"
-            ".mode) cannot be bound in Spark's catalog on an object store without Delta's jars in this "
-            "version (its files hold physical names); add delta-spark to the cluster to read it by name."
+            f"Delta table at {snapshot.table_path}: a partitioned table that maps column names "
+            "(delta.columnMapping.mode) without its partition values inside its files (IcebergCompatV2 "
+            "puts them there) cannot be bound in Spark's catalog on an object store without Delta's jars "
+            "(its folders need not name the values); add delta-spark to the cluster to read it by name."
         )
     return manifest.manifest_version(snapshot, root)
 

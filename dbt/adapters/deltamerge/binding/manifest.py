@@ -11,6 +11,9 @@ writers' elsewhere), and the catalog entry is always a view (``view_statement``)
 partition value from its file's path (the ``k=v`` folder every Delta writer names a file under)
 and, where files carry deletion vectors, leaves their deleted rows out by a join with the masks,
 keyed here by the file's URI as Spark reports it (names repeat across partition folders).
+A table that maps column names is read by its physical names, renamed (nested types cast) to the
+logical ones in the view; its partition values must be inside its files (IcebergCompatV2's
+tables, UniForm models), as its folders need not name them (``bindable``).
 Nothing is written outside the table's prefix; pruning is ``links.prune_bindings``'s.
 """
 
@@ -24,8 +27,9 @@ from pyspark.sql import types as T
 
 from dbt.adapters.deltamerge.binding import view as binding_view
 from dbt.adapters.deltamerge.binding.record import view_record
-from dbt.adapters.deltamerge.common.sql import quote_identifier, string_literal
+from dbt.adapters.deltamerge.common.sql import quote_identifier, string_literal, type_sql
 from dbt.adapters.deltamerge.delta import Snapshot, TableLocation, escape_partition_value, local_path, storage
+from dbt.adapters.deltamerge.delta.log import compat_v2, mapping_mode, physical_name, physical_type
 
 MANIFEST_DIR = "_spark_metadata"
 # Characters java.net.URI keeps in a path as they are (Hadoop's Path.toUri().toString()).
@@ -110,6 +114,41 @@ def partition_value(table: TableLocation, column: str, data_type: T.DataType) ->
     return f"CAST(nullif({decoded}, '__HIVE_DEFAULT_PARTITION__') AS {data_type.simpleString().upper()})"
 
 
+def bindable(snapshot: Snapshot) -> bool:
+    """Whether a view over the manifest's files reads every column of ``snapshot``'s table: a table
+    that maps column names needs its partition values inside its files (IcebergCompatV2 keeps
+    them there), as its folders need not name them; others take them from the folder names."""
+    mapped = mapping_mode(snapshot.metadata.configuration) != "none"
+    return not mapped or not snapshot.partition_columns or compat_v2(snapshot.metadata.configuration)
+
+
+def files_columns(snapshot: Snapshot, schema: T.StructType) -> T.StructType:
+    """The columns of the files table, as the data files hold them: physical names and types in a
+    table that maps column names (every column, partition values included), else the data columns
+    by name (partition values come from the folder names)."""
+    if mapping_mode(snapshot.metadata.configuration) != "none":
+        return T.StructType(
+            [T.StructField(physical_name(f), physical_type(f.dataType), f.nullable) for f in schema.fields]
+        )
+    partitions = set(snapshot.partition_columns)
+    return T.StructType([f for f in schema.fields if f.name not in partitions])
+
+
+def _selected(snapshot: Snapshot, field: T.StructField) -> str:
+    """The view's SQL of one column: by its physical name (a nested type cast to the logical
+    names, field by field in order) in a table that maps names, from the folder name for a
+    partition column of another, else by name."""
+    name = quote_identifier(field.name)
+    if mapping_mode(snapshot.metadata.configuration) != "none":
+        stored = f"d.{quote_identifier(physical_name(field))}"
+        if physical_type(field.dataType) == field.dataType:
+            return f"{stored} AS {name}"
+        return f"CAST({stored} AS {type_sql(field.dataType)}) AS {name}"
+    if field.name in snapshot.partition_columns:
+        return f"{partition_value(snapshot.location, field.name, field.dataType)} AS {name}"
+    return f"d.{name}"
+
+
 def view_statement(
     name: str,
     files_name: str,
@@ -123,14 +162,8 @@ def view_statement(
 ) -> str:
     """``CREATE VIEW name`` over the files table: the Delta schema's columns in order, partition
     values from the files' paths, and without the rows the masks delete (``masked``)."""
-    partitions = set(snapshot.partition_columns)
     columns = binding_view.view_columns(schema)
-    selected = ", ".join(
-        f"{partition_value(snapshot.location, f.name, f.dataType)} AS {quote_identifier(f.name)}"
-        if f.name in partitions
-        else f"d.{quote_identifier(f.name)}"
-        for f in schema.fields
-    )
+    selected = ", ".join(_selected(snapshot, f) for f in schema.fields)
     statement = (
         f"CREATE VIEW {name} ({columns}) {comment} {properties} AS {view_record(folder)}"
         f"SELECT {selected} FROM {files_name} d"

@@ -44,7 +44,7 @@ from dbt.adapters.deltamerge.delta.log.identity import (
     identity_value_column,
     metadata,
 )
-from dbt.adapters.deltamerge.delta.log.mapping import MAPPING_MODE, mapping_mode
+from dbt.adapters.deltamerge.delta.log.mapping import MAPPING_MODE, mapping_mode, physical_name, physical_type
 from dbt.adapters.deltamerge.delta.log.properties import AUTO_COMPACT, DEFAULT_RETENTION_HOURS, value_problems
 from dbt.adapters.deltamerge.delta.log.protocol import CDF_PROPERTY, change_data_feed_enabled
 from dbt.adapters.deltamerge.delta.log.replay import log_state
@@ -93,6 +93,8 @@ __all__ = [
     "mapping_mode",
     "materialized_columns",
     "metadata",
+    "physical_name",
+    "physical_type",
     "redefined",
     "registration",
     "registration_properties",
