@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import uuid
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from dbt.tests.util import run_dbt
-from deltalake import DeltaTable
+from deltalake import DeltaTable, QueryBuilder
 
 from dbt.adapters.deltamerge.common.errors import EngineError
 from dbt.adapters.deltamerge.delta import TableLocation
@@ -249,3 +251,65 @@ class TestUniformModelInSparksCatalog:
         assert sorted(tuple(r) for r in streets) == [("eu", 15), ("us", 15)]
         configuration = DeltaTable(table_path(project, "located")).metadata().configuration
         assert configuration["delta.columnMapping.mode"] == "name"
+
+
+UPGRADE_CASES = int(os.environ.get("DELTAMERGE_UPGRADE_CASES", "2"))
+
+
+@pytest.mark.parametrize("seed", range(UPGRADE_CASES))
+def test_seeded_tables_upgraded_read_the_same_by_every_reader(spark, schema, tmp_path, seed):
+    """A seeded table shape (partitioned by a string, an int or a date, or not; deletion vectors
+    left by DELETE and UPDATE, or rewritten files; row tracking or not; a struct column), upgraded:
+    delta-rs, pyiceberg and DuckDB return the same rows as delta-rs before, and after one more
+    UPDATE. ``DELTAMERGE_UPGRADE_CASES`` seeds (``make test``: 2)."""
+    rng = random.Random(700_000 + seed)
+    path, table = str(tmp_path / "t"), f"{schema}.t{seed}"
+    partition = rng.choice([None, "p", "n", "d"])
+    properties = {"delta.enableDeletionVectors": rng.choice(["true", "false"])}
+    if rng.random() < 0.3:
+        properties["delta.enableRowTracking"] = "true"
+    clause = f"PARTITIONED BY ({partition})" if partition else ""
+    props = ", ".join(f"'{k}' = '{v}'" for k, v in properties.items())
+    _run(
+        spark,
+        f"CREATE TABLE {table} (id BIGINT, v STRING, p STRING, n INT, d DATE, amount DECIMAL(10, 2), "
+        f"s STRUCT<a: INT, b: STRING>) USING delta {clause} LOCATION '{path}' TBLPROPERTIES ({props})",
+    )
+    rows = rng.choice([50, 300])
+    _run(
+        spark,
+        f"INSERT INTO {table} SELECT id, concat('v', id), IF(id % 3 = 0, 'x', 'y'), CAST(id % 4 AS INT), "
+        f"date_add(DATE'2026-01-01', CAST(id % 5 AS INT)), CAST(id / 7 AS DECIMAL(10, 2)), "
+        f"named_struct('a', CAST(id AS INT), 'b', concat('b', id)) FROM range({rows})",
+    )
+    for _ in range(rng.randint(0, 3)):
+        if rng.random() < 0.5:
+            _run(spark, f"DELETE FROM {table} WHERE id % {rng.randint(3, 11)} = {rng.randint(0, 2)}")
+        else:
+            _run(spark, f"UPDATE {table} SET v = 'u{rng.randint(0, 9)}' WHERE id % {rng.randint(2, 9)} = 1")
+    columns = ["id", "v", "p", "n", "d", "amount"]
+    expected = _delta_rows(path, columns)
+    _run(spark, f"REORG TABLE {table} {UPGRADE}")
+    assert _delta_rows(path, columns) == expected
+    assert _iceberg_rows(path, columns) == (expected, expected)
+    nested = spark.sql(f"SELECT id, s.a, s.b FROM {table}").collect()
+    assert sorted((r[0], r[1], r[2]) for r in nested) == sorted((r[0], r[0], f"b{r[0]}") for r in expected)
+    _run(spark, f"UPDATE {table} SET v = 'after' WHERE id % 2 = 0")
+    after = _delta_rows(path, columns)
+    assert _iceberg_rows(path, columns) == (after, after)
+    assert {r[0] for r in after if r[1] == "after"} == {r[0] for r in expected if r[0] % 2 == 0}
+    assert problems(path) == []
+
+
+def _delta_rows(path: str, columns: list[str]) -> list[tuple]:
+    got = (
+        QueryBuilder()
+        .register("t", DeltaTable(path))
+        .execute(f"select {', '.join(columns)} from t")
+        .read_all()
+    )
+    return sorted(tuple(r.values()) for r in pa.table(got).to_pylist())
+
+
+def _iceberg_rows(path: str, columns: list[str]) -> tuple[list[tuple], list[tuple]]:
+    return pyiceberg_rows(path, columns), duckdb_rows(path, columns)

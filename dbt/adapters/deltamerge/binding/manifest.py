@@ -103,13 +103,13 @@ def partition_value(table: TableLocation, column: str, data_type: T.DataType) ->
 
     >>> table = TableLocation.of("s3a://l/t")
     >>> print(partition_value(table, "day", T.DateType()))  # doctest: +NORMALIZE_WHITESPACE
-    CAST(nullif(url_decode(replace(url_decode(replace(regexp_extract(d._metadata.file_path,
+    CAST(nullif(url_decode(replace(url_decode(replace(regexp_extract(_dm_rows._metadata.file_path,
     '^\\Qs3a://l/t\\E/(?:.*/)?\\Qday\\E=([^/]*)/[^/]*$', 1), '+', '%2B')), '+', '%2B')),
     '__HIVE_DEFAULT_PARTITION__') AS DATE)
     """
     folder_name = quote(escape_partition_value(column), safe=_URI_SAFE)
     pattern = f"^\\Q{spark_uri(table.path)}\\E/(?:.*/)?\\Q{folder_name}\\E=([^/]*)/[^/]*$"
-    raw = f"regexp_extract(d._metadata.file_path, {string_literal(pattern)}, 1)"
+    raw = f"regexp_extract(_dm_rows._metadata.file_path, {string_literal(pattern)}, 1)"
     decoded = f"url_decode(replace(url_decode(replace({raw}, '+', '%2B')), '+', '%2B'))"
     return f"CAST(nullif({decoded}, '__HIVE_DEFAULT_PARTITION__') AS {data_type.simpleString().upper()})"
 
@@ -140,13 +140,13 @@ def _selected(snapshot: Snapshot, field: T.StructField) -> str:
     partition column of another, else by name."""
     name = quote_identifier(field.name)
     if mapping_mode(snapshot.metadata.configuration) != "none":
-        stored = f"d.{quote_identifier(physical_name(field))}"
+        stored = f"_dm_rows.{quote_identifier(physical_name(field))}"
         if physical_type(field.dataType) == field.dataType:
             return f"{stored} AS {name}"
         return f"CAST({stored} AS {type_sql(field.dataType)}) AS {name}"
     if field.name in snapshot.partition_columns:
         return f"{partition_value(snapshot.location, field.name, field.dataType)} AS {name}"
-    return f"d.{name}"
+    return f"_dm_rows.{name}"
 
 
 def view_statement(
@@ -166,14 +166,14 @@ def view_statement(
     selected = ", ".join(_selected(snapshot, f) for f in schema.fields)
     statement = (
         f"CREATE VIEW {name} ({columns}) {comment} {properties} AS {view_record(folder)}"
-        f"SELECT {selected} FROM {files_name} d"
+        f"SELECT {selected} FROM {files_name} _dm_rows"
     )
     if not masked:
         return statement
     masks = quote_identifier(os.path.join(folder, binding_view.MASKS_DIR))
     return (
-        f"{statement} LEFT JOIN parquet.{masks} m ON m.file = d._metadata.file_path "
-        "AND m.block = shiftright(d._metadata.row_index, 6) "
-        "WHERE m.mask IS NULL "
-        "OR (shiftrightunsigned(m.mask, CAST(d._metadata.row_index & 63 AS INT)) & 1) = 0"
+        f"{statement} LEFT JOIN parquet.{masks} _dm_masks ON _dm_masks.file = _dm_rows._metadata.file_path "
+        "AND _dm_masks.block = shiftright(_dm_rows._metadata.row_index, 6) "
+        "WHERE _dm_masks.mask IS NULL "
+        "OR (shiftrightunsigned(_dm_masks.mask, CAST(_dm_rows._metadata.row_index & 63 AS INT)) & 1) = 0"
     )

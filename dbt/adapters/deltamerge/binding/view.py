@@ -128,27 +128,30 @@ def view_columns(schema: T.StructType) -> str:
 def view_statement(
     name: str, files_name: str, folder: str, schema: T.StructType, comment: str, properties: str
 ) -> str:
-    r"""``CREATE VIEW name`` over the files table, leaving out the rows the masks delete.
+    r"""``CREATE VIEW name`` over the files table, leaving out the rows the masks delete. The
+    aliases are ``_dm_rows`` / ``_dm_masks``: Spark resolves ``d._metadata`` against a column ``d``
+    before a table alias ``d``, so a one-letter alias broke tables with such a column.
 
     >>> statement = view_statement("`s`.`v`", "`s`.`f`", "/t/v1", T.StructType([
     ...     T.StructField("id", T.LongType(), metadata={"comment": "key"})]), "", "TBLPROPERTIES ()")
     >>> print(statement.replace(" LEFT", "\nLEFT").replace(" AND", "\nAND").replace(" WHERE", "\nWHERE")
-    ...       .replace(" SELECT", "\nSELECT").replace(" WITH", "\nWITH"))
+    ...       .replace(" SELECT", "\nSELECT").replace(" WITH", "\nWITH").replace(" OR", "\nOR"))
     CREATE VIEW `s`.`v` (`id` COMMENT 'key')  TBLPROPERTIES () AS
     WITH _deltamerge_binding AS (SELECT X'2F742F7631' AS folder)
-    SELECT d.`id` FROM `s`.`f` d
-    LEFT JOIN parquet.`/t/v1/_masks` m ON m.file = d._metadata.file_name
-    AND m.block = shiftright(d._metadata.row_index, 6)
-    WHERE m.mask IS NULL OR (shiftrightunsigned(m.mask, CAST(d._metadata.row_index & 63 AS INT)) & 1) = 0
+    SELECT _dm_rows.`id` FROM `s`.`f` _dm_rows
+    LEFT JOIN parquet.`/t/v1/_masks` _dm_masks ON _dm_masks.file = _dm_rows._metadata.file_name
+    AND _dm_masks.block = shiftright(_dm_rows._metadata.row_index, 6)
+    WHERE _dm_masks.mask IS NULL
+    OR (shiftrightunsigned(_dm_masks.mask, CAST(_dm_rows._metadata.row_index & 63 AS INT)) & 1) = 0
     """
     columns = view_columns(schema)
-    selected = ", ".join(f"d.{quote_identifier(f.name)}" for f in schema.fields)
+    selected = ", ".join(f"_dm_rows.{quote_identifier(f.name)}" for f in schema.fields)
     masks = quote_identifier(os.path.join(folder, MASKS_DIR))
     return (
         f"CREATE VIEW {name} ({columns}) {comment} {properties} AS {view_record(folder)}"
-        f"SELECT {selected} FROM {files_name} d "
-        f"LEFT JOIN parquet.{masks} m ON m.{_FILE} = d._metadata.file_name "
-        f"AND m.{_BLOCK} = shiftright(d._metadata.row_index, 6) "
-        f"WHERE m.{_MASK} IS NULL "
-        f"OR (shiftrightunsigned(m.{_MASK}, CAST(d._metadata.row_index & 63 AS INT)) & 1) = 0"
+        f"SELECT {selected} FROM {files_name} _dm_rows "
+        f"LEFT JOIN parquet.{masks} _dm_masks ON _dm_masks.{_FILE} = _dm_rows._metadata.file_name "
+        f"AND _dm_masks.{_BLOCK} = shiftright(_dm_rows._metadata.row_index, 6) "
+        f"WHERE _dm_masks.{_MASK} IS NULL "
+        f"OR (shiftrightunsigned(_dm_masks.{_MASK}, CAST(_dm_rows._metadata.row_index & 63 AS INT)) & 1) = 0"
     )

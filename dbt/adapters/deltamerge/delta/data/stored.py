@@ -26,8 +26,8 @@ from dbt.adapters.deltamerge.delta.data.files import (
 )
 from dbt.adapters.deltamerge.delta.errors import DeltaError
 from dbt.adapters.deltamerge.delta.location import TableLocation
-from dbt.adapters.deltamerge.delta.log.iceberg_compat import compat_v2
-from dbt.adapters.deltamerge.delta.log.mapping import mapping_mode, physical_names
+from dbt.adapters.deltamerge.delta.log.iceberg_compat import ROW_TRACKING_FIELD_IDS, compat_v2
+from dbt.adapters.deltamerge.delta.log.mapping import FIELD_ID, mapping_mode, physical_names
 from dbt.adapters.deltamerge.delta.log.row_ids import STABLE_COLUMNS, materialized_columns
 from dbt.adapters.deltamerge.delta.log.schema import contains_type
 from dbt.adapters.deltamerge.delta.log.stats import DEFAULT_NUM_INDEXED_COLS
@@ -172,6 +172,13 @@ def _as_stored(
         if internal in names
     ]
     stable = [F.col(internal).alias(stored) for internal, stored in stable_pairs]
+    if compat_v2(configuration):  # field ids Iceberg reserves for row lineage
+        stable = [
+            F.col(internal).alias(
+                stored, metadata={FIELD_ID: ROW_TRACKING_FIELD_IDS[STABLE_COLUMNS.index(internal)]}
+            )
+            for internal, stored in stable_pairs
+        ]
     unindexed = frozenset(hidden or ())
     if mapping_mode(configuration) == "none":
         kept = [f for f in columns.fields if f.name not in STABLE_COLUMNS]

@@ -30,6 +30,11 @@ TABLE_FORMAT_ICEBERG = {COMPAT_V2: "true", ENABLED_FORMATS: "iceberg"}
 # The ``add`` tag naming the IcebergCompat version a data file was written under (Delta's
 # ``AddFile.Tags.ICEBERG_COMPAT_VERSION``): files without it are rewritten by REORG ... UPGRADE UNIFORM.
 ICEBERG_COMPAT_TAG = "ICEBERG_COMPAT_VERSION"
+# The parquet field ids of the materialized row tracking columns in an IcebergCompat table's files:
+# Iceberg v3's reserved ``_row_id`` and ``_last_updated_sequence_number`` (Delta writes them from
+# IcebergCompatV3 on). Without an id, Iceberg readers that need every column of a file to carry one
+# (pyiceberg) fall back to the name mapping, which has no such column, and fail.
+ROW_TRACKING_FIELD_IDS = (2147483540, 2147483539)
 # Where a UniForm table's Iceberg metadata lives, under the table (as Delta's converter writes it).
 ICEBERG_METADATA_FOLDER = "metadata"
 # Iceberg table properties passed through from Delta's (the prefix stripped), as Delta does.
