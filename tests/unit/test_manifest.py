@@ -7,16 +7,24 @@ from types import SimpleNamespace
 
 from pyspark.sql import types as T
 
-from dbt.adapters.deltamerge.binding.manifest import manifest_text, partition_value, spark_uri, view_statement
+from dbt.adapters.deltamerge.binding.manifest import (
+    bindable,
+    files_columns,
+    manifest_text,
+    partition_value,
+    spark_uri,
+    view_statement,
+)
 from dbt.adapters.deltamerge.delta import TableLocation
 
 
-def _snapshot(files, partitions=()):
+def _snapshot(files, partitions=(), configuration=None):
     return SimpleNamespace(
         table_path="s3a://lake/t",
         location=TableLocation.of("s3a://lake/t"),
         files=files,
         partition_columns=list(partitions),
+        metadata=SimpleNamespace(configuration=configuration or {}),
     )
 
 
@@ -45,7 +53,41 @@ def test_the_view_takes_partition_values_from_paths_and_masks_only_when_asked():
     schema = T.StructType([T.StructField("id", T.LongType()), T.StructField("day", T.DateType())])
     snapshot = _snapshot([], ["day"])
     plain = view_statement("`s`.`v`", "`s`.`f`", snapshot, "s3a://lake/t/_c/v1", schema, "", "", masked=False)
-    assert "AS `day`" in plain and "d.`id`" in plain and "JOIN" not in plain
+    assert "AS `day`" in plain and "_dm_rows.`id`" in plain and "JOIN" not in plain
     assert "AS DATE" in partition_value(TableLocation.of("s3a://lake/t"), "day", T.DateType())
     masked = view_statement("`s`.`v`", "`s`.`f`", snapshot, "s3a://lake/t/_c/v1", schema, "", "", masked=True)
-    assert "LEFT JOIN parquet.`s3a://lake/t/_c/v1/_masks` m ON m.file = d._metadata.file_path" in masked
+    joined = (
+        "LEFT JOIN parquet.`s3a://lake/t/_c/v1/_masks` _dm_masks "
+        "ON _dm_masks.file = _dm_rows._metadata.file_path"
+    )
+    assert joined in masked
+
+
+MAPPED = {"delta.columnMapping.mode": "name", "delta.enableIcebergCompatV2": "true"}
+
+
+def _mapped(name: str, data_type: T.DataType, physical: str) -> T.StructField:
+    return T.StructField(name, data_type, True, {"delta.columnMapping.physicalName": physical})
+
+
+def test_a_mapped_table_is_read_by_physical_names_renamed_in_the_view():
+    inner = T.StructType([_mapped("Street", T.StringType(), "col-s")])
+    schema = T.StructType(
+        [
+            _mapped("id", T.LongType(), "col-1"),
+            _mapped("a", inner, "col-2"),
+            _mapped("day", T.DateType(), "col-3"),
+        ]
+    )
+    snapshot = _snapshot([], ["day"], MAPPED)
+    assert bindable(snapshot) and not bindable(_snapshot([], ["day"], {"delta.columnMapping.mode": "name"}))
+    assert bindable(_snapshot([], [], {"delta.columnMapping.mode": "name"}))  # no partition values needed
+    assert (
+        files_columns(snapshot, schema).simpleString()
+        == "struct<col-1:bigint,col-2:struct<col-s:string>,col-3:date>"
+    )
+    view = view_statement("`s`.`v`", "`s`.`f`", snapshot, "s3a://lake/t/_c/v1", schema, "", "", masked=False)
+    assert (
+        "_dm_rows.`col-1` AS `id`" in view and "_dm_rows.`col-3` AS `day`" in view
+    )  # partition: in the file
+    assert "CAST(_dm_rows.`col-2` AS STRUCT<`Street`: STRING>) AS `a`" in view
