@@ -10,7 +10,9 @@ A quarter of the cases (and half of the change feed's) merge into a table of our
 vectors on (merge-on-read: target rows marked deleted, only changed rows written) while
 delta-rs's table rewrites files: rows, counts and change rows must still agree.
 ``DELTAMERGE_DIFF_CASES`` sets the number of cases (default 8; thousands for a long
-run, e.g. ``DELTAMERGE_DIFF_CASES=4000 pytest -k weighted tests/functional/test_merge_differential.py``).
+run, e.g. ``DELTAMERGE_DIFF_CASES=4000 pytest -k weighted tests/functional/test_merge_differential.py``);
+``DELTAMERGE_DIFF_FIRST_SEED`` the first seed (default 0), so a long run split over sessions
+draws new cases.
 """
 
 from __future__ import annotations
@@ -30,6 +32,8 @@ from dbt.adapters.deltamerge.merge import MergeSpec, dry_run_merge, merge_into
 from tests.functional.helpers import live_rows, log_actions
 
 CASES = int(os.environ.get("DELTAMERGE_DIFF_CASES", "8"))
+FIRST_SEED = int(os.environ.get("DELTAMERGE_DIFF_FIRST_SEED", "0"))
+SEEDS = range(FIRST_SEED, FIRST_SEED + CASES)
 
 # (our clause, the same clause in delta-rs's builder)
 MATCHED = [
@@ -226,14 +230,14 @@ def _assert_same_rows_and_counts(ours: str, theirs: str, config: dict, m: dict, 
 
 @pytest.mark.stores
 @pytest.mark.connect
-@pytest.mark.parametrize("seed", range(CASES))
+@pytest.mark.parametrize("seed", SEEDS)
 def test_same_result_as_delta_rs(spark, lake_root, seed, monkeypatch):
     _shuffle_joins_on_odd(seed, monkeypatch)
     _assert_same_rows_and_counts(*_merge_both(spark, lake_root, seed, feed=False, vectors=_vectors_on(seed)))
 
 
 @pytest.mark.stores
-@pytest.mark.parametrize("seed", range(CASES))
+@pytest.mark.parametrize("seed", SEEDS)
 def test_weighted_same_result_as_delta_rs(spark, lake_root, seed, monkeypatch):
     """Clause sets without WHEN MATCHED, with BY SOURCE clauses, predicates and shared target keys."""
     _shuffle_joins_on_odd(seed, monkeypatch)
