@@ -163,7 +163,12 @@ def delta_rs_merge(path: str, source: pa.Table, on: str, builder: list) -> dict:
 
 
 def sorted_rows(path: str) -> list[tuple]:
-    return sorted((r["k"], r["v"], r["op"]) for r in live_rows(path))
+    """The live rows in one order, NULLs first (a key may repeat with a NULL ``op``)."""
+    return sorted(((r["k"], r["v"], r["op"]) for r in live_rows(path)), key=_nulls_first)
+
+
+def _nulls_first(row: tuple) -> tuple:
+    return tuple((value is not None, value) for value in row)
 
 
 def _vectors_on(seed: int) -> bool:
