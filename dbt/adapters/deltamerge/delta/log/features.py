@@ -9,7 +9,7 @@ absent returns wrong rows. Checks run before anything is read or written, naming
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 
 from dbt.adapters.deltamerge.delta.errors import DeltaError, UnsupportedTableFeature
 from dbt.adapters.deltamerge.delta.log.iceberg_compat import compat_problems
@@ -188,11 +188,16 @@ def check_readable(problems: list[str], *, table: str) -> None:
         )
 
 
-def configuration_problems(configuration: Mapping[str, str], existing: Mapping[str, str] | None) -> list[str]:
+def configuration_problems(
+    configuration: Mapping[str, str],
+    existing: Mapping[str, str] | None,
+    switchable: Collection[str] = (),
+) -> list[str]:
     """Table properties that switch on a feature this writer does not implement.
 
     ``existing`` is the table's configuration before this write (None for a new table): a
-    feature another writer switched on and this one implements is kept.
+    feature another writer switched on and this one implements is kept. ``switchable``: the
+    properties the caller may switch on for an existing table (it checked what that needs).
 
     >>> configuration_problems({"delta.enableInCommitTimestamps": "true"}, None)
     []
@@ -205,6 +210,8 @@ def configuration_problems(configuration: Mapping[str, str], existing: Mapping[s
             continue
         before = existing is not None and str(existing.get(key, "false")).lower() == "true"
         new_table = existing is None or key == "delta.enableDeletionVectors"  # only ever read here
+        if key in switchable and not before:
+            continue
         if not ((key in _ENABLED_BY_OTHERS and before) or (key in ENABLED_ON_CREATE and new_table)):
             problems.append(f"table property {key}=true ({feature})")
     mode = str(configuration.get("delta.columnMapping.mode", "none")).lower()

@@ -74,10 +74,9 @@ def set_properties(
     operation = "UNSET TBLPROPERTIES" if statement.unset else "SET TBLPROPERTIES"
     if after == before:
         return WriteResult(None, operation, {}, snapshot)
-    problems = configuration_problems(after, before)
     if compat_v2(after) and not compat_v2(before):  # switched on where every file keeps its rules
-        problems = [p for p in problems if COMPAT_V2 not in p]
         _refuse_stale_files(snapshot, f"{operation} on {name}", name)
+    problems = configuration_problems(after, before, switchable=(COMPAT_V2,))
     modes = (mapping_mode(before), mapping_mode(after))
     if modes[0] != modes[1] and modes != ("none", "name"):  # Delta's allowMappingModeChange
         raise UnsupportedTableFeature(
