@@ -43,7 +43,8 @@ from dbt.adapters.deltamerge.delta.errors import (
 from dbt.adapters.deltamerge.delta.faults import CDC_POINTS, POINTS, crash_point
 from dbt.adapters.deltamerge.delta.ledger import after_commit, describe, ledger
 from dbt.adapters.deltamerge.delta.location import TableLocation, place_table
-from dbt.adapters.deltamerge.delta.log.snapshot import AddFile, Snapshot, has_delta_log, load_snapshot
+from dbt.adapters.deltamerge.delta.log.occupied import has_delta_log
+from dbt.adapters.deltamerge.delta.log.snapshot import AddFile, Snapshot, load_snapshot
 from dbt.adapters.deltamerge.delta.paths import (
     escape_partition_value,
     local_path,

@@ -34,6 +34,13 @@ from dbt.adapters.deltamerge.delta.log.features import (
     reader_problems,
 )
 from dbt.adapters.deltamerge.delta.log.mapping import logical_stats, mapping_mode
+from dbt.adapters.deltamerge.delta.log.occupied import (
+    CREATION_WAIT_SECONDS,
+    first_version_appeared,
+    has_delta_log,
+    may_be_in_flight,
+    visible_entries,
+)
 from dbt.adapters.deltamerge.delta.log.protocol import Protocol, TableMetadata
 from dbt.adapters.deltamerge.delta.log.replay import log_state
 from dbt.adapters.deltamerge.delta.log.schema import schema_from_json
@@ -148,17 +155,6 @@ class Snapshot:
         )
 
 
-def has_delta_log(table: TableLocation) -> bool:
-    """Whether ``table`` holds a Delta table (a non-empty ``_delta_log``)."""
-    names = table.store.list_names(table.log_folder)
-    return any(n.endswith(".json") or n.endswith(".checkpoint.parquet") for n in names)
-
-
-def visible_entries(table: TableLocation) -> list[str]:
-    """Entries of a table's folder that a table would be written over (hidden ones excluded)."""
-    return sorted(n for n in table.store.list_names(table.path) if not n.startswith((".", "_")))
-
-
 def load_snapshot(where: TableLocation, version: int | None = None) -> Snapshot | None:
     """The snapshot at ``version`` (latest if None) of the table at ``where``; None when no Delta
     table exists there.
@@ -178,14 +174,18 @@ def load_snapshot(where: TableLocation, version: int | None = None) -> Snapshot 
             except DeltaLakeError as error:
                 raise _unreadable(where, error) from error
         entries = visible_entries(where)
-        if entries:
-            shown = ", ".join(entries[:5]) + (" ..." if len(entries) > 5 else "")
-            raise NotADeltaTable(
-                f"{table_path} holds files but no _delta_log ({len(entries)} entries: {shown}). "
-                "Refusing to write a Delta table over them; nothing was deleted. Move them away, "
-                "choose another location, or convert them with the convert_to_delta operation."
-            ) from None
-        return None
+        if not entries:
+            return None
+        in_flight = may_be_in_flight(entries)  # another writer creating the table: its version 0 soon
+        if in_flight and first_version_appeared(where):
+            return load_snapshot(where, version)
+        shown = ", ".join(entries[:5]) + (" ..." if len(entries) > 5 else "")
+        waited = f" (no first version came in {CREATION_WAIT_SECONDS:.0f} s)" if in_flight else ""
+        raise NotADeltaTable(
+            f"{table_path} holds files but no _delta_log{waited} ({len(entries)} entries: {shown}). "
+            "Refusing to write a Delta table over them; nothing was deleted. Move them away, "
+            "choose another location, or convert them with the convert_to_delta operation."
+        ) from None
     except DeltaLakeError as error:
         raise _unreadable(where, error) from error
     except OSError as error:  # the store failed (credentials, bucket, network): say it as ours do
