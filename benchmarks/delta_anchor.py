@@ -151,6 +151,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     cases.append(("optimize", "copy-on-write", "OPTIMIZE {}"))
     cases.append(("zorder", "copy-on-write", "OPTIMIZE {} ZORDER BY (amount)"))
     results = []
+    if args.only:
+        cases = [c for c in cases if c[0] in args.only.split(",")]
     for name, mode, statement in cases:
         feed = name.endswith("_cdf")
         base = anchor.base(mode, small_files=name == "optimize")
@@ -236,6 +238,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=2)
     parser.add_argument("--feed", action="store_true", help="also the change data feed workloads")
     parser.add_argument("--variants", default="cold,warm", help="cold, warm or both (comma-separated)")
+    parser.add_argument("--only", default="", help="only these workloads (comma-separated names)")
     parser.add_argument("--start", default=START, help="the report section's start marker")
     parser.add_argument("--end", default=END, help="the report section's end marker")
     parser.add_argument("--workdir", default="/tmp/deltamerge-anchor")
