@@ -25,8 +25,9 @@ READ_PATH = {"statements.run", "statements.run.fresh", "statements.run.history",
 # since delta/log/iceberg_compat.py, IcebergCompatV2's rules checked with the table features; the
 # Iceberg side itself, delta/uniform and pyiceberg, loads only for a UniForm table's commit); 133
 # since delta/catalogs.py, the profile's Iceberg REST catalogs each invocation's Stores holds; 135
-# since relation.py (three-part names) and docs_catalog.py (the adapter's docs catalog methods)).
-LOADED_AT_MOST = 135
+# since relation.py (three-part names) and docs_catalog.py (the adapter's docs catalog methods); 136
+# since delta/log/occupied.py, a table folder without a log, split out of delta/log/snapshot.py).
+LOADED_AT_MOST = 136
 
 
 def _loaded() -> list[str]:
