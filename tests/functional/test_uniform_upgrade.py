@@ -18,7 +18,7 @@ import uuid
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from dbt.tests.util import run_dbt
+from dbt.tests.util import run_dbt, run_dbt_and_capture
 from deltalake import DeltaTable, QueryBuilder
 
 from dbt.adapters.deltamerge.common.errors import EngineError
@@ -199,10 +199,19 @@ from range({{ var('start', 0) }}, {{ var('start', 0) + 20 }})
 """
 
 
+# A source repeating every key when asked: the merge after the upgrade then fails (Delta's rule).
+UPGRADED_THEN_FAILING = """
+{{ config(materialized='incremental', incremental_strategy='delta_merge', unique_key='id',
+    table_format=var('format', none)) }}
+select id, 'a' as v from range(0, 5)
+{% if var('twice', false) %} union all select id, 'b' as v from range(0, 5) {% endif %}
+"""
+
+
 class TestModelGainsTableFormatIceberg:
     @pytest.fixture(scope="class")
     def models(self):
-        return {"events.sql": PLAIN_THEN_UNIFORM}
+        return {"events.sql": PLAIN_THEN_UNIFORM, "twice.sql": UPGRADED_THEN_FAILING}
 
     def test_the_next_run_upgrades_the_table_then_merges(self, project):
         run_dbt(["run"])
@@ -213,6 +222,26 @@ class TestModelGainsTableFormatIceberg:
         assert history[1] == "REORG" and len(history) == 3, history
         rows = assert_readers_agree(path)
         assert len(rows) == 30
+
+    def test_a_merge_failing_after_the_upgrade_says_the_reorg_was_committed(self, project):
+        """The upgrade is a commit of its own: the merge failing after it says that version stays
+        and the merge committed nothing (not "the table is unchanged", not "do not re-run")."""
+        run_dbt(["run", "-s", "twice"])
+        path = table_path(project, "twice")
+        upgrade_and_fail = ["run", "-s", "twice", "--vars", json.dumps({"format": "iceberg", "twice": True})]
+        _, out = run_dbt_and_capture(upgrade_and_fail, expect_pass=False)
+        said = " ".join(out.split())
+        assert f"Delta version 1 of {path} was committed (REORG)" in said, out[-3000:]
+        assert "then the model's write (merge) failed and committed nothing: its rows are not written" in said
+        assert "a re-run writes the rows on top of it" in said and "do not re-run" not in said
+        assert "DELTA_MULTIPLE_SOURCE_ROW_MATCHING_TARGET_ROW_IN_MERGE" in said, out[-3000:]
+        table = DeltaTable(path)
+        assert table.version() == 1 and table.history()[0]["operation"] == "REORG"
+        assert assert_readers_agree(path) == [(i, "a") for i in range(5)]  # the rows as they were
+        run_dbt(["run", "-s", "twice", "--vars", json.dumps({"format": "iceberg"})])  # the re-run
+        history = [h["operation"] for h in reversed(DeltaTable(path).history())]
+        assert history[1:] == ["REORG", "MERGE"], history
+        assert len(assert_readers_agree(path)) == 5
 
 
 BOUND = """

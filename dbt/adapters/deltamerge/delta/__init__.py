@@ -41,7 +41,7 @@ from dbt.adapters.deltamerge.delta.errors import (
     UnsupportedTableFeature,
 )
 from dbt.adapters.deltamerge.delta.faults import CDC_POINTS, POINTS, crash_point
-from dbt.adapters.deltamerge.delta.ledger import after_commit, describe, ledger
+from dbt.adapters.deltamerge.delta.ledger import after_commit, before_write, describe, ledger
 from dbt.adapters.deltamerge.delta.location import TableLocation, place_table
 from dbt.adapters.deltamerge.delta.log.occupied import has_delta_log
 from dbt.adapters.deltamerge.delta.log.snapshot import AddFile, Snapshot, load_snapshot
@@ -67,6 +67,7 @@ __all__ = [
     "TableLocation",
     "UnsupportedTableFeature",
     "after_commit",
+    "before_write",
     "crash_point",
     "describe",
     "escape_partition_value",

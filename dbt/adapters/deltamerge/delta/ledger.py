@@ -4,7 +4,9 @@ An error after a commit must not read "the table is unchanged": the boundary (``
 a ledger around a model's or a statement's work, every commit records its version in each ledger
 open on its thread (the commit path runs on the caller's thread), and the steps that follow a
 commit (binding the catalog, auto compaction, a second table's commit) name themselves, so the
-error can say which version landed and what did not happen after it.
+error can say which version landed and what did not happen after it. A write following commits of
+its own preparation (a REORG, a contract's constraints) names itself too: when it fails having
+committed nothing, the error says so, and that a re-run writes its rows.
 """
 
 from __future__ import annotations
@@ -35,6 +37,9 @@ class Ledger:
     # What a step after a commit could not do, the write standing (the Iceberg side left behind):
     # the error boundary fails the block with it once the block's other steps are done.
     notices: list[str] = field(default_factory=list)
+    # The failed step was the block's own write, after commits preparing for it (a REORG making the
+    # table UniForm, a contract's constraints): it committed nothing, and a re-run writes its rows.
+    write_failed: bool = False
 
 
 class _Open(threading.local):
@@ -79,6 +84,20 @@ def after_commit(step: str) -> Iterator[None]:
         raise
 
 
+@contextmanager
+def before_write(step: str) -> Iterator[None]:
+    """Name the block's write (``step``), which may follow commits preparing for it: if it fails
+    having committed nothing, the error says those versions stay and the write did not happen."""
+    before = [(opened, len(opened.committed)) for opened in _OPEN.ledgers]
+    try:
+        yield
+    except BaseException:
+        for opened, count in before:
+            if opened.committed and len(opened.committed) == count and opened.failed_step is None:
+                opened.failed_step, opened.write_failed = step, True
+        raise
+
+
 def describe(done: Ledger) -> str:
     """What a failure after a commit tells: the versions that landed and what did not happen.
 
@@ -88,11 +107,20 @@ def describe(done: Ledger) -> str:
     Delta version 5 of /w/t was committed (MERGE); then binding the new version in Spark's catalog
     failed. The data is written: do not re-run to redo it (a re-run writes again); the next read of
     the table binds it.
+    >>> reorg = [Committed(TableLocation.of("/w/t"), 6, "REORG")]
+    >>> print(describe(Ledger(reorg, "the model's merge", write_failed=True)))
+    Delta version 6 of /w/t was committed (REORG); then the model's merge failed and committed
+    nothing: its rows are not written. What was committed stays; a re-run writes the rows on top of it.
     """
     versions = "; ".join(
         f"Delta version {c.version} of {c.table} was committed ({c.operation})" for c in done.committed
     )
     then = done.failed_step or "a step after the commit"
+    if done.write_failed:
+        return (
+            f"{versions}; then {then} failed and committed nothing: its rows are not written. "
+            "What was committed stays; a re-run writes the rows on top of it."
+        )
     return (
         f"{versions}; then {then} failed. The data is written: do not re-run to redo it (a re-run "
         "writes again); the next read of the table binds it."

@@ -25,6 +25,7 @@ from dbt.adapters.deltamerge.delta import (
     Stores,
     TableLocation,
     after_commit,
+    before_write,
     has_delta_log,
     load_snapshot,
     place_table,
@@ -123,13 +124,14 @@ def write_model(
         from dbt.adapters.deltamerge.delta.commands import commit_before  # a command: loaded by a write
 
         current = commit_before(spark, current, change, name)  # a contract's constraints, rows checked
-    if write == "cdc_apply":
-        result = _apply_changes(spark, (df, stored), table, spec, run, current, change)
-    elif write == "merge":
-        assert spec.merge is not None and current is not None
-        result = merge_into(spark, df, current, spec.merge, change=change, txn=table.txn)
-    else:
-        result = _table_write(spark, df, table, spec, run, current, change)
+    with before_write(f"the model's write ({write.replace('_', ' ')})"):  # after a REORG or constraints
+        if write == "cdc_apply":
+            result = _apply_changes(spark, (df, stored), table, spec, run, current, change)
+        elif write == "merge":
+            assert spec.merge is not None and current is not None
+            result = merge_into(spark, df, current, spec.merge, change=change, txn=table.txn)
+        else:
+            result = _table_write(spark, df, table, spec, run, current, change)
     with after_commit("the model's maintenance (auto compaction, clustering, OPTIMIZE)"):
         latest = _maintained(spark, result, spec, change) if result.version is not None else result.snapshot
     if bind and (result.version is not None or write == "table_write" or not table.bound):
