@@ -41,7 +41,7 @@ from dbt.adapters.deltamerge.delta.errors import (
     UnsupportedTableFeature,
 )
 from dbt.adapters.deltamerge.delta.faults import CDC_POINTS, POINTS, crash_point
-from dbt.adapters.deltamerge.delta.ledger import after_commit, before_write, describe, ledger
+from dbt.adapters.deltamerge.delta.ledger import after_commit, describe, ledger, step_after_commits
 from dbt.adapters.deltamerge.delta.location import TableLocation, place_table
 from dbt.adapters.deltamerge.delta.log.occupied import has_delta_log
 from dbt.adapters.deltamerge.delta.log.snapshot import AddFile, Snapshot, load_snapshot
@@ -67,7 +67,6 @@ __all__ = [
     "TableLocation",
     "UnsupportedTableFeature",
     "after_commit",
-    "before_write",
     "crash_point",
     "describe",
     "escape_partition_value",
@@ -78,5 +77,6 @@ __all__ = [
     "parse_partition_folder",
     "partition_folder",
     "place_table",
+    "step_after_commits",
     "table_path_of",
 ]

@@ -4,9 +4,10 @@ An error after a commit must not read "the table is unchanged": the boundary (``
 a ledger around a model's or a statement's work, every commit records its version in each ledger
 open on its thread (the commit path runs on the caller's thread), and the steps that follow a
 commit (binding the catalog, auto compaction, a second table's commit) name themselves, so the
-error can say which version landed and what did not happen after it. A write following commits of
-its own preparation (a REORG, a contract's constraints) names itself too: when it fails having
-committed nothing, the error says so, and that a re-run writes its rows.
+error can say which version landed and what did not happen after it. A step that may follow commits
+of the block's own preparation (a model's write after a REORG or a contract's constraints) names
+itself too (``step_after_commits``): when it fails having committed nothing, the error says so, and
+that a re-run does the rest.
 """
 
 from __future__ import annotations
@@ -37,9 +38,9 @@ class Ledger:
     # What a step after a commit could not do, the write standing (the Iceberg side left behind):
     # the error boundary fails the block with it once the block's other steps are done.
     notices: list[str] = field(default_factory=list)
-    # The failed step was the block's own write, after commits preparing for it (a REORG making the
-    # table UniForm, a contract's constraints): it committed nothing, and a re-run writes its rows.
-    write_failed: bool = False
+    # The failed step followed commits preparing for it (a REORG making the table UniForm, a
+    # contract's constraints) and committed nothing itself: a re-run does it.
+    committed_nothing: bool = False
 
 
 class _Open(threading.local):
@@ -85,16 +86,17 @@ def after_commit(step: str) -> Iterator[None]:
 
 
 @contextmanager
-def before_write(step: str) -> Iterator[None]:
-    """Name the block's write (``step``), which may follow commits preparing for it: if it fails
-    having committed nothing, the error says those versions stay and the write did not happen."""
+def step_after_commits(step: str) -> Iterator[None]:
+    """Name ``step`` (a model's write, its contract's constraints), which may follow commits
+    preparing for it: if it fails having committed nothing, the error says those versions stay
+    and the step did not happen (not "the data is written")."""
     before = [(opened, len(opened.committed)) for opened in _OPEN.ledgers]
     try:
         yield
     except BaseException:
         for opened, count in before:
             if opened.committed and len(opened.committed) == count and opened.failed_step is None:
-                opened.failed_step, opened.write_failed = step, True
+                opened.failed_step, opened.committed_nothing = step, True
         raise
 
 
@@ -108,18 +110,18 @@ def describe(done: Ledger) -> str:
     failed. The data is written: do not re-run to redo it (a re-run writes again); the next read of
     the table binds it.
     >>> reorg = [Committed(TableLocation.of("/w/t"), 6, "REORG")]
-    >>> print(describe(Ledger(reorg, "the model's merge", write_failed=True)))
-    Delta version 6 of /w/t was committed (REORG); then the model's merge failed and committed
-    nothing: its rows are not written. What was committed stays; a re-run writes the rows on top of it.
+    >>> print(describe(Ledger(reorg, "the model's write (merge)", committed_nothing=True)))
+    Delta version 6 of /w/t was committed (REORG); then the model's write (merge) failed, committing
+    nothing. What was committed stays; a re-run of the model does the rest.
     """
     versions = "; ".join(
         f"Delta version {c.version} of {c.table} was committed ({c.operation})" for c in done.committed
     )
     then = done.failed_step or "a step after the commit"
-    if done.write_failed:
+    if done.committed_nothing:
         return (
-            f"{versions}; then {then} failed and committed nothing: its rows are not written. "
-            "What was committed stays; a re-run writes the rows on top of it."
+            f"{versions}; then {then} failed, committing nothing. What was committed stays; a re-run "
+            "of the model does the rest."
         )
     return (
         f"{versions}; then {then} failed. The data is written: do not re-run to redo it (a re-run "

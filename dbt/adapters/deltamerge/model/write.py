@@ -25,10 +25,10 @@ from dbt.adapters.deltamerge.delta import (
     Stores,
     TableLocation,
     after_commit,
-    before_write,
     has_delta_log,
     load_snapshot,
     place_table,
+    step_after_commits,
 )
 from dbt.adapters.deltamerge.delta.data import WriteRequest, write_dataframe
 from dbt.adapters.deltamerge.delta.log import TableChange, iceberg_enabled
@@ -123,8 +123,9 @@ def write_model(
     if current is not None:
         from dbt.adapters.deltamerge.delta.commands import commit_before  # a command: loaded by a write
 
-        current = commit_before(spark, current, change, name)  # a contract's constraints, rows checked
-    with before_write(f"the model's write ({write.replace('_', ' ')})"):  # after a REORG or constraints
+        with step_after_commits("bringing the table to the model's contract"):  # after a REORG
+            current = commit_before(spark, current, change, name)  # a contract's constraints, rows checked
+    with step_after_commits(f"the model's write ({write.replace('_', ' ')})"):  # after a REORG or constraints
         if write == "cdc_apply":
             result = _apply_changes(spark, (df, stored), table, spec, run, current, change)
         elif write == "merge":
