@@ -214,10 +214,10 @@ class TestModelGainsTableFormatIceberg:
         return {"events.sql": PLAIN_THEN_UNIFORM, "twice.sql": UPGRADED_THEN_FAILING}
 
     def test_the_next_run_upgrades_the_table_then_merges(self, project):
-        run_dbt(["run"])
+        run_dbt(["run", "-s", "events"])
         path = table_path(project, "events")
         assert "delta.enableIcebergCompatV2" not in DeltaTable(path).metadata().configuration
-        run_dbt(["run", "--vars", json.dumps({"format": "iceberg", "start": 10})])
+        run_dbt(["run", "-s", "events", "--vars", json.dumps({"format": "iceberg", "start": 10})])
         history = [h["operation"] for h in reversed(DeltaTable(path).history())]
         assert history[1] == "REORG" and len(history) == 3, history
         rows = assert_readers_agree(path)
